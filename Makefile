@@ -1,0 +1,39 @@
+# crawladmin — the commands a newcomer types. `make demo`, `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+
+.PHONY: install demo test unit integration testweb migrate lint clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed
+
+# Embedded default: SQLite + in-process broker and worker. Starts the local test web, crawls it,
+# prints the summary, then serves the admin with a password printed once.
+demo: install
+	$(PY) manage.py demo
+
+# Every test: unit, the embedded end-to-end crawl, and the cluster crawl against PostgreSQL and Redis
+# (127.0.0.1:5432 and a redis-server it starts itself; see README "Tests").
+test: install
+	$(PY) -m pytest
+
+unit: install
+	$(PY) -m pytest -m "not integration"
+
+integration: install
+	$(PY) -m pytest -m integration
+
+testweb: install
+	$(PY) -m testweb --port 8000
+
+migrate: install
+	$(PY) manage.py migrate
+
+clean:
+	rm -rf $(VENV) var staticfiles .pytest_cache

@@ -1,0 +1,142 @@
+"""`python manage.py crawl <seed URL>…`: crawl until nothing is due, in the current mode.
+
+Embedded (memory:// broker): runs a worker of threads in this process and dispatches from here.
+Cluster (Redis broker): dispatches from here (beat does the same, harmlessly) and watches the
+workers of the cluster do the work. Run twice, it resumes from the database.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from contextlib import ExitStack, nullcontext
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
+from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
+from tqdm import tqdm
+
+from crawladmin import embedded
+from crawladmin.models import UrlEvent
+from crawladmin.selectors import crawl_progress, crawl_summary
+from crawladmin.services.dispatch import dispatch_due, leases_release_all, reconcile
+from crawladmin.services.urls import NewUrl, urls_insert
+from crawler.lifecycle import Agent, State
+from crawler.urlnorm import UrlError, canonicalize
+
+RECONCILE_EVERY = 30.0
+
+
+class Command(BaseCommand):
+    help = "Crawl from the given seed URLs (and whatever is already due) until nothing is due."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("seeds", nargs="*", help="Seed URLs (http/https). Omit to resume.")
+        parser.add_argument("--max-pages", type=int, default=None, help="Stop after this many URLs loaded in this run")
+        parser.add_argument("--max-seconds", type=float, default=None, help="Stop after this long")
+        parser.add_argument("--json", action="store_true", help="Print the summary as JSON")
+        parser.add_argument("--threads", type=int, default=None, help="Embedded worker threads")
+        parser.add_argument("--no-progress", action="store_true", help="No progress bar")
+        parser.add_argument(
+            "--dispatch-only", action="store_true", help="Cluster mode: leave dispatching to beat, only watch"
+        )
+
+    def handle(self, *args, **opts) -> None:
+        seeds = self._seeds(opts["seeds"])
+        self._ensure_schema()
+        started = timezone.now()
+        if seeds:
+            urls_insert(urls=[NewUrl(u, depth=0) for u in seeds], trusted=True)
+        with ExitStack() as stack:
+            if settings.CELERY_EMBEDDED:
+                leases_release_all()  # we are the only worker: any lease left is from a dead run
+                stack.enter_context(embedded.embedded_worker(opts["threads"], max_pages=opts["max_pages"]))
+            reason = self._run(opts, started)
+        summary = crawl_summary(since=started)
+        summary.update(
+            stopped=reason,
+            seconds=round((timezone.now() - started).total_seconds(), 2),
+            loaded_this_run=_loaded_since(started),
+            mode="embedded" if settings.CELERY_EMBEDDED else "cluster",
+        )
+        if opts["json"]:
+            self.stdout.write(json.dumps(summary, indent=2, sort_keys=True))
+        else:
+            self.stdout.write(format_summary(summary))
+
+    def _ensure_schema(self) -> None:
+        """Embedded: create or upgrade the SQLite schema on the fly. Cluster: migrations are an operator's
+        step (they may need a maintenance window), so refuse to run on an outdated schema instead."""
+        if settings.EMBEDDED:
+            call_command("migrate", verbosity=0, interactive=False)
+            return
+        executor = MigrationExecutor(connections["default"])
+        if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+            raise CommandError("the database schema is not up to date: run `python manage.py migrate` first")
+
+    def _seeds(self, raw: list[str]) -> list[str]:
+        seeds = []
+        for url in raw:
+            try:
+                seeds.append(canonicalize(url))
+            except UrlError as exc:
+                raise CommandError(f"seed {url!r} is not a crawlable URL ({exc.reason})") from None
+        return seeds
+
+    def _run(self, opts: dict, started) -> str:
+        t0 = time.monotonic()
+        last_reconcile = 0.0
+        max_pages, max_seconds = opts["max_pages"], opts["max_seconds"]
+        quiet = opts["no_progress"] or not sys.stderr.isatty() and opts["json"]
+        bar = nullcontext() if quiet else tqdm(desc="crawl", unit=" URLs", file=sys.stderr, dynamic_ncols=True)
+        idle_rounds = 0
+        try:
+            with bar:
+                while True:
+                    elapsed = time.monotonic() - t0
+                    loaded = _loaded_since(started)
+                    if max_pages is not None and loaded >= max_pages:
+                        return "max-pages"
+                    if max_seconds is not None and elapsed >= max_seconds:
+                        return "max-seconds"
+                    if not opts["dispatch_only"]:
+                        dispatch_due()
+                        if elapsed - last_reconcile >= RECONCILE_EVERY:
+                            reconcile()
+                            last_reconcile = elapsed
+                    progress = crawl_progress()
+                    if bar is not None and hasattr(bar, "update"):
+                        bar.n = loaded
+                        bar.set_postfix(progress, refresh=True)
+                    # Two quiet looks in a row: a URL inserted between our counts is seen the second time.
+                    idle_rounds = idle_rounds + 1 if not any(progress.values()) else 0
+                    if idle_rounds >= 2:
+                        return "done"
+                    time.sleep(0.3)
+        except KeyboardInterrupt:
+            return "interrupted"
+
+
+def _loaded_since(started) -> int:
+    return UrlEvent.objects.filter(agent=Agent.LOAD.value, from_state=State.INIT.value, at__gte=started).count()
+
+
+def format_summary(s: dict) -> str:
+    lines = [
+        f"crawl {s['stopped']} after {s['seconds']:.1f}s ({s['mode']} mode): "
+        f"{s['loaded_this_run']} URLs loaded this run, {s['urls']} known on {s['servers']} servers",
+        "  by state:    " + ", ".join(f"{k} {v}" for k, v in s["states"].items()),
+    ]
+    if s["excluded"]:
+        lines.append("  excluded:    " + ", ".join(f"{k} {v}" for k, v in s["excluded"].items()))
+        if any(k.startswith("private address") for k in s["excluded"]):
+            lines.append("               (private addresses are skipped; allow them with CRAWL_ALLOW_PRIVATE=127.0.0.0/8)")
+    lines.append("  checks:      " + ", ".join(f"{k} {v}" for k, v in s["checks"].items()))
+    if s["failure_kinds"]:
+        lines.append("  failures:    " + ", ".join(f"{k or 'unknown'} {v}" for k, v in s["failure_kinds"].items()))
+    lines.append(f"  pages {s['pages']}, links {s['links']}; still due {s['due']}")
+    return "\n".join(lines)

@@ -1,0 +1,173 @@
+"""The durable state of a crawl. PostgreSQL (or SQLite embedded) is the single source of truth:
+every unit of work is a row, claimed with a lease, so a lost message or a killed worker loses nothing.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from django.db import models
+from django.db.models import Q
+
+from crawler.lifecycle import Agent, State
+from crawler.status import Category
+
+
+def _choices(enum_cls) -> list[tuple[str, str]]:
+    return [(member.value, member.name.replace("_", " ").title()) for member in enum_cls]
+
+
+class Server(models.Model):
+    """One web server (scheme, host, port): the unit of politeness and of crawler-number pinning."""
+
+    scheme = models.CharField(max_length=8)
+    host = models.CharField(max_length=255)
+    port = models.PositiveIntegerField()
+    ip = models.GenericIPAddressField(null=True, blank=True, help_text="Address last resolved")
+    group = models.CharField(max_length=100, blank=True, db_index=True)
+    crawler_num = models.PositiveIntegerField(
+        null=True, blank=True, db_index=True, help_text="Pin to workers started with this CRAWLER_NUM"
+    )
+    enabled = models.BooleanField(default=True)
+    trusted = models.BooleanField(
+        default=False, help_text="Added by an operator: may be crawled even on a private address"
+    )
+    excluded_reason = models.CharField(max_length=100, blank=True)
+    crawl_delay = models.FloatField(null=True, blank=True, help_text="Seconds; from robots.txt, capped")
+    robots_txt = models.TextField(blank=True)
+    robots_kind = models.CharField(max_length=20, blank=True)
+    robots_fetched_at = models.DateTimeField(null=True, blank=True)
+    next_request_at = models.DateTimeField(null=True, blank=True, help_text="Politeness: earliest next request")
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    lease_owner = models.CharField(max_length=200, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["scheme", "host", "port"], name="server_unique_origin")]
+        indexes = [models.Index(fields=["lease_expires_at"], name="server_lease_idx")]
+
+    def __str__(self) -> str:
+        return self.origin
+
+    @property
+    def origin(self) -> str:
+        default = {"http": 80, "https": 443}.get(self.scheme)
+        port = "" if self.port == default else f":{self.port}"
+        return f"{self.scheme}://{self.host}{port}"
+
+
+class Url(models.Model):
+    """A known URL and where it stands in the life-cycle (DESIGN.md §4)."""
+
+    url = models.TextField()
+    url_hash = models.CharField(max_length=40, unique=True, help_text="sha1 of the canonical URL")
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="urls")
+    state = models.CharField(max_length=12, choices=_choices(State), default=State.INIT.value)
+    depth = models.PositiveIntegerField(default=0)
+    redirect_hops = models.PositiveSmallIntegerField(default=0)
+    redirect_to = models.TextField(blank=True)
+    last_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    last_modified = models.CharField(max_length=100, blank=True)
+    etag = models.CharField(max_length=200, blank=True)
+    content_length = models.BigIntegerField(null=True, blank=True)
+    checksum = models.CharField(max_length=40, blank=True)
+    failure_count = models.PositiveIntegerField(default=0)
+    failure_kind = models.CharField(max_length=32, blank=True)
+    next_check_at = models.DateTimeField(null=True, blank=True, help_text="Empty: never due (excluded or final)")
+    last_checked_at = models.DateTimeField(null=True, blank=True)
+    lease_owner = models.CharField(max_length=200, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    exclusion_reason = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            # The claim: due work of one server in one state.
+            models.Index(fields=["server", "state", "next_check_at"], name="url_claim_idx"),
+            # Sweeps across servers (dispatcher, inactive scan).
+            models.Index(fields=["state", "next_check_at"], name="url_due_idx"),
+            # The reconciler looks only at leased rows.
+            models.Index(fields=["lease_expires_at"], name="url_lease_idx", condition=~Q(lease_owner="")),
+        ]
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class Page(models.Model):
+    """The last stored copy of a URL's body; one row per URL at most."""
+
+    url = models.OneToOneField(Url, on_delete=models.CASCADE, related_name="page")
+    body_z = models.BinaryField(help_text="zlib-compressed body")
+    title = models.CharField(max_length=512, blank=True)
+    description = models.TextField(blank=True)
+    content_type = models.CharField(max_length=200, blank=True)
+    size = models.PositiveIntegerField(default=0, help_text="Body bytes before compression")
+    checksum = models.CharField(max_length=40, db_index=True)
+    duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    fetched_at = models.DateTimeField()
+    extracted_at = models.DateTimeField(null=True, blank=True)
+    extract_dispatched_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["fetched_at"], name="page_unextracted_idx", condition=Q(extracted_at__isnull=True)),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or str(self.url_id)
+
+    @property
+    def body(self) -> bytes:
+        return zlib.decompress(bytes(self.body_z)) if self.body_z else b""
+
+
+class Link(models.Model):
+    from_url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="links_out")
+    to_url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="links_in")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["from_url", "to_url"], name="link_unique")]
+
+
+class StatusCheck(models.Model):
+    """One HTTP request and what came of it: the raw material of monitoring (DESIGN.md §6)."""
+
+    url = models.ForeignKey(Url, null=True, blank=True, on_delete=models.SET_NULL, related_name="checks")
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="checks")
+    requested_url = models.TextField(help_text="What was requested (robots.txt checks have no Url row)")
+    method = models.CharField(max_length=8, default="GET")
+    checked_at = models.DateTimeField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    category = models.CharField(max_length=12, choices=_choices(Category))
+    failure_kind = models.CharField(max_length=32, blank=True)
+    detail = models.CharField(max_length=300, blank=True)
+    latency_ms = models.FloatField()
+    dns_ms = models.FloatField(null=True, blank=True)
+    connect_ms = models.FloatField(null=True, blank=True)
+    first_byte_ms = models.FloatField(null=True, blank=True)
+    body_ms = models.FloatField(null=True, blank=True)
+    bytes = models.PositiveIntegerField(default=0)
+    agent = models.CharField(max_length=16, choices=_choices(Agent))
+    crawler_num = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["server", "checked_at"], name="check_server_time_idx")]
+
+
+class UrlEvent(models.Model):
+    """One change of a URL's state: who moved it, from where to where, and why."""
+
+    url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="events")
+    from_state = models.CharField(max_length=12, choices=_choices(State))
+    to_state = models.CharField(max_length=12, choices=_choices(State))
+    agent = models.CharField(max_length=16, choices=_choices(Agent))
+    crawler_num = models.PositiveIntegerField(null=True, blank=True)
+    at = models.DateTimeField()
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    latency_ms = models.FloatField(null=True, blank=True)
+    reason = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["url", "at"], name="event_url_time_idx")]

@@ -1,0 +1,52 @@
+"""Reads over the crawl's tables (no writes here)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import Count
+from django.utils import timezone
+
+from crawladmin.models import Link, Page, Server, StatusCheck, Url
+from crawler.lifecycle import State
+from crawler.status import Category
+
+
+def _counts(qs, field: str) -> dict[str, int]:
+    return {row[field]: row["n"] for row in qs.values(field).annotate(n=Count("id")).order_by(field)}
+
+
+def crawl_progress(*, now: datetime | None = None) -> dict[str, int]:
+    """The few numbers the crawl loop watches: it is finished when due, leased and unextracted are all 0."""
+    now = now or timezone.now()
+    return {
+        "due": Url.objects.filter(state=State.INIT.value, next_check_at__lte=now).count(),
+        "leased": Url.objects.exclude(lease_owner="").count(),
+        "unextracted": Page.objects.filter(extracted_at__isnull=True).count(),
+        "busy_servers": Server.objects.exclude(lease_owner="").count(),
+    }
+
+
+def crawl_summary(*, since: datetime | None = None) -> dict:
+    """Counts by state (excluded URLs apart), exclusion reason, check category and failure kind."""
+    urls = Url.objects.all()
+    excluded = urls.exclude(exclusion_reason="")
+    states = {s.value: 0 for s in State}
+    states.update(_counts(urls.filter(exclusion_reason=""), "state"))
+    checks = StatusCheck.objects.all()
+    if since is not None:
+        checks = checks.filter(checked_at__gte=since)
+    categories = {c.value: 0 for c in Category}
+    categories.update(_counts(checks, "category"))
+    failing = urls.filter(state__in=[State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value, State.DEAD.value])
+    return {
+        "urls": urls.count(),
+        "states": states,
+        "excluded": _counts(excluded, "exclusion_reason"),
+        "checks": categories,
+        "failure_kinds": _counts(failing, "failure_kind"),
+        "servers": Server.objects.count(),
+        "pages": Page.objects.count(),
+        "links": Link.objects.count(),
+        **crawl_progress(),
+    }

@@ -1,0 +1,109 @@
+"""The dispatcher and the reconciler: the database decides what work exists; the broker only carries it.
+
+A message can be lost (a Redis restart without persistence) or delivered twice (a worker killed after
+it started). Both are harmless: a server is re-dispatched when its last dispatch is older than
+CRAWL_REDISPATCH_AFTER and nobody holds its lease, and a duplicate finds the lease taken or nothing due.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+from crawladmin.models import Page, Server, Url
+from crawler.lifecycle import State
+
+from .queue import enqueue_extract_on_commit, enqueue_load_on_commit
+
+log = logging.getLogger(__name__)
+
+
+def _dispatchable(now: datetime):
+    stale = now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER)
+    due = Url.objects.filter(server=OuterRef("pk"), state=State.INIT.value, next_check_at__lte=now)
+    return (
+        Server.objects.filter(enabled=True, excluded_reason="")
+        .filter(Q(lease_owner="") | Q(lease_expires_at__lt=now))
+        .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=stale))
+        .filter(Exists(due))
+    )
+
+
+def _dispatch(candidates, now: datetime) -> int:
+    sent = 0
+    stale = now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER)
+    for server_id, crawler_num in candidates.values_list("id", "crawler_num"):
+        # Guarded: when two dispatchers (beat and a crawl command) race, one of them sends.
+        changed = (
+            Server.objects.filter(id=server_id)
+            .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=stale))
+            .update(dispatched_at=now)
+        )
+        if changed:
+            enqueue_load_on_commit(server_id=server_id, crawler_num=crawler_num)
+            sent += 1
+    return sent
+
+
+def dispatch_due(*, now: datetime | None = None) -> int:
+    """Send a load task for every server that has due Init URLs and no task on it. Returns how many."""
+    now = now or timezone.now()
+    return _dispatch(_dispatchable(now), now)
+
+
+def servers_dispatch_with_due_work(*, server_ids: Iterable[int]) -> int:
+    """The same, for a few servers just given new URLs (so the crawl need not wait for the next round)."""
+    ids = list(server_ids)
+    if not ids:
+        return 0
+    now = timezone.now()
+    return _dispatch(_dispatchable(now).filter(id__in=ids), now)
+
+
+@dataclass
+class ReconcileOutcome:
+    url_leases: int = 0
+    server_leases: int = 0
+    extracts: int = 0
+
+
+def reconcile(*, now: datetime | None = None) -> ReconcileOutcome:
+    """Free leases whose owner died, and re-send extraction of pages whose message was lost."""
+    now = now or timezone.now()
+    out = ReconcileOutcome()
+    out.url_leases = (
+        Url.objects.exclude(lease_owner="").filter(lease_expires_at__lt=now).update(lease_owner="", lease_expires_at=None)
+    )
+    out.server_leases = (
+        Server.objects.exclude(lease_owner="")
+        .filter(lease_expires_at__lt=now)
+        .update(lease_owner="", lease_expires_at=None, dispatched_at=None)
+    )
+    stale = now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER)
+    lost = list(
+        Page.objects.filter(extracted_at__isnull=True)
+        .filter(Q(extract_dispatched_at__isnull=True) | Q(extract_dispatched_at__lt=stale))
+        .values_list("id", flat=True)[:5000]
+    )
+    for i in range(0, len(lost), 20):
+        group = lost[i : i + 20]
+        Page.objects.filter(id__in=group).update(extract_dispatched_at=now)
+        enqueue_extract_on_commit(page_ids=group)
+    out.extracts = len(lost)
+    if out.url_leases or out.server_leases or out.extracts:
+        log.warning("reconciled: %s", out)
+    return out
+
+
+def leases_release_all() -> int:
+    """Embedded mode at start: this process is the only worker, so every lease is from a dead run."""
+    n = Url.objects.exclude(lease_owner="").update(lease_owner="", lease_expires_at=None)
+    Server.objects.update(lease_owner="", lease_expires_at=None, dispatched_at=None)
+    Page.objects.filter(extracted_at__isnull=True).update(extract_dispatched_at=None)
+    return n

@@ -1,0 +1,91 @@
+"""The URL-extract agent's work: parse stored pages, insert the new URLs and the links in bulk."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Min
+from django.utils import timezone
+
+from crawladmin.models import Link, Page
+from crawler.parse import extract
+
+from .dispatch import servers_dispatch_with_due_work
+from .urls import NewUrl, urls_insert
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ExtractOutcome:
+    pages: int = 0
+    links: int = 0
+    new_urls: int = 0
+
+
+def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
+    """Extract a batch of pages in one transaction. Idempotent: links and URLs are inserted under unique
+    constraints and a page already extracted is skipped, so a redelivered message does no harm."""
+    outcome = ExtractOutcome()
+    pages = list(Page.objects.filter(id__in=page_ids, extracted_at__isnull=True).select_related("url"))
+    if not pages:
+        return outcome
+    parsed = []
+    for page in pages:
+        try:
+            parsed.append((page, extract(page.body, page.url.url, content_type=page.content_type or None)))
+        except Exception:  # a parser bug must not stop the batch: the page is marked and logged
+            log.exception("extract failed for page %s (%s)", page.id, page.url.url)
+            parsed.append((page, None))
+
+    new: dict[str, NewUrl] = {}
+    for page, ex in parsed:
+        if ex is None or ex.nofollow:
+            continue
+        depth = page.url.depth + 1
+        if depth > settings.CRAWL_MAX_DEPTH:
+            continue
+        for link in ex.links:
+            if link not in new or new[link].depth > depth:
+                new[link] = NewUrl(link, depth=depth)
+
+    with transaction.atomic():
+        inserted = urls_insert(urls=list(new.values()))
+        ids = inserted.ids
+        links = [
+            Link(from_url_id=page.url_id, to_url_id=ids[link])
+            for page, ex in parsed
+            if ex is not None and not ex.nofollow
+            for link in ex.links
+            if link in ids and ids[link] != page.url_id
+        ]
+        Link.objects.bulk_create(links, ignore_conflicts=True, batch_size=500)
+        now = timezone.now()
+        for page, ex in parsed:
+            Page.objects.filter(id=page.id, extracted_at__isnull=True).update(
+                title=ex.title if ex else "",
+                description=ex.description if ex else "",
+                extracted_at=now,
+            )
+        _mark_duplicates(pages)
+        servers_dispatch_with_due_work(server_ids=inserted.server_ids)
+    outcome.pages, outcome.links, outcome.new_urls = len(pages), len(links), len(new)
+    return outcome
+
+
+def _mark_duplicates(pages: list[Page]) -> None:
+    """A page whose body has the same checksum as an earlier page is a duplicate of the earliest one."""
+    checksums = {p.checksum for p in pages if p.checksum}
+    if not checksums:
+        return
+    firsts = dict(
+        Page.objects.filter(checksum__in=checksums).values("checksum").annotate(first=Min("id")).values_list("checksum", "first")
+    )
+    for page in pages:
+        first = firsts.get(page.checksum)
+        if first is not None and first != page.id:
+            Page.objects.filter(id=page.id).update(duplicate_of_id=first)

@@ -1,0 +1,155 @@
+"""Writes to Url rows: insertion in bulk, claims with leases, and the guarded life-cycle transitions."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from crawladmin.models import Url, UrlEvent
+from crawler.lifecycle import Agent, Event, InvalidTransition, State, next_state
+from crawler.urlnorm import server_key, url_hash
+
+from .common import lease_deadline
+from .servers import servers_ensure
+
+log = logging.getLogger(__name__)
+
+CHUNK = 500  # keeps IN (...) lists under SQLite's variable limit and statements small
+
+
+@dataclass(frozen=True)
+class NewUrl:
+    url: str  # canonical
+    depth: int
+    redirect_hops: int = 0
+
+
+@dataclass
+class Inserted:
+    ids: dict[str, int]  # url -> id, for every URL asked for (new or already known)
+    server_ids: set[int]  # the servers of those URLs
+
+
+def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
+    """Insert the URLs not yet known as Init (known ones are left as they are).
+
+    A URL of an excluded server is stored excluded, with the server's reason, so it shows but is never due.
+    """
+    if not urls:
+        return Inserted({}, set())
+    by_url = {u.url: u for u in urls}
+    servers = servers_ensure(keys={server_key(u) for u in by_url}, trusted=trusted)
+    now = timezone.now()
+    rows = []
+    for u in by_url.values():
+        server = servers[server_key(u.url)]
+        rows.append(
+            Url(
+                url=u.url,
+                url_hash=url_hash(u.url),
+                server=server,
+                depth=u.depth,
+                redirect_hops=u.redirect_hops,
+                state=State.INIT.value,
+                exclusion_reason=server.excluded_reason,
+                next_check_at=None if server.excluded_reason else now,
+            )
+        )
+    Url.objects.bulk_create(rows, ignore_conflicts=True, batch_size=CHUNK)
+    ids = url_ids(hashes=[r.url_hash for r in rows], urls=[r.url for r in rows])
+    return Inserted(ids, {s.id for s in servers.values()})
+
+
+def url_ids(*, hashes: Sequence[str], urls: Sequence[str]) -> dict[str, int]:
+    wanted = dict(zip(hashes, urls))
+    found: dict[str, int] = {}
+    keys = list(wanted)
+    for i in range(0, len(keys), CHUNK):
+        for h, pk in Url.objects.filter(url_hash__in=keys[i : i + CHUNK]).values_list("url_hash", "id"):
+            found[wanted[h]] = pk
+    return found
+
+
+def urls_claim(*, server_id: int, owner: str, limit: int, now: datetime | None = None) -> list[Url]:
+    """Lease up to `limit` due Init URLs of one server, shallowest first."""
+    now = now or timezone.now()
+    free = Q(lease_owner="") | Q(lease_expires_at__lt=now)
+    due = Url.objects.filter(server_id=server_id, state=State.INIT.value, next_check_at__lte=now).filter(free)
+    ids = list(due.order_by("depth", "id").values_list("id", flat=True)[:limit])
+    if not ids:
+        return []
+    # The guard is repeated in the UPDATE: if another claimer took a row between our SELECT and this
+    # UPDATE, the row no longer matches and stays theirs.
+    Url.objects.filter(id__in=ids, state=State.INIT.value).filter(free).update(
+        lease_owner=owner, lease_expires_at=lease_deadline(now)
+    )
+    return list(Url.objects.filter(id__in=ids, lease_owner=owner).order_by("depth", "id"))
+
+
+def urls_release(*, ids: Sequence[int], owner: str, next_check_at: datetime | None = None) -> int:
+    """Give back leased URLs that were not processed (budget spent, server backing off)."""
+    fields: dict = {"lease_owner": "", "lease_expires_at": None}
+    if next_check_at is not None:
+        fields["next_check_at"] = next_check_at
+    return Url.objects.filter(id__in=ids, lease_owner=owner).update(**fields)
+
+
+def url_exclude(*, url_id: int, reason: str, owner: str) -> bool:
+    return (
+        Url.objects.filter(id=url_id, state=State.INIT.value, lease_owner=owner).update(
+            exclusion_reason=reason, next_check_at=None, lease_owner="", lease_expires_at=None
+        )
+        == 1
+    )
+
+
+def url_transition(
+    *,
+    url_id: int,
+    expected: State,
+    event: Event,
+    agent: Agent,
+    owner: str | None,
+    http_status: int | None = None,
+    latency_ms: float | None = None,
+    reason: str = "",
+    now: datetime | None = None,
+    **fields,
+) -> bool:
+    """Move one URL along the life-cycle with one guarded UPDATE; record the move. True if it happened.
+
+    Refused (and logged, never applied) when the table has no such move. Does nothing when the URL is
+    no longer in `expected` state or no longer leased by `owner`: a redelivered message, or another
+    agent that got there first.
+    """
+    try:
+        new = next_state(expected, event, agent)
+    except InvalidTransition as exc:
+        log.error("refused: url %s: %s", url_id, exc)
+        return False
+    now = now or timezone.now()
+    guarded = Url.objects.filter(id=url_id, state=expected.value)
+    if owner is not None:
+        guarded = guarded.filter(lease_owner=owner)
+    changed = guarded.update(state=new.value, lease_owner="", lease_expires_at=None, last_checked_at=now, **fields)
+    if changed != 1:
+        log.info("url %s: not in %s under %s any more; another agent got there first", url_id, expected, owner)
+        return False
+    UrlEvent.objects.create(
+        url_id=url_id,
+        from_state=expected.value,
+        to_state=new.value,
+        agent=agent.value,
+        crawler_num=settings.CRAWLER_NUM,
+        at=now,
+        http_status=http_status,
+        latency_ms=latency_ms,
+        reason=reason[:100],
+    )
+    return True

@@ -1,0 +1,204 @@
+"""The one settings module, driven by the environment (DESIGN.md §12).
+
+With no environment at all it runs the embedded default: SQLite in WAL mode and Celery on an
+in-process `memory://` broker. `DATABASE_URL` and `CELERY_BROKER_URL` switch to PostgreSQL and Redis.
+A bad value stops the start with a message naming the variable.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from crawler.config import ConfigError, Env
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VERSION = "0.1.0"
+
+env = Env.from_os()
+
+
+def _load() -> dict:
+    """Every environment-driven value, parsed in one place so one bad value gives one clear error."""
+    data_dir = Path(env.str("CRAWLADMIN_DATA_DIR", str(BASE_DIR / "var")))
+    return {
+        "DATA_DIR": data_dir,
+        "DATABASE_URL": env.url(
+            "DATABASE_URL", f"sqlite:///{data_dir / 'crawladmin.sqlite3'}", ("sqlite", "postgres", "postgresql", "pgsql")
+        ),
+        "CELERY_BROKER_URL": env.url("CELERY_BROKER_URL", "memory://", ("memory", "redis", "rediss")),
+        "CRAWLER_NUM": env.integer("CRAWLER_NUM", None, minimum=0, maximum=10_000),
+        "CRAWL_CONNECT_TIMEOUT": env.number("CRAWL_CONNECT_TIMEOUT", 15.0, minimum=0.01),
+        "CRAWL_HEADER_TIMEOUT": env.number("CRAWL_HEADER_TIMEOUT", 10.0, minimum=0.01),
+        "CRAWL_BODY_TIMEOUT": env.number("CRAWL_BODY_TIMEOUT", 20.0, minimum=0.01),
+        "CRAWL_MAX_BODY_BYTES": env.integer("CRAWL_MAX_BODY_BYTES", 10 * 1024 * 1024, minimum=1024),
+        "CRAWL_MAX_REDIRECTS": env.integer("CRAWL_MAX_REDIRECTS", 5, minimum=0, maximum=100),
+        "CRAWL_DELAY_THRESHOLD": env.number("CRAWL_DELAY_THRESHOLD", 3.0, minimum=0.0),
+        "CRAWL_DEFAULT_DELAY": env.number("CRAWL_DEFAULT_DELAY", 1.0, minimum=0.0),
+        "CRAWL_MAX_DELAY": env.number("CRAWL_MAX_DELAY", 30.0, minimum=0.0),
+        "CRAWL_SERVER_CONCURRENCY": env.integer("CRAWL_SERVER_CONCURRENCY", 1, minimum=1, maximum=64),
+        "CRAWL_NR1_BACKOFF": env.number("CRAWL_NR1_BACKOFF", 3600.0, minimum=0.0),
+        "CRAWL_NR2_BACKOFF": env.number("CRAWL_NR2_BACKOFF", 21600.0, minimum=0.0),
+        "CRAWL_ALLOW_PRIVATE": env.cidrs("CRAWL_ALLOW_PRIVATE"),
+        "CRAWL_USER_AGENT": env.str(
+            "CRAWL_USER_AGENT", f"crawladmin/{VERSION} (+https://github.com/crawladmin/crawladmin)"
+        ),
+        # Not in the §12 table; ours, with defaults that suit the embedded mode.
+        "CRAWL_MAX_DEPTH": env.integer("CRAWL_MAX_DEPTH", 25, minimum=0),
+        "CRAWL_BATCH_SIZE": env.integer("CRAWL_BATCH_SIZE", 25, minimum=1, maximum=10_000),
+        "CRAWL_LEASE_SECONDS": env.number("CRAWL_LEASE_SECONDS", 300.0, minimum=5.0),
+        "CRAWL_TASK_BUDGET": env.number("CRAWL_TASK_BUDGET", 60.0, minimum=1.0),
+        "CRAWL_REDISPATCH_AFTER": env.number("CRAWL_REDISPATCH_AFTER", 120.0, minimum=1.0),
+        "CRAWL_ROBOTS_TTL": env.number("CRAWL_ROBOTS_TTL", 86400.0, minimum=0.0),
+        "CRAWL_DISPATCH_INTERVAL": env.number("CRAWL_DISPATCH_INTERVAL", 5.0, minimum=0.5),
+        "CRAWL_EMBEDDED_THREADS": env.integer("CRAWL_EMBEDDED_THREADS", 4, minimum=1, maximum=64),
+        "SECRET_KEY": env.str("DJANGO_SECRET_KEY", ""),
+        "DEBUG": env.boolean("DJANGO_DEBUG", False),
+        "ALLOWED_HOSTS": [h for h in env.str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h],
+    }
+
+
+try:
+    _cfg = _load()
+except ConfigError as exc:
+    raise ImproperlyConfigured(f"bad setting: {exc}") from None
+
+DATA_DIR: Path = _cfg["DATA_DIR"]
+DATABASE_URL: str = _cfg["DATABASE_URL"]
+EMBEDDED = DATABASE_URL.startswith("sqlite")
+CELERY_BROKER_URL: str = _cfg["CELERY_BROKER_URL"]
+CELERY_EMBEDDED = CELERY_BROKER_URL.startswith("memory")
+
+# Every CRAWL_* value (and CRAWLER_NUM) becomes a setting of the same name: settings.CRAWL_MAX_DEPTH ...
+globals().update({name: value for name, value in _cfg.items() if name.startswith("CRAWL")})
+
+# A secret key from the environment in production; in the embedded mode one is generated once and
+# kept in the data directory, so sessions survive restarts and no key is ever committed.
+SECRET_KEY = _cfg["SECRET_KEY"]
+if not SECRET_KEY:
+    if not EMBEDDED:
+        raise ImproperlyConfigured("bad setting: DJANGO_SECRET_KEY must be set when DATABASE_URL is not SQLite")
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    _key_file = DATA_DIR / "secret_key"
+    if not _key_file.exists():
+        _key_file.write_text(secrets.token_urlsafe(50))
+        _key_file.chmod(0o600)
+    SECRET_KEY = _key_file.read_text().strip()
+
+DEBUG = _cfg["DEBUG"]
+ALLOWED_HOSTS = _cfg["ALLOWED_HOSTS"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_celery_beat",
+    "crawladmin",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "crawladmin.urls"
+WSGI_APPLICATION = "crawladmin.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _databases() -> dict:
+    db = dj_database_url.parse(DATABASE_URL, conn_max_age=0 if EMBEDDED else 60, conn_health_checks=not EMBEDDED)
+    if EMBEDDED:
+        Path(db["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+        db["OPTIONS"] = {
+            # Worker threads write concurrently: WAL lets readers go on during a write, the busy
+            # timeout makes writers wait instead of failing, and IMMEDIATE takes the write lock at
+            # BEGIN so two transactions cannot both read, then deadlock upgrading to write.
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=30000;",
+        }
+    return {"default": db}
+
+
+DATABASES = _databases()
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+LOGIN_URL = "admin:login"
+
+# --- Celery ----------------------------------------------------------------------------------
+CELERY_TASK_IGNORE_RESULT = True          # state lives in the database, not in a result backend
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_ENABLE_UTC = True
+# At-least-once delivery; the database makes effects exactly-once (guarded claims, unique rows).
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A task never outlives its lease: it stops claiming at CRAWL_TASK_BUDGET, and the hard limit ends it
+# well before the lease expires and the reconciler hands its work to someone else.
+CELERY_TASK_SOFT_TIME_LIMIT = int(_cfg["CRAWL_TASK_BUDGET"] + _cfg["CRAWL_BODY_TIMEOUT"] + _cfg["CRAWL_HEADER_TIMEOUT"] + 30)
+CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 30
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+if CELERY_EMBEDDED:
+    # The in-memory transport polls its queues; its default of 1 s idles the embedded worker between tasks.
+    CELERY_BROKER_TRANSPORT_OPTIONS["polling_interval"] = 0.01
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_DEFAULT_QUEUE = "housekeeping"
+CELERY_TASK_ROUTES = {
+    "tasks.load.*": {"queue": "load"},
+    "tasks.extract.*": {"queue": "extract"},
+    "tasks.housekeeping.*": {"queue": "housekeeping"},
+}
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "crawladmin": {"handlers": ["console"], "level": env.str("CRAWLADMIN_LOG_LEVEL", "WARNING")},
+        "tasks": {"handlers": ["console"], "level": env.str("CRAWLADMIN_LOG_LEVEL", "WARNING")},
+    },
+}

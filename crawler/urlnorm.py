@@ -1,0 +1,186 @@
+"""URL canonicalisation for the crawler.
+
+Every URL the crawler stores or deduplicates goes through :func:`canonicalize`
+so that trivially different spellings of the same resource ("HTTP://Example.com:80"
+vs "http://example.com/") map to one row.  The heavy lifting (query sorting,
+percent-encoding normalisation, IDNA, dot segments) is done by
+``w3lib.url.canonicalize_url``; this module adds the policy on top: which
+schemes we accept, default-port removal, length limits and error reasons.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
+
+from w3lib.url import canonicalize_url
+
+__all__ = [
+    "MAX_URL_LENGTH",
+    "ServerKey",
+    "UrlError",
+    "canonicalize",
+    "server_key",
+    "url_hash",
+]
+
+MAX_URL_LENGTH = 2048
+
+ALLOWED_SCHEMES = frozenset({"http", "https"})
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+# Browsers silently drop ASCII tab and newlines anywhere in a URL (WHATWG URL
+# spec), and pages in the wild contain hrefs broken over several lines.
+_STRIP_CHARS_RE = re.compile(r"[\t\n\r]")
+
+# After IDNA encoding a registered name is plain ASCII.  Underscores are not
+# valid in hostnames but common in real subdomains, so we accept them.
+# RFC 3986 scheme; its presence makes a reference absolute.
+_SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+_LABEL_RE = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
+
+
+class UrlError(ValueError):
+    """A URL the crawler refuses to handle.
+
+    ``reason`` is a short machine-readable code used for statistics:
+    "scheme", "no_host", "too_long" or "malformed".
+    """
+
+    def __init__(self, reason: str, url: str) -> None:
+        # Truncate the URL in the message: rejected URLs can be megabytes long.
+        super().__init__(f"{reason}: {url[:200]!r}")
+        self.reason = reason
+        self.url = url
+
+
+def _clean(url: str) -> str:
+    return _STRIP_CHARS_RE.sub("", url.strip())
+
+
+def _check_length(url: str) -> None:
+    if len(url) > MAX_URL_LENGTH:
+        raise UrlError("too_long", url)
+
+
+def _join(base: str, url: str) -> str:
+    # Only join relative references: urljoin("http://h/p", "http://") would
+    # silently return the base instead of failing on the empty host.
+    if _SCHEME_RE.match(url):
+        return url
+    try:
+        return urljoin(_clean(base), url)
+    except ValueError as exc:  # e.g. "//[::1/x": unbalanced IPv6 brackets
+        raise UrlError("malformed", url) from exc
+
+
+def _split_checked(url: str) -> SplitResult:
+    """urlsplit plus the scheme/host/port validation we need."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a non-numeric/out-of-range port
+    except ValueError as exc:
+        raise UrlError("malformed", url) from exc
+    scheme = parts.scheme.lower()
+    if not scheme:
+        # A relative reference without a base: we cannot know what it means.
+        raise UrlError("malformed", url)
+    if scheme not in ALLOWED_SCHEMES:
+        raise UrlError("scheme", url)
+    if not parts.hostname:
+        raise UrlError("no_host", url)
+    return parts
+
+
+def _valid_hostname(host: str) -> bool:
+    """DNS-shaped host check; w3lib passes garbage like "a..b" or "x y" through."""
+    if ":" in host:  # IPv6 literal; urlsplit already validated the brackets.
+        return True
+    if len(host) > 253:
+        return False
+    return all(_LABEL_RE.match(label) for label in host.split("."))
+
+
+def _normalise_netloc(url: str) -> str:
+    """Drop a default port and a trailing root dot from the host.
+
+    "example.com." names the same DNS host as "example.com"; keeping both would
+    give one server two politeness queues.
+    """
+    parts = urlsplit(url)
+    port = parts.port
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    host = hostport
+    if port is not None or hostport.endswith(":"):
+        host = hostport.rsplit(":", 1)[0]
+    if not host.startswith("["):
+        host = host.removesuffix(".")
+        if not _valid_hostname(host):
+            raise UrlError("malformed", url)
+    netloc = host
+    if port is not None and port != DEFAULT_PORTS[parts.scheme]:
+        netloc = f"{host}:{port}"
+    if userinfo:
+        netloc = f"{userinfo}@{netloc}"
+    if netloc == parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def canonicalize(url: str, base: str | None = None) -> str:
+    """Return the canonical absolute form of ``url`` (resolved against ``base``).
+
+    Raises :class:`UrlError` for anything that is not a fetchable http(s) URL.
+    The result is idempotent: ``canonicalize(canonicalize(u)) == canonicalize(u)``.
+    """
+    cleaned = _clean(url)
+    # Check early so a multi-megabyte href does not get parsed at all.
+    _check_length(cleaned)
+    if base is not None:
+        cleaned = _join(base, cleaned)
+        _check_length(cleaned)
+    _split_checked(cleaned)
+    try:
+        canonical = canonicalize_url(cleaned, keep_blank_values=True, keep_fragments=False)
+    except (ValueError, UnicodeError) as exc:
+        # e.g. a host that is not valid IDNA ("a..b", labels > 63 chars).
+        raise UrlError("malformed", cleaned) from exc
+    # Re-validate the output (w3lib may normalise a host to nothing); this also
+    # guarantees _normalise_netloc gets a URL whose port parses.
+    _split_checked(canonical)
+    canonical = _normalise_netloc(canonical)
+    # Percent-encoding and IDNA can make the URL longer than the input.
+    _check_length(canonical)
+    return canonical
+
+
+def url_hash(canonical: str) -> str:
+    """SHA-1 hex digest of a canonical URL; a fixed-width key for DB indexes."""
+    return hashlib.sha1(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ServerKey:
+    """Identifies one server for politeness (rate limits, robots.txt)."""
+
+    scheme: str
+    host: str  # lowercase, IPv6 literals without brackets
+    port: int  # always explicit
+
+    def origin(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        if self.port == DEFAULT_PORTS.get(self.scheme):
+            return f"{self.scheme}://{host}"
+        return f"{self.scheme}://{host}:{self.port}"
+
+
+def server_key(canonical: str) -> ServerKey:
+    """The (scheme, host, port) a canonical URL will be fetched from."""
+    parts = _split_checked(canonical)
+    scheme = parts.scheme.lower()
+    port = parts.port or DEFAULT_PORTS[scheme]
+    # hostname is already lowercased by urlsplit and excludes userinfo.
+    return ServerKey(scheme=scheme, host=parts.hostname or "", port=port)

@@ -1,0 +1,105 @@
+"""The embedded default end to end: `manage.py crawl` with SQLite and the in-process worker."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+
+import pytest
+
+from testweb import SiteSpec, TestWebServer
+
+from .crawlcheck import UrlRow, assert_matches_web, clean_env, run_crawl
+
+
+def read_rows(db: str) -> dict[str, UrlRow]:
+    con = sqlite3.connect(db)
+    try:
+        loads = Counter(
+            u
+            for (u,) in con.execute(
+                "SELECT url_id FROM crawladmin_urlevent WHERE agent='load' AND from_state='init'"
+            )
+        )
+        return {
+            url: UrlRow(url, state, reason, loads[pk])
+            for pk, url, state, reason in con.execute("SELECT id, url, state, exclusion_reason FROM crawladmin_url")
+        }
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def crawled(tmp_path_factory):
+    """One crawl of the standard test web, shared by the assertions below."""
+    data = tmp_path_factory.mktemp("embedded")
+    with TestWebServer(SiteSpec(first_octet=100)) as web:
+        env = clean_env(CRAWLADMIN_DATA_DIR=str(data))
+        summary = run_crawl(env, *web.seeds())
+        rows = read_rows(str(data / "crawladmin.sqlite3"))
+        again = run_crawl(env)  # no seeds: resume from the database
+        yield web, summary, rows, again, env
+
+
+def test_every_reachable_page_visited_once_and_disallowed_never_requested(crawled):
+    web, summary, rows, _, _ = crawled
+    outcomes = assert_matches_web(rows, web)
+    assert summary["stopped"] == "done"
+    assert summary["states"]["visited"] == outcomes["visited"]
+    assert summary["excluded"] == {"robots.txt": outcomes["excluded"]}
+
+
+def test_silent_server_urls_are_noresponse1(crawled):
+    web, _, rows, _, _ = crawled
+    silent = [r for u, r in rows.items() if f"//{web.web.silent_host}:" in u]
+    assert silent and all(r.state == "noresponse1" for r in silent)
+
+
+def test_robots_fetched_once_per_server(crawled):
+    web, _, _, _, _ = crawled
+    robots = Counter(r.host for r in web.access_log() if r.path == "/robots.txt")
+    answering = set(web.web.hosts()) - {web.web.silent_host}
+    assert set(robots) == answering and set(robots.values()) == {1}
+
+
+def test_summary_counts_checks_by_category(crawled):
+    web, summary, _, _, _ = crawled
+    requests = len(web.access_log())
+    checks = summary["checks"]
+    # Every request the test web answered is one check; each robots.txt attempt on the silent server
+    # (one per batch of its URLs) is one more, a disconnect.
+    assert checks["disconnect"] >= 1
+    assert sum(checks.values()) == requests + checks["disconnect"]
+    assert checks["error"] == sum(1 for r in web.access_log() if r.status >= 400)
+
+
+def test_second_run_resumes_and_finds_nothing_to_do(crawled):
+    _, summary, _, again, _ = crawled
+    assert again["stopped"] == "done"
+    assert again["loaded_this_run"] == 0
+    assert again["states"] == summary["states"]
+
+
+def test_unseen_site_of_three_servers(tmp_path):
+    """A site the other tests never saw: three servers on other loopback IPs, a few hundred pages."""
+    spec = SiteSpec(n_servers=3, pages_per_server=120, links_per_page=8, seed=20261126, first_octet=140,
+                    silent_server=False, slow_server=False)
+    with TestWebServer(spec) as web:
+        summary = run_crawl(clean_env(CRAWLADMIN_DATA_DIR=str(tmp_path)), web.seeds()[0])
+        rows = read_rows(str(tmp_path / "crawladmin.sqlite3"))
+        outcomes = assert_matches_web(rows, web, seeds=web.seeds()[:1])
+    assert outcomes["visited"] >= 300
+    assert summary["states"]["visited"] == outcomes["visited"]
+
+
+def test_max_pages_stops_early_and_resume_finishes(tmp_path):
+    spec = SiteSpec(n_servers=2, pages_per_server=40, first_octet=150, silent_server=False, slow_server=False)
+    with TestWebServer(spec) as web:
+        env = clean_env(CRAWLADMIN_DATA_DIR=str(tmp_path), CRAWL_BATCH_SIZE="5")
+        first = run_crawl(env, "--max-pages", "10", *web.seeds())
+        assert first["stopped"] == "max-pages"
+        assert first["loaded_this_run"] == 10
+        second = run_crawl(env)
+        assert second["stopped"] == "done"
+        rows = read_rows(str(tmp_path / "crawladmin.sqlite3"))
+        assert_matches_web(rows, web)
