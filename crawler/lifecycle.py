@@ -34,6 +34,7 @@ class Agent(str, enum.Enum):
     ACTIVE_SCAN = "active_scan"
     INACTIVE_SCAN = "inactive_scan"
     ADMIN = "admin"
+    MONITOR = "monitor"  # scheduled server checks: they record StatusChecks, never move a URL
 
 
 S, E = State, Event
@@ -65,6 +66,7 @@ AGENT_EVENTS: dict[Agent, frozenset[Event]] = {
     Agent.ACTIVE_SCAN: frozenset({E.CHANGED, E.UNCHANGED, E.NO_RESPONSE, E.GONE}),
     Agent.INACTIVE_SCAN: frozenset({E.RESPONDS, E.RESPONDS_RELOAD, E.NO_RESPONSE, E.GONE}),
     Agent.ADMIN: frozenset({E.REVIVE}),
+    Agent.MONITOR: frozenset(),
 }
 
 
