@@ -37,3 +37,6 @@ migrate: install
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache
+
+lint: install
+	$(VENV)/bin/ruff check crawler crawladmin tasks testweb tests

@@ -27,7 +27,9 @@ def _load() -> dict:
     return {
         "DATA_DIR": data_dir,
         "DATABASE_URL": env.url(
-            "DATABASE_URL", f"sqlite:///{data_dir / 'crawladmin.sqlite3'}", ("sqlite", "postgres", "postgresql", "pgsql")
+            "DATABASE_URL",
+            f"sqlite:///{data_dir / 'crawladmin.sqlite3'}",
+            ("sqlite", "postgres", "postgresql", "pgsql"),
         ),
         "CELERY_BROKER_URL": env.url("CELERY_BROKER_URL", "memory://", ("memory", "redis", "rediss")),
         "CRAWLER_NUM": env.integer("CRAWLER_NUM", None, minimum=0, maximum=10_000),
@@ -164,7 +166,7 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 LOGIN_URL = "admin:login"
 
 # --- Celery ----------------------------------------------------------------------------------
-CELERY_TASK_IGNORE_RESULT = True          # state lives in the database, not in a result backend
+CELERY_TASK_IGNORE_RESULT = True  # state lives in the database, not in a result backend
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -176,7 +178,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A task never outlives its lease: it stops claiming at CRAWL_TASK_BUDGET, and the hard limit ends it
 # well before the lease expires and the reconciler hands its work to someone else.
-CELERY_TASK_SOFT_TIME_LIMIT = int(_cfg["CRAWL_TASK_BUDGET"] + _cfg["CRAWL_BODY_TIMEOUT"] + _cfg["CRAWL_HEADER_TIMEOUT"] + 30)
+CELERY_TASK_SOFT_TIME_LIMIT = int(
+    _cfg["CRAWL_TASK_BUDGET"] + _cfg["CRAWL_BODY_TIMEOUT"] + _cfg["CRAWL_HEADER_TIMEOUT"] + 30
+)
 CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 30
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 if CELERY_EMBEDDED:

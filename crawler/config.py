@@ -105,5 +105,7 @@ class Env:
         scheme = raw.split("://", 1)[0].lower() if "://" in raw else ""
         if scheme not in schemes:
             shown = raw.split("@")[-1] if "@" in raw else raw  # never echo a password
-            raise ConfigError(f"{name}=...{shown!r}: expected a URL starting with one of {', '.join(s + '://' for s in schemes)}")
+            raise ConfigError(
+                f"{name}=...{shown!r}: expected a URL starting with one of {', '.join(s + '://' for s in schemes)}"
+            )
         return raw

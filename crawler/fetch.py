@@ -55,7 +55,7 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-class FailureKind(str, enum.Enum):
+class FailureKind(enum.StrEnum):
     """Why a fetch did not yield a complete HTTP response.  Values are stored in the database."""
 
     DNS = "dns"
@@ -121,7 +121,7 @@ class FetchResult:
 # each send in the calling thread, so concurrent Fetchers in other threads don't see each other's state.
 
 
-class _Phase(str, enum.Enum):
+class _Phase(enum.StrEnum):
     REQUEST = "request"  # sending the request on an (possibly reused) connection
     CONNECT = "connect"
     HEADERS = "headers"
@@ -174,7 +174,7 @@ class _DeadlineReader(io.RawIOBase):
         remaining = self._exchange.remaining()
         if remaining is not None:
             if remaining <= 0:
-                raise socket.timeout(f"{self._exchange.phase.value} deadline passed")
+                raise TimeoutError(f"{self._exchange.phase.value} deadline passed")
             self._sock.settimeout(remaining)
         n = self._raw.readinto(buffer)
         if n and self._exchange.first_byte_at is None:
@@ -252,9 +252,12 @@ class _PinnedConnectionMixin:
         for ip in exchange.addresses:
             try:
                 sock = create_connection(
-                    (ip, self.port), self.timeout, source_address=self.source_address, socket_options=self.socket_options
+                    (ip, self.port),
+                    self.timeout,
+                    source_address=self.source_address,
+                    socket_options=self.socket_options,
                 )
-            except socket.timeout as exc:
+            except TimeoutError as exc:
                 # Don't try the next address: the connect budget is for the whole phase.
                 raise ConnectTimeoutError(self, f"connect to {ip}:{self.port} timed out after {self.timeout}s") from exc
             except OSError as exc:
@@ -602,7 +605,7 @@ class Fetcher:
                 # The recv-level deadline already bounds each read; this check also covers time spent
                 # decompressing buffered data, which needs no recv.
                 if time.monotonic() >= exchange.deadline:
-                    raise socket.timeout("body deadline passed")
+                    raise TimeoutError("body deadline passed")
                 # read1: return what one recv gave (a slow server's bytes aren't held back in a buffer
                 # we'd lose on timeout); max_length-bounded decoding keeps a gzip bomb incremental.
                 chunk = raw.read1(min(_CHUNK, limit - len(body) + 1), decode_content=True)

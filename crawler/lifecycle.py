@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 
 
-class State(str, enum.Enum):
+class State(enum.StrEnum):
     INIT = "init"
     VISITED = "visited"
     NO_RESPONSE_1 = "noresponse1"
@@ -17,18 +17,18 @@ class State(str, enum.Enum):
     DEAD = "dead"
 
 
-class Event(str, enum.Enum):
-    FETCHED = "fetched"              # a valid response to a GET (2xx/3xx)
-    NO_RESPONSE = "no_response"      # timeout, refused, DNS failure, reset, 4xx other than 429, 5xx
-    CHANGED = "changed"              # a re-check saw Last-Modified, ETag or Content-Length differ
-    UNCHANGED = "unchanged"          # a re-check found the page as stored
-    RESPONDS = "responds"            # a NoResponse URL answers again and is known to be unchanged
+class Event(enum.StrEnum):
+    FETCHED = "fetched"  # a valid response to a GET (2xx/3xx)
+    NO_RESPONSE = "no_response"  # timeout, refused, DNS failure, reset, 4xx other than 429, 5xx
+    CHANGED = "changed"  # a re-check saw Last-Modified, ETag or Content-Length differ
+    UNCHANGED = "unchanged"  # a re-check found the page as stored
+    RESPONDS = "responds"  # a NoResponse URL answers again and is known to be unchanged
     RESPONDS_RELOAD = "responds_reload"  # it answers, but was never loaded or has changed: load it again
-    GONE = "gone"                    # 410: final
-    REVIVE = "revive"                # an operator brings a Dead URL back
+    GONE = "gone"  # 410: final
+    REVIVE = "revive"  # an operator brings a Dead URL back
 
 
-class Agent(str, enum.Enum):
+class Agent(enum.StrEnum):
     LOAD = "load"
     EXTRACT = "extract"
     ACTIVE_SCAN = "active_scan"

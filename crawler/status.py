@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 
 
-class Category(str, enum.Enum):
+class Category(enum.StrEnum):
     NORMAL = "normal"
     DELAY = "delay"
     DISCONNECT = "disconnect"

@@ -109,8 +109,21 @@ class Processes:
 
     def worker(self, name: str, queues: str, *, concurrency: int = 4, pool: str = "threads") -> subprocess.Popen:
         return self.start(
-            name, "worker", "-Q", queues, "-P", pool, "-c", str(concurrency), "-n", f"{name}@%h",
-            "--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "WARNING",
+            name,
+            "worker",
+            "-Q",
+            queues,
+            "-P",
+            pool,
+            "-c",
+            str(concurrency),
+            "-n",
+            f"{name}@%h",
+            "--without-heartbeat",
+            "--without-mingle",
+            "--without-gossip",
+            "-l",
+            "WARNING",
         )
 
     def log(self, name: str) -> str:

@@ -27,7 +27,12 @@ def test_defaults_when_unset():
         ("CRAWL_BODY_TIMEOUT", "-1", lambda e: e.number("CRAWL_BODY_TIMEOUT", 20.0, minimum=0.01), "at least"),
         ("CRAWLER_NUM", "two", lambda e: e.integer("CRAWLER_NUM", None), "whole number"),
         ("CRAWL_ALLOW_PRIVATE", "127.0.0.0/8, nope", lambda e: e.cidrs("CRAWL_ALLOW_PRIVATE"), "'nope'"),
-        ("CELERY_BROKER_URL", "amqp://x", lambda e: e.url("CELERY_BROKER_URL", "memory://", ("memory", "redis")), "redis://"),
+        (
+            "CELERY_BROKER_URL",
+            "amqp://x",
+            lambda e: e.url("CELERY_BROKER_URL", "memory://", ("memory", "redis")),
+            "redis://",
+        ),
     ],
 )
 def test_bad_value_names_the_variable(name, value, call, message):

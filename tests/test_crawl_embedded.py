@@ -16,10 +16,7 @@ def read_rows(db: str) -> dict[str, UrlRow]:
     con = sqlite3.connect(db)
     try:
         loads = Counter(
-            u
-            for (u,) in con.execute(
-                "SELECT url_id FROM crawladmin_urlevent WHERE agent='load' AND from_state='init'"
-            )
+            u for (u,) in con.execute("SELECT url_id FROM crawladmin_urlevent WHERE agent='load' AND from_state='init'")
         )
         return {
             url: UrlRow(url, state, reason, loads[pk])
@@ -82,8 +79,15 @@ def test_second_run_resumes_and_finds_nothing_to_do(crawled):
 
 def test_unseen_site_of_three_servers(tmp_path):
     """A site the other tests never saw: three servers on other loopback IPs, a few hundred pages."""
-    spec = SiteSpec(n_servers=3, pages_per_server=120, links_per_page=8, seed=20261126, first_octet=140,
-                    silent_server=False, slow_server=False)
+    spec = SiteSpec(
+        n_servers=3,
+        pages_per_server=120,
+        links_per_page=8,
+        seed=20261126,
+        first_octet=140,
+        silent_server=False,
+        slow_server=False,
+    )
     with TestWebServer(spec) as web:
         summary = run_crawl(clean_env(CRAWLADMIN_DATA_DIR=str(tmp_path)), web.seeds()[0])
         rows = read_rows(str(tmp_path / "crawladmin.sqlite3"))
@@ -103,3 +107,33 @@ def test_max_pages_stops_early_and_resume_finishes(tmp_path):
         assert second["stopped"] == "done"
         rows = read_rows(str(tmp_path / "crawladmin.sqlite3"))
         assert_matches_web(rows, web)
+
+
+def test_demo_crawls_the_test_web_and_prints_a_fresh_admin_password(tmp_path):
+    """The README's first command, minus the web server at the end."""
+    import subprocess
+    import sys
+
+    from .crawlcheck import ROOT
+
+    env = clean_env(CRAWLADMIN_DATA_DIR=str(tmp_path))
+    for var in ("CRAWL_ALLOW_PRIVATE", "CRAWL_DEFAULT_DELAY", "CRAWL_HEADER_TIMEOUT"):
+        env.pop(var)  # the demo must work with no environment at all
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "demo", "--no-serve"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "crawl done" in proc.stdout and "visited 182" in proc.stdout
+    password = proc.stdout.split("password:", 1)[1].split()[0]
+    con = sqlite3.connect(tmp_path / "crawladmin.sqlite3")
+    (hashed,) = con.execute("SELECT password FROM auth_user WHERE username='admin'").fetchone()
+    con.close()
+    assert password not in hashed and hashed.startswith("pbkdf2_")
+    from django.contrib.auth.hashers import check_password
+
+    assert check_password(password, hashed)

@@ -184,7 +184,7 @@ def test_malformed_input_never_raises(body: bytes) -> None:
 
 
 def test_random_bytes_never_raise() -> None:
-    for seed in range(20):
+    for _ in range(20):
         chunk = os.urandom(2048) + b'<a href="/r">r</a>' + os.urandom(512)
         extract(chunk, PAGE, content_type="text/html; charset=utf-8")
 

@@ -33,7 +33,9 @@ def test_insert_is_idempotent_and_groups_by_server():
 def test_invalid_transition_is_refused_logged_and_not_applied(caplog):
     (pk,) = _insert("http://a.example/").values()
     with caplog.at_level(logging.ERROR):
-        moved = url_transition(url_id=pk, expected=State.INIT, event=Event.UNCHANGED, agent=Agent.ACTIVE_SCAN, owner=None)
+        moved = url_transition(
+            url_id=pk, expected=State.INIT, event=Event.UNCHANGED, agent=Agent.ACTIVE_SCAN, owner=None
+        )
     assert moved is False
     assert "refused" in caplog.text and "no transition from init on unchanged" in caplog.text
     assert Url.objects.get(pk=pk).state == "init" and not UrlEvent.objects.exists()

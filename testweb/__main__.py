@@ -1,4 +1,5 @@
 """``python -m testweb``: run the local test web until Ctrl-C / SIGTERM."""
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,14 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, *, stop_event: threading.Event | None = None) -> int:
     """Serve until interrupted.  ``stop_event`` lets a caller (or a test) end it."""
     args = _parser().parse_args(argv)
-    spec = SiteSpec(n_servers=args.servers, pages_per_server=args.pages, seed=args.seed,
-                    first_octet=args.first_octet, silent_server=not args.no_silent,
-                    slow_server=not args.no_slow)
+    spec = SiteSpec(
+        n_servers=args.servers,
+        pages_per_server=args.pages,
+        seed=args.seed,
+        first_octet=args.first_octet,
+        silent_server=not args.no_silent,
+        slow_server=not args.no_slow,
+    )
     stop = stop_event or threading.Event()
     previous = None
     if threading.current_thread() is threading.main_thread():

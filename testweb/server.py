@@ -5,15 +5,17 @@ accepts connections and never sends a byte.  Every answered request is kept in
 an in-memory access log (and optionally appended to a file) so tests can prove
 what the crawler did and did not fetch.
 """
+
 from __future__ import annotations
 
 import errno
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, TextIO
+from typing import TextIO
 
 from .site import SiteSpec, Web
 
@@ -24,11 +26,11 @@ _BIND_ATTEMPTS = 8
 class AccessRecord:
     time: float
     client: str
-    host: str          # the IP of the server that answered
+    host: str  # the IP of the server that answered
     method: str
-    path: str          # request target as sent (path + query)
+    path: str  # request target as sent (path + query)
     status: int
-    bytes: int         # body bytes sent (0 for HEAD / 304)
+    bytes: int  # body bytes sent (0 for HEAD / 304)
     user_agent: str
 
 
@@ -70,19 +72,25 @@ class _Handler(BaseHTTPRequestHandler):
         if delay and site.stopping.wait(delay):
             self.close_connection = True
             return  # shutting down: drop the request rather than hold stop()
-        status, headers, body = site.web.response(
-            self.server.host, self.path, self.command, dict(self.headers.items()))
+        status, headers, body = site.web.response(self.server.host, self.path, self.command, dict(self.headers.items()))
         self.send_response(status)
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
         if body:
             self.wfile.write(body)
-        site.record(AccessRecord(
-            time=time.time(), client=self.client_address[0], host=self.server.host,
-            method=self.command, path=self.path, status=status, bytes=len(body),
-            user_agent=self.headers.get("User-Agent", ""),
-        ))
+        site.record(
+            AccessRecord(
+                time=time.time(),
+                client=self.client_address[0],
+                host=self.server.host,
+                method=self.command,
+                path=self.path,
+                status=status,
+                bytes=len(body),
+                user_agent=self.headers.get("User-Agent", ""),
+            )
+        )
 
     def _drain_body(self) -> None:
         # An unread request body would be parsed as the next request on a
@@ -112,7 +120,7 @@ class _SiteHTTPServer(ThreadingHTTPServer):
         with self._conns_lock:
             conns = list(self._conns)
         for conn in conns:
-            _quiet(lambda: conn.shutdown(socket.SHUT_RDWR))
+            _quiet(lambda conn=conn: conn.shutdown(socket.SHUT_RDWR))
 
     def handle_error(self, request: object, client_address: object) -> None:
         pass  # clients hanging up mid-response are normal for a crawler's test web
@@ -145,7 +153,7 @@ class _SilentServer:
         while not self._stop.is_set():
             try:
                 conn, _ = self.sock.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return
@@ -166,8 +174,7 @@ class TestWebServer:
 
     __test__ = False  # not a pytest test class despite the name
 
-    def __init__(self, spec: SiteSpec | None = None, *, port: int = 0,
-                 log_path: str | None = None) -> None:
+    def __init__(self, spec: SiteSpec | None = None, *, port: int = 0, log_path: str | None = None) -> None:
         self.spec = spec or SiteSpec()
         self._requested_port = port
         self._port = port
@@ -191,8 +198,9 @@ class TestWebServer:
         if self._log_path:
             self._log_file = open(self._log_path, "a", encoding="utf-8")
         for srv in self._http:
-            t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05},
-                                 name=f"testweb-{srv.host}", daemon=True)
+            t = threading.Thread(
+                target=srv.serve_forever, kwargs={"poll_interval": 0.05}, name=f"testweb-{srv.host}", daemon=True
+            )
             t.start()
             self._threads.append(t)
         if self._silent:
@@ -226,8 +234,7 @@ class TestWebServer:
                 self._http.append(srv)
             if port == 0:
                 # The first bind picks the port; the others must share it.
-                port = (self._http[0].server_address[1] if self._http
-                        else self._silent.sock.getsockname()[1])  # type: ignore[union-attr]
+                port = self._http[0].server_address[1] if self._http else self._silent.sock.getsockname()[1]  # type: ignore[union-attr]
         self._port = port
         self._web = Web(self.spec, port)
 
@@ -246,10 +253,10 @@ class TestWebServer:
         self._started = False
         self.stopping.set()  # wakes slow-server handlers sleeping on it
         for srv in self._http:
-            srv.shutdown()            # stop serve_forever loops
+            srv.shutdown()  # stop serve_forever loops
         for srv in self._http:
-            srv.close_connections()   # wake keep-alive handler threads
-            srv.server_close()        # close listener, join handler threads
+            srv.close_connections()  # wake keep-alive handler threads
+            srv.server_close()  # close listener, join handler threads
         for t in self._threads:
             t.join()
         self._threads.clear()
@@ -312,8 +319,10 @@ def _log_line(rec: AccessRecord, port: int) -> str:
     """Combined-log-like line, with the virtual host:port appended."""
     when = time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(rec.time))
     ua = rec.user_agent.replace('"', "'")
-    return (f'{rec.client} - - [{when}] "{rec.method} {rec.path} HTTP/1.1" '
-            f'{rec.status} {rec.bytes} "-" "{ua}" {rec.host}:{port}\n')
+    return (
+        f'{rec.client} - - [{when}] "{rec.method} {rec.path} HTTP/1.1" '
+        f'{rec.status} {rec.bytes} "-" "{ua}" {rec.host}:{port}\n'
+    )
 
 
 def _quiet(fn: Callable[[], object]) -> None:

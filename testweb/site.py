@@ -16,6 +16,7 @@ Layout (``B = spec.first_octet``, ``N = spec.n_servers``):
 * ``127.0.0.B+N`` -- slow server (``/`` and ``/s/<k>.html``), if enabled.
 * ``127.0.0.B+N+1`` -- silent server (accepts TCP, never answers), if enabled.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,10 +24,10 @@ import html
 import posixpath
 import random
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import formatdate, parsedate_to_datetime
 from html.parser import HTMLParser
-from typing import Mapping
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 USER_AGENT = "crawladmin"  # the agent expected() evaluates robots.txt for
@@ -46,14 +47,14 @@ Response = tuple[int, dict[str, str], bytes]
 
 @dataclass(frozen=True)
 class SiteSpec:
-    n_servers: int = 5            # normal servers (plus the special ones below)
+    n_servers: int = 5  # normal servers (plus the special ones below)
     pages_per_server: int = 30
-    links_per_page: int = 6       # outgoing links per page (mix of on-site and off-site)
-    offsite_share: float = 0.2    # share of links pointing to another normal server
-    seed: int = 1                 # RNG seed: same spec -> same web, byte for byte
-    first_octet: int = 10         # servers live on 127.0.0.<first_octet + i>
-    silent_server: bool = True    # one extra server that accepts TCP and never answers
-    slow_server: bool = True      # one extra server that answers every request after slow_delay seconds
+    links_per_page: int = 6  # outgoing links per page (mix of on-site and off-site)
+    offsite_share: float = 0.2  # share of links pointing to another normal server
+    seed: int = 1  # RNG seed: same spec -> same web, byte for byte
+    first_octet: int = 10  # servers live on 127.0.0.<first_octet + i>
+    silent_server: bool = True  # one extra server that accepts TCP and never answers
+    slow_server: bool = True  # one extra server that answers every request after slow_delay seconds
     slow_delay: float = 0.3
     slow_pages: int = 5
 
@@ -107,16 +108,16 @@ def extract_links(base_url: str, body: bytes) -> list[str]:
 
 @dataclass(frozen=True)
 class _Link:
-    target: str       # absolute canonical target URL
+    target: str  # absolute canonical target URL
     text: str
-    form: str         # "abs" | "root" | "rel"
+    form: str  # "abs" | "root" | "rel"
     fragment: str = ""
 
 
 class Web:
     """The deterministic model of all pages of one test web on one port."""
 
-    SILENT_PATHS = ("/", "/a.html", "/b.html")   # links pointing at the silent server
+    SILENT_PATHS = ("/", "/a.html", "/b.html")  # links pointing at the silent server
     PRIVATE_PAGES = 3
 
     def __init__(self, spec: SiteSpec, port: int) -> None:
@@ -212,8 +213,7 @@ class Web:
             return self._versions[key]
 
     # --------------------------------------------------------------- response
-    def response(self, host: str, path: str, method: str,
-                 headers: Mapping[str, str] | None = None) -> Response:
+    def response(self, host: str, path: str, method: str, headers: Mapping[str, str] | None = None) -> Response:
         """(status, headers, body) for a request; ``path`` may carry a query.
 
         HEAD gets the GET headers (including Content-Length) and an empty body.
@@ -242,16 +242,13 @@ class Web:
         path, query = parts.path or "/", parts.query
         if path == "/robots.txt":
             body = self.robots_txt(host).encode()
-            return 200, {"Content-Type": "text/plain; charset=utf-8",
-                         "Content-Length": str(len(body))}, body
+            return 200, {"Content-Type": "text/plain; charset=utf-8", "Content-Length": str(len(body))}, body
         if host == self.slow_host:
             return self._slow_page(host, path)
         idx = self._server_index(host)
         if idx is None:
             return self._not_found()
-        simple_redirects = {"/old.html": (301, "/p/0.html"),
-                            "/loop-a": (302, "/loop-b"),
-                            "/loop-b": (302, "/loop-a")}
+        simple_redirects = {"/old.html": (301, "/p/0.html"), "/loop-a": (302, "/loop-b"), "/loop-b": (302, "/loop-a")}
         if path in simple_redirects:
             status, target = simple_redirects[path]
             # /old.html uses an absolute Location, the loop a relative one, so
@@ -278,14 +275,18 @@ class Web:
         version = self.version(host, path)
         if version:
             text += f" Revision {version}."
-        body = _render(title, desc, text, [(self._href(host, path, l), l.text) for l in links])
+        body = _render(title, desc, text, [(self._href(host, path, link), link.text) for link in links])
         last_modified = _EPOCH + _stable_int(self.spec.seed, host, path) % 86_400 + version * 3600
-        return 200, {
-            "Content-Type": "text/html; charset=utf-8",
-            "Content-Length": str(len(body)),
-            "ETag": '"' + hashlib.sha1(body).hexdigest()[:16] + '"',
-            "Last-Modified": formatdate(last_modified, usegmt=True),
-        }, body
+        return (
+            200,
+            {
+                "Content-Type": "text/html; charset=utf-8",
+                "Content-Length": str(len(body)),
+                "ETag": '"' + hashlib.sha1(body).hexdigest()[:16] + '"',
+                "Last-Modified": formatdate(last_modified, usegmt=True),
+            },
+            body,
+        )
 
     def _href(self, host: str, from_path: str, link: _Link) -> str:
         """Write ``link`` the way a real page might: absolute, root-relative or relative."""
@@ -305,8 +306,7 @@ class Web:
         words = [rng.choice(_WORDS) for _ in range(n)]
         return " ".join(words).capitalize() + "."
 
-    def _link(self, rng: random.Random, host: str, path: str, text: str,
-              form: str | None = None) -> _Link:
+    def _link(self, rng: random.Random, host: str, path: str, text: str, form: str | None = None) -> _Link:
         form = form or rng.choice(("abs", "root", "rel"))
         fragment = f"section-{rng.randint(1, 3)}" if rng.random() < 0.15 else ""
         return _Link(self.url(host, path), text, form, fragment)
@@ -380,14 +380,12 @@ class Web:
         n = s.pages_per_server
         # Binary tree (k -> 2k+1, 2k+2) guarantees every page is reachable
         # from /p/0.html whatever the random links do.
-        links = [self._link(rng, host, f"/p/{c}.html", f"Page {c}")
-                 for c in (2 * k + 1, 2 * k + 2) if c < n]
+        links = [self._link(rng, host, f"/p/{c}.html", f"Page {c}") for c in (2 * k + 1, 2 * k + 2) if c < n]
         others = [h for h in self.normal_hosts() if h != host]
         while len(links) < s.links_per_page:
             if others and rng.random() < s.offsite_share:
                 other = rng.choice(others)
-                links.append(_Link(self.url(other, f"/p/{rng.randrange(n)}.html"),
-                                   f"Elsewhere {other}", "abs"))
+                links.append(_Link(self.url(other, f"/p/{rng.randrange(n)}.html"), f"Elsewhere {other}", "abs"))
             else:
                 c = rng.randrange(n)
                 links.append(self._link(rng, host, f"/p/{c}.html", f"See page {c}"))
@@ -427,10 +425,11 @@ class Web:
         return self._finish(host, path, (f"Slow {k}", f"Slow page {k}", self._text(rng, 20), links))
 
     def _html(self, status: int, title: str, inner: str) -> Response:
-        body = (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                f"<title>{title}</title></head><body><h1>{title}</h1>{inner}</body></html>\n").encode()
-        return status, {"Content-Type": "text/html; charset=utf-8",
-                        "Content-Length": str(len(body))}, body
+        body = (
+            f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{title}</title></head><body><h1>{title}</h1>{inner}</body></html>\n"
+        ).encode()
+        return status, {"Content-Type": "text/html; charset=utf-8", "Content-Length": str(len(body))}, body
 
     def _not_found(self) -> Response:
         return self._html(404, "Not found", "<p>No such page.</p>")
@@ -487,7 +486,7 @@ def _page_number(path: str, prefix: str) -> int | None:
     """``/p/12.html`` -> 12 for prefix ``/p/``; None if it doesn't match."""
     if not (path.startswith(prefix) and path.endswith(".html")):
         return None
-    digits = path[len(prefix):-len(".html")]
+    digits = path[len(prefix) : -len(".html")]
     return int(digits) if digits.isdigit() and str(int(digits)) == digits else None
 
 
@@ -496,8 +495,7 @@ def _stable_int(*parts: object) -> int:
 
 
 def _render(title: str, desc: str, text: str, links: list[tuple[str, str]]) -> bytes:
-    items = "\n".join(f'    <li><a href="{html.escape(href)}">{html.escape(label)}</a></li>'
-                      for href, label in links)
+    items = "\n".join(f'    <li><a href="{html.escape(href)}">{html.escape(label)}</a></li>' for href, label in links)
     page = f"""<!DOCTYPE html>
 <html lang="en">
 <head>

@@ -78,7 +78,9 @@ def reconcile(*, now: datetime | None = None) -> ReconcileOutcome:
     now = now or timezone.now()
     out = ReconcileOutcome()
     out.url_leases = (
-        Url.objects.exclude(lease_owner="").filter(lease_expires_at__lt=now).update(lease_owner="", lease_expires_at=None)
+        Url.objects.exclude(lease_owner="")
+        .filter(lease_expires_at__lt=now)
+        .update(lease_owner="", lease_expires_at=None)
     )
     out.server_leases = (
         Server.objects.exclude(lease_owner="")

@@ -83,7 +83,10 @@ def _mark_duplicates(pages: list[Page]) -> None:
     if not checksums:
         return
     firsts = dict(
-        Page.objects.filter(checksum__in=checksums).values("checksum").annotate(first=Min("id")).values_list("checksum", "first")
+        Page.objects.filter(checksum__in=checksums)
+        .values("checksum")
+        .annotate(first=Min("id"))
+        .values_list("checksum", "first")
     )
     for page in pages:
         first = firsts.get(page.checksum)

@@ -10,8 +10,8 @@ import threading
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Protocol
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from django.conf import settings
 from django.db import transaction
@@ -111,7 +111,9 @@ class ServerLoad:
     def robots(self) -> RobotsRules | FetchResult:
         """The server's rules (cached for CRAWL_ROBOTS_TTL), or the failed fetch when it did not answer."""
         s = self.server
-        fresh = s.robots_fetched_at and (timezone.now() - s.robots_fetched_at).total_seconds() < settings.CRAWL_ROBOTS_TTL
+        fresh = (
+            s.robots_fetched_at and (timezone.now() - s.robots_fetched_at).total_seconds() < settings.CRAWL_ROBOTS_TTL
+        )
         if fresh and s.robots_kind:
             return rules_from_text(s.robots_txt) if s.robots_kind == "parsed" else RobotsRules(kind=s.robots_kind)
         url = f"{s.origin}/robots.txt"
@@ -348,9 +350,9 @@ def _has_due_work(server_id: int) -> bool:
 
 def _redispatch(server: Server) -> None:
     """Keep a server busy without waiting for the next dispatcher round."""
-    changed = Server.objects.filter(id=server.id, dispatched_at__isnull=True, lease_owner="", excluded_reason="").update(
-        dispatched_at=timezone.now()
-    )
+    changed = Server.objects.filter(
+        id=server.id, dispatched_at__isnull=True, lease_owner="", excluded_reason=""
+    ).update(dispatched_at=timezone.now())
     if changed:
         enqueue_load_on_commit(server_id=server.id, crawler_num=server.crawler_num)
 

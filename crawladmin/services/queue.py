@@ -17,9 +17,7 @@ def load_queue(crawler_num: int | None) -> str:
 
 
 def enqueue_load_on_commit(*, server_id: int, crawler_num: int | None) -> None:
-    transaction.on_commit(
-        lambda: current_app.send_task(LOAD_TASK, args=[server_id], queue=load_queue(crawler_num))
-    )
+    transaction.on_commit(lambda: current_app.send_task(LOAD_TASK, args=[server_id], queue=load_queue(crawler_num)))
 
 
 def enqueue_extract_on_commit(*, page_ids: Sequence[int]) -> None:

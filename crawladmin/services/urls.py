@@ -67,7 +67,7 @@ def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
 
 
 def url_ids(*, hashes: Sequence[str], urls: Sequence[str]) -> dict[str, int]:
-    wanted = dict(zip(hashes, urls))
+    wanted = dict(zip(hashes, urls, strict=True))
     found: dict[str, int] = {}
     keys = list(wanted)
     for i in range(0, len(keys), CHUNK):

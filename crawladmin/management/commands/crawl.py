@@ -134,7 +134,9 @@ def format_summary(s: dict) -> str:
     if s["excluded"]:
         lines.append("  excluded:    " + ", ".join(f"{k} {v}" for k, v in s["excluded"].items()))
         if any(k.startswith("private address") for k in s["excluded"]):
-            lines.append("               (private addresses are skipped; allow them with CRAWL_ALLOW_PRIVATE=127.0.0.0/8)")
+            lines.append(
+                "               (private addresses are skipped; allow them with CRAWL_ALLOW_PRIVATE=127.0.0.0/8)"
+            )
     lines.append("  checks:      " + ", ".join(f"{k} {v}" for k, v in s["checks"].items()))
     if s["failure_kinds"]:
         lines.append("  failures:    " + ", ".join(f"{k or 'unknown'} {v}" for k, v in s["failure_kinds"].items()))

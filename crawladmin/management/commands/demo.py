@@ -15,6 +15,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from testweb import SiteSpec, TestWebServer
 
+DEMO_PORT = 8090  # fixed, so a second demo finds its URLs in the database and resumes
+
+
+def _test_web() -> TestWebServer:
+    try:
+        return TestWebServer(SiteSpec(), port=DEMO_PORT).start()
+    except OSError:
+        return TestWebServer(SiteSpec()).start()  # the port is taken: any free one
+
 
 class Command(BaseCommand):
     help = "Crawl the bundled local test web in the embedded mode, then serve the admin."
@@ -33,7 +42,7 @@ class Command(BaseCommand):
         settings.CRAWL_ALLOW_PRIVATE = tuple(settings.CRAWL_ALLOW_PRIVATE) + ("127.0.0.0/8",)
         settings.CRAWL_DEFAULT_DELAY = 0.0
         settings.CRAWL_HEADER_TIMEOUT = min(settings.CRAWL_HEADER_TIMEOUT, 2.0)
-        with TestWebServer(SiteSpec()) as web:
+        with _test_web() as web:
             self.stdout.write(f"local test web: {len(web.seeds())} servers on 127.0.0.x:{web.port}")
             call_command("crawl", *web.seeds(), json=opts["json"], stdout=self.stdout, stderr=self.stderr)
         password = self._fresh_admin_password()
@@ -47,7 +56,9 @@ class Command(BaseCommand):
 
     def _fresh_admin_password(self) -> str:
         password = secrets.token_urlsafe(12)
-        user, _ = get_user_model().objects.get_or_create(username="admin", defaults={"is_staff": True, "is_superuser": True})
+        user, _ = get_user_model().objects.get_or_create(
+            username="admin", defaults={"is_staff": True, "is_superuser": True}
+        )
         user.is_staff = user.is_superuser = True
         user.set_password(password)
         user.save()
