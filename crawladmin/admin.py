@@ -12,7 +12,7 @@ class ServerAdmin(admin.ModelAdmin):
     list_display = ("origin", "ip", "group", "crawler_num", "enabled", "excluded_reason", "crawl_delay", "robots_kind")
     list_filter = ("enabled", "group", "crawler_num", "robots_kind")
     search_fields = ("host",)
-    readonly_fields = ("robots_txt", "robots_fetched_at", "lease_owner", "lease_expires_at", "dispatched_at")
+    readonly_fields = ("robots_txt", "robots_fetched_at", "next_request_at", "dispatched_at")
 
 
 class UrlEventInline(admin.TabularInline):

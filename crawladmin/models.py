@@ -37,15 +37,14 @@ class Server(models.Model):
     robots_txt = models.TextField(blank=True)
     robots_kind = models.CharField(max_length=20, blank=True)
     robots_fetched_at = models.DateTimeField(null=True, blank=True)
-    next_request_at = models.DateTimeField(null=True, blank=True, help_text="Politeness: earliest next request")
+    next_request_at = models.DateTimeField(
+        null=True, blank=True, help_text="Politeness: the earliest start of the next request, cluster-wide"
+    )
     dispatched_at = models.DateTimeField(null=True, blank=True)
-    lease_owner = models.CharField(max_length=200, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["scheme", "host", "port"], name="server_unique_origin")]
-        indexes = [models.Index(fields=["lease_expires_at"], name="server_lease_idx")]
 
     def __str__(self) -> str:
         return self.origin
@@ -55,6 +54,20 @@ class Server(models.Model):
         default = {"http": 80, "https": 443}.get(self.scheme)
         port = "" if self.port == default else f":{self.port}"
         return f"{self.scheme}://{self.host}{port}"
+
+
+class ServerLease(models.Model):
+    """One of a server's CRAWL_SERVER_CONCURRENCY slots: a task holds one while it sends requests to the
+    server, so at most that many requests are in flight to it across the whole cluster."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="leases")
+    slot = models.PositiveSmallIntegerField()
+    owner = models.CharField(max_length=200, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["server", "slot"], name="server_lease_unique_slot")]
+        indexes = [models.Index(fields=["expires_at"], name="server_lease_expiry_idx", condition=~Q(owner=""))]
 
 
 class Url(models.Model):

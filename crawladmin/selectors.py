@@ -7,7 +7,7 @@ from datetime import datetime
 from django.db.models import Count
 from django.utils import timezone
 
-from crawladmin.models import Link, Page, Server, StatusCheck, Url
+from crawladmin.models import Link, Page, Server, ServerLease, StatusCheck, Url
 from crawler.lifecycle import State
 from crawler.status import Category
 
@@ -23,7 +23,7 @@ def crawl_progress(*, now: datetime | None = None) -> dict[str, int]:
         "due": Url.objects.filter(state=State.INIT.value, next_check_at__lte=now).count(),
         "leased": Url.objects.exclude(lease_owner="").count(),
         "unextracted": Page.objects.filter(extracted_at__isnull=True).count(),
-        "busy_servers": Server.objects.exclude(lease_owner="").count(),
+        "busy_servers": ServerLease.objects.exclude(owner="").values("server").distinct().count(),
     }
 
 

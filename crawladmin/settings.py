@@ -55,6 +55,8 @@ def _load() -> dict:
         "CRAWL_TASK_BUDGET": env.number("CRAWL_TASK_BUDGET", 60.0, minimum=1.0),
         "CRAWL_REDISPATCH_AFTER": env.number("CRAWL_REDISPATCH_AFTER", 120.0, minimum=1.0),
         "CRAWL_ROBOTS_TTL": env.number("CRAWL_ROBOTS_TTL", 86400.0, minimum=0.0),
+        # robots.txt unreachable or 5xx: the server counts as not responding for this long (RFC 9309).
+        "CRAWL_ROBOTS_RETRY": env.number("CRAWL_ROBOTS_RETRY", 600.0, minimum=0.0),
         "CRAWL_DISPATCH_INTERVAL": env.number("CRAWL_DISPATCH_INTERVAL", 5.0, minimum=0.5),
         "CRAWL_EMBEDDED_THREADS": env.integer("CRAWL_EMBEDDED_THREADS", 4, minimum=1, maximum=64),
         "SECRET_KEY": env.str("DJANGO_SECRET_KEY", ""),

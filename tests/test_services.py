@@ -71,7 +71,7 @@ def test_claim_is_exclusive_until_the_lease_expires():
 def test_reconciler_frees_expired_leases_of_dead_workers():
     _insert("http://a.example/1", "http://a.example/2")
     server = Server.objects.get()
-    assert server_claim(server_id=server.id, owner="dead-worker")
+    assert server_claim(server_id=server.id, owner="dead-worker") == 0
     urls_claim(server_id=server.id, owner="dead-worker", limit=10)
     assert reconcile().url_leases == 0  # not expired yet: the owner may still be working
     out = reconcile(now=timezone.now() + timedelta(hours=1))
@@ -92,7 +92,7 @@ def test_dispatch_sends_a_server_once_until_redispatch_time(monkeypatch):
 def test_redelivered_load_message_does_nothing_while_another_holds_the_server():
     _insert("http://a.example/1")
     server = Server.objects.get()
-    assert server_claim(server_id=server.id, owner="first")
+    assert server_claim(server_id=server.id, owner="first") == 0
     assert load_server_batch(server_id=server.id, owner="second") is None
     assert Url.objects.get().state == "init"
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.utils import timezone
 
-from crawladmin.models import Page, Server, Url
+from crawladmin.models import Page, Server, ServerLease, Url
 from crawler.lifecycle import State
 
 from .queue import enqueue_extract_on_commit, enqueue_load_on_commit
@@ -25,13 +25,22 @@ log = logging.getLogger(__name__)
 
 
 def _dispatchable(now: datetime):
+    """Servers with due Init URLs, a free slot, and no recent dispatch still waiting to be picked up."""
     stale = now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER)
     due = Url.objects.filter(server=OuterRef("pk"), state=State.INIT.value, next_check_at__lte=now)
+    held = (
+        ServerLease.objects.filter(server=OuterRef("pk"), expires_at__gte=now)
+        .exclude(owner="")
+        .values("server")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
     return (
         Server.objects.filter(enabled=True, excluded_reason="")
-        .filter(Q(lease_owner="") | Q(lease_expires_at__lt=now))
         .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=stale))
         .filter(Exists(due))
+        .annotate(held=Subquery(held))
+        .filter(Q(held__isnull=True) | Q(held__lt=settings.CRAWL_SERVER_CONCURRENCY))
     )
 
 
@@ -83,9 +92,7 @@ def reconcile(*, now: datetime | None = None) -> ReconcileOutcome:
         .update(lease_owner="", lease_expires_at=None)
     )
     out.server_leases = (
-        Server.objects.exclude(lease_owner="")
-        .filter(lease_expires_at__lt=now)
-        .update(lease_owner="", lease_expires_at=None, dispatched_at=None)
+        ServerLease.objects.exclude(owner="").filter(expires_at__lt=now).update(owner="", expires_at=None)
     )
     stale = now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER)
     lost = list(
@@ -106,6 +113,7 @@ def reconcile(*, now: datetime | None = None) -> ReconcileOutcome:
 def leases_release_all() -> int:
     """Embedded mode at start: this process is the only worker, so every lease is from a dead run."""
     n = Url.objects.exclude(lease_owner="").update(lease_owner="", lease_expires_at=None)
-    Server.objects.update(lease_owner="", lease_expires_at=None, dispatched_at=None)
+    ServerLease.objects.exclude(owner="").update(owner="", expires_at=None)
+    Server.objects.update(dispatched_at=None)
     Page.objects.filter(extracted_at__isnull=True).update(extract_dispatched_at=None)
     return n

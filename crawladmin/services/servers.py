@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from crawladmin.models import Server, Url
+from crawladmin.models import Server, ServerLease, Url
 from crawler.urlnorm import ServerKey
 
 from .common import lease_deadline
@@ -38,21 +39,51 @@ def servers_ensure(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict[
     return found
 
 
-def server_claim(*, server_id: int, owner: str, now: datetime | None = None) -> bool:
-    """Take the server's lease: at most one load task works on a server at a time, cluster-wide."""
+def server_claim(*, server_id: int, owner: str, now: datetime | None = None) -> int | None:
+    """Take one of the server's CRAWL_SERVER_CONCURRENCY slots; the slot number, or None when all are
+    held (or the server is disabled or excluded). Cluster-wide: the slots are rows, taken by guarded UPDATE."""
     now = now or timezone.now()
-    changed = (
-        Server.objects.filter(id=server_id, enabled=True, excluded_reason="")
-        .filter(Q(lease_owner="") | Q(lease_expires_at__lt=now))
-        .update(lease_owner=owner, lease_expires_at=lease_deadline(now))
+    if not Server.objects.filter(id=server_id, enabled=True, excluded_reason="").exists():
+        return None
+    slots = range(settings.CRAWL_SERVER_CONCURRENCY)
+    ServerLease.objects.bulk_create([ServerLease(server_id=server_id, slot=n) for n in slots], ignore_conflicts=True)
+    for n in slots:
+        changed = (
+            ServerLease.objects.filter(server_id=server_id, slot=n)
+            .filter(Q(owner="") | Q(expires_at__lt=now))
+            .update(owner=owner, expires_at=lease_deadline(now))
+        )
+        if changed:
+            # The dispatch that sent us is consumed: with free slots left, the dispatcher may send another.
+            Server.objects.filter(id=server_id).update(dispatched_at=None)
+            return n
+        # Nothing updated: another task holds this slot; try the next.
+    return None
+
+
+def server_release(*, server_id: int, owner: str) -> None:
+    ServerLease.objects.filter(server_id=server_id, owner=owner).update(owner="", expires_at=None)
+
+
+def server_take_turn(*, server_id: int, delay: float, now: datetime | None = None) -> float:
+    """Claim the server's next request start for the caller: 0 when granted (the next one is then `delay`
+    later, for everyone), else the seconds to wait before asking again. One guarded UPDATE, so two
+    workers on two machines cannot both start a request inside one crawl delay."""
+    now = now or timezone.now()
+    granted = (
+        Server.objects.filter(id=server_id)
+        .filter(Q(next_request_at__isnull=True) | Q(next_request_at__lte=now))
+        .update(next_request_at=now + timedelta(seconds=delay))
     )
-    # Nothing updated: another loader holds it, or it was disabled meanwhile.
-    return changed == 1
+    if granted:
+        return 0.0
+    nxt = Server.objects.filter(id=server_id).values_list("next_request_at", flat=True).first()
+    return max(0.001, (nxt - now).total_seconds()) if nxt else 0.001
 
 
-def server_release(*, server_id: int, owner: str, next_request_at: datetime | None) -> None:
-    Server.objects.filter(id=server_id, lease_owner=owner).update(
-        lease_owner="", lease_expires_at=None, dispatched_at=None, next_request_at=next_request_at
+def server_back_off(*, server_id: int, until: datetime) -> None:
+    Server.objects.filter(id=server_id).filter(Q(next_request_at__isnull=True) | Q(next_request_at__lt=until)).update(
+        next_request_at=until
     )
 
 

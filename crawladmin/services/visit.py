@@ -1,0 +1,209 @@
+"""One task's visit to one server, shared by every agent that sends requests (load, active and inactive
+scan): a concurrency slot, request spacing held across the whole cluster, robots.txt, the
+private-address guard, and a status check for every request.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from django.conf import settings
+from django.utils import timezone
+
+from crawladmin.models import Server
+from crawler.fetch import FailureKind, Fetcher, FetchPolicy, FetchResult, Timings
+from crawler.lifecycle import Agent
+from crawler.netguard import forbidden_reason, parse_cidrs
+from crawler.politeness import crawl_delay, retry_after_seconds
+from crawler.robots import RobotsRules, product_token, rules_from_response, rules_from_text
+from crawler.urlnorm import UrlError, canonicalize
+
+from .checks import check_record
+from .servers import (
+    server_back_off,
+    server_claim,
+    server_exclude,
+    server_release,
+    server_save_robots,
+    server_take_turn,
+)
+
+_local = threading.local()
+
+
+class Gate(Protocol):
+    """Lets the caller stop a visit between two requests or cap the pages it may fetch."""
+
+    stopped: threading.Event
+
+    def take(self) -> bool: ...
+    def wait(self, seconds: float) -> bool: ...
+
+
+def thread_fetcher() -> Fetcher:
+    """One fetcher per worker thread, kept across tasks so keep-alive connections are reused."""
+    fetcher = getattr(_local, "fetcher", None)
+    if fetcher is None:
+        policy = FetchPolicy(
+            connect_timeout=settings.CRAWL_CONNECT_TIMEOUT,
+            header_timeout=settings.CRAWL_HEADER_TIMEOUT,
+            body_timeout=settings.CRAWL_BODY_TIMEOUT,
+            max_body_bytes=settings.CRAWL_MAX_BODY_BYTES,
+            user_agent=settings.CRAWL_USER_AGENT,
+        )
+        _local.fetcher = fetcher = Fetcher(policy)
+    return fetcher
+
+
+def address_check_for(server: Server):
+    """The private-address guard; servers an operator added are trusted with any address."""
+    if server.trusted:
+        return None
+    allowed = parse_cidrs(",".join(settings.CRAWL_ALLOW_PRIVATE))
+    return lambda ip: forbidden_reason(ip, allowed)
+
+
+class ServerVisit:
+    """Holds one of the server's slots from open() to close(); every request goes through fetch()."""
+
+    def __init__(self, server: Server, owner: str, agent: Agent, gate: Gate | None = None):
+        self.server = server
+        self.owner = owner
+        self.agent = agent
+        self.gate = gate
+        self.started = time.monotonic()
+        self.user_agent = product_token(settings.CRAWL_USER_AGENT)
+        self._check = address_check_for(server)
+
+    @classmethod
+    def open(cls, *, server_id: int, owner: str, agent: Agent, gate: Gate | None = None) -> ServerVisit | None:
+        """Take a slot of the server; None when all are taken or the server is not to be crawled."""
+        if server_claim(server_id=server_id, owner=owner) is None:
+            return None
+        return cls(Server.objects.get(id=server_id), owner, agent, gate)
+
+    def close(self) -> None:
+        server_release(server_id=self.server.id, owner=self.owner)
+
+    # -- time ---------------------------------------------------------------------------------------
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def stopping(self) -> bool:
+        """The caller asked us to stop, or this task has worked long enough on one server."""
+        stopped = self.gate is not None and self.gate.stopped.is_set()
+        return stopped or self.elapsed() > settings.CRAWL_TASK_BUDGET
+
+    def stopped_by_caller(self) -> bool:
+        return self.gate is not None and self.gate.stopped.is_set()
+
+    def may_fetch(self) -> bool:
+        return self.gate is None or self.gate.take()
+
+    def _sleep(self, seconds: float) -> bool:
+        if self.gate is not None:
+            return not self.gate.wait(seconds)
+        time.sleep(seconds)
+        return True
+
+    def delay(self) -> float:
+        return crawl_delay(self.server.crawl_delay, default=settings.CRAWL_DEFAULT_DELAY, cap=settings.CRAWL_MAX_DELAY)
+
+    def wait_turn(self) -> bool:
+        """Wait until this server may get its next request, from anyone in the cluster; take that turn.
+
+        False when the task budget or a stop comes first (the caller hands its work back).
+        """
+        while True:
+            wait = server_take_turn(server_id=self.server.id, delay=self.delay())
+            if wait <= 0:
+                return True
+            if self.elapsed() + wait > settings.CRAWL_TASK_BUDGET or not self._sleep(wait):
+                return False
+
+    # -- requests -----------------------------------------------------------------------------------
+    def fetch(self, url: str, *, method: str = "GET", headers: dict[str, str] | None = None) -> FetchResult:
+        """One request, under the guard. The caller has waited its turn and records the check."""
+        return thread_fetcher().fetch(url, method=method, headers=headers, address_check=self._check)
+
+    def record(self, result: FetchResult, url_id: int | None) -> None:
+        check_record(result=result, server_id=self.server.id, url_id=url_id, agent=self.agent)
+
+    def back_off(self, result: FetchResult) -> datetime:
+        """The server asked for patience (429, 503 + Retry-After): nobody in the cluster asks before then."""
+        until = timezone.now() + timedelta(seconds=retry_after_seconds(result.headers.get("retry-after")))
+        server_back_off(server_id=self.server.id, until=until)
+        return until
+
+    def exclude_server(self, reason: str) -> None:
+        server_exclude(server_id=self.server.id, reason=reason[:100])
+
+    # -- robots.txt ---------------------------------------------------------------------------------
+    def robots(self) -> RobotsRules | FetchResult:
+        """The server's rules, cached for CRAWL_ROBOTS_TTL; or, when robots.txt did not answer or
+        answered 5xx (RFC 9309: assume complete disallow), the failed fetch — for a while the server
+        then counts as not responding, and nothing else of it is requested."""
+        s = self.server
+        now = timezone.now()
+        if s.robots_fetched_at is not None and s.robots_kind:
+            age = (now - s.robots_fetched_at).total_seconds()
+            if s.robots_kind == "unreachable" and age < settings.CRAWL_ROBOTS_RETRY:
+                return _unreachable(s, age)
+            if s.robots_kind != "unreachable" and age < settings.CRAWL_ROBOTS_TTL:
+                return rules_from_text(s.robots_txt) if s.robots_kind == "parsed" else RobotsRules(kind=s.robots_kind)
+        result = self._fetch_robots(f"{s.origin}/robots.txt")
+        if result.failure == FailureKind.FORBIDDEN_ADDRESS:
+            return result
+        if result.status is None or result.status >= 500:
+            failure = result.failure.value if result.failure else FailureKind.HTTP_STATUS.value
+            memo = f"{failure}|{result.status or ''}|{result.detail}"
+            server_save_robots(server_id=s.id, kind="unreachable", text=memo, crawl_delay=None, ip=None)
+            return result
+        rules = rules_from_response(result.status, result.body)
+        delay = rules.crawl_delay(self.user_agent)
+        server_save_robots(server_id=s.id, kind=rules.kind, text=rules.text, crawl_delay=delay, ip=result.peer_ip)
+        s.crawl_delay = delay
+        return rules
+
+    def _fetch_robots(self, url: str) -> FetchResult:
+        result: FetchResult | None = None
+        for _hop in range(settings.CRAWL_MAX_REDIRECTS + 1):
+            self.wait_turn()
+            result = self.fetch(url)
+            if result.failure == FailureKind.FORBIDDEN_ADDRESS:
+                return result
+            self.record(result, url_id=None)
+            location = result.headers.get("location")
+            if result.status is None or not (300 <= result.status < 400 and location):
+                break
+            try:
+                url = canonicalize(location, base=url)
+            except UrlError:
+                break
+        assert result is not None
+        return result
+
+
+def _unreachable(server: Server, age: float) -> FetchResult:
+    """A stand-in for 'robots.txt did not answer a moment ago', rebuilt from the memo: no new request."""
+    failure, status, detail = (server.robots_txt.split("|", 2) + ["", ""])[:3]
+    try:
+        kind = FailureKind(failure)
+    except ValueError:
+        kind = FailureKind.OTHER
+    return FetchResult(
+        url=f"{server.origin}/robots.txt",
+        method="GET",
+        status=int(status) if status.isdigit() else None,
+        headers={},
+        body=b"",
+        failure=None if kind == FailureKind.HTTP_STATUS else kind,
+        detail=f"{detail} ({age:.0f}s ago)"[:300],
+        truncated=False,
+        bytes_received=0,
+        timings=Timings(None, None, None, None, 0.0),
+        peer_ip=None,
+    )
