@@ -32,6 +32,7 @@ class AccessRecord:
     status: int
     bytes: int  # body bytes sent (0 for HEAD / 304)
     user_agent: str
+    started: float = 0.0  # when the request line arrived (`time` is when the answer was sent)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -66,8 +67,13 @@ class _Handler(BaseHTTPRequestHandler):
     do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_GET
 
     def _answer(self) -> None:
+        started = time.time()
         self._drain_body()
         site = self.server.site
+        if self.server.host in site.down_hosts:
+            # "Stopped answering": the connection closes with no response at all.
+            self.close_connection = True
+            return
         delay = site.web.delay(self.server.host)
         if delay and site.stopping.wait(delay):
             self.close_connection = True
@@ -89,6 +95,7 @@ class _Handler(BaseHTTPRequestHandler):
                 status=status,
                 bytes=len(body),
                 user_agent=self.headers.get("User-Agent", ""),
+                started=started,
             )
         )
 
@@ -188,6 +195,7 @@ class TestWebServer:
         self._silent: _SilentServer | None = None
         self.stopping = threading.Event()
         self._started = False
+        self.down_hosts: set[str] = set()  # hosts that currently drop every request unanswered
 
     # -------------------------------------------------------------- lifecycle
     def start(self) -> TestWebServer:
@@ -294,6 +302,12 @@ class TestWebServer:
 
     def change(self, url: str) -> None:
         self.web.change(url)
+
+    def set_down(self, host: str, down: bool = True) -> None:
+        """Make a server stop answering (connections close without a response), or answer again."""
+        if host not in self.web.hosts():
+            raise ValueError(f"{host} is not a server of this web")
+        (self.down_hosts.add if down else self.down_hosts.discard)(host)
 
     # ------------------------------------------------------------- access log
     def record(self, rec: AccessRecord) -> None:

@@ -57,6 +57,7 @@ class SiteSpec:
     slow_server: bool = True  # one extra server that answers every request after slow_delay seconds
     slow_delay: float = 0.3
     slow_pages: int = 5
+    crawl_delay: float | None = None  # a Crawl-delay line in the normal servers' robots.txt
 
     def __post_init__(self) -> None:
         if self.n_servers < 1:
@@ -173,7 +174,8 @@ class Web:
     def robots_txt(self, host: str) -> str:
         if host == self.slow_host:
             return "User-agent: *\nDisallow:\n"
-        return "User-agent: *\nDisallow: /private/\n"
+        delay = "" if self.spec.crawl_delay is None else f"Crawl-delay: {self.spec.crawl_delay:g}\n"
+        return f"User-agent: *\nDisallow: /private/\n{delay}"
 
     def allowed(self, host: str, path: str) -> bool:
         """robots.txt verdict for :data:`USER_AGENT` (all our rules are for ``*``)."""
