@@ -5,7 +5,7 @@ PY      = $(VENV)/bin/python
 
 .PHONY: install demo test unit integration testweb migrate lint clean
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-flower.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -r requirements-dev.txt
@@ -40,3 +40,16 @@ clean:
 
 lint: install
 	$(VENV)/bin/ruff check crawler crawladmin tasks testweb tests
+
+# Benchmarks print figures; they are not tests.
+.PHONY: bench bench-agents bench-ranking bench-monitor
+bench: bench-agents bench-ranking bench-monitor
+
+bench-agents: install
+	$(PY) -m bench.agents_vs_sequential
+
+bench-ranking: install
+	$(PY) -m bench.ranking --db
+
+bench-monitor: install
+	$(PY) -m bench.monitor_checks

@@ -14,7 +14,7 @@ from celery.worker import state as worker_state
 from django.conf import settings
 
 from crawladmin.celery import app
-from crawladmin.services.queue import load_queue
+from crawladmin.services.queue import SERVER_QUEUES, pinned_queue
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +62,9 @@ def gate() -> Gate | None:
 
 
 def queues() -> list[str]:
-    names = ["load", "extract", "housekeeping"]
+    names = ["load", "extract", "housekeeping", "monitor", "active_scan", "inactive_scan"]
     if settings.CRAWLER_NUM is not None:
-        names.append(load_queue(settings.CRAWLER_NUM))
+        names += [pinned_queue(name, settings.CRAWLER_NUM) for name in SERVER_QUEUES]
     return names
 
 

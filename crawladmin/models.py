@@ -33,6 +33,10 @@ class Server(models.Model):
         default=False, help_text="Added by an operator: may be crawled even on a private address"
     )
     excluded_reason = models.CharField(max_length=100, blank=True)
+    alias_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="aliases",
+        help_text="Same IP and same home page as this server: one site under two names (seed 003)",
+    )
     crawl_delay = models.FloatField(null=True, blank=True, help_text="Seconds; from robots.txt, capped")
     robots_txt = models.TextField(blank=True)
     robots_kind = models.CharField(max_length=20, blank=True)
@@ -41,6 +45,9 @@ class Server(models.Model):
         null=True, blank=True, help_text="Politeness: the earliest start of the next request, cluster-wide"
     )
     dispatched_at = models.DateTimeField(null=True, blank=True)
+    paused_until = models.DateTimeField(
+        null=True, blank=True, help_text="Hybrid-Sorting pause (seed 000): its Init URLs wait until this hour"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -92,6 +99,9 @@ class Url(models.Model):
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     exclusion_reason = models.CharField(max_length=100, blank=True)
+    scope_mode = models.CharField(max_length=6, default="any", help_text="host, domain or any (from its seed)")
+    scope_root = models.CharField(max_length=255, blank=True, help_text="The seed's host or registered domain")
+    offsite_hops = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -102,6 +112,8 @@ class Url(models.Model):
             models.Index(fields=["state", "next_check_at"], name="url_due_idx"),
             # The reconciler looks only at leased rows.
             models.Index(fields=["lease_expires_at"], name="url_lease_idx", condition=~Q(lease_owner="")),
+            # The active scan's staleness choice walks Visited URLs oldest check first.
+            models.Index(fields=["last_checked_at"], name="url_visited_age_idx", condition=Q(state="visited")),
         ]
 
     def __str__(self) -> str:

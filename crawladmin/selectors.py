@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import Count
 from django.utils import timezone
@@ -16,11 +16,21 @@ def _counts(qs, field: str) -> dict[str, int]:
     return {row[field]: row["n"] for row in qs.values(field).annotate(n=Count("id")).order_by(field)}
 
 
-def crawl_progress(*, now: datetime | None = None) -> dict[str, int]:
-    """The few numbers the crawl loop watches: it is finished when due, leased and unextracted are all 0."""
+def crawl_progress(*, now: datetime | None = None, recheck_within: float = 0.0) -> dict[str, int]:
+    """The few numbers the crawl loop watches: it is finished when they are all 0.
+
+    `rechecks`: NoResponse URLs whose back-off ends within `recheck_within` seconds (scan work in hand
+    shows as leased). Visited URLs due for an active re-check do not count: they are always coming due.
+    """
     now = now or timezone.now()
+    failing = [State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value]
+    # As the inactive sweep chooses them: it skips servers no longer crawled, so those are no work to wait for.
+    rechecks = Url.objects.filter(state__in=failing, exclusion_reason="", server__enabled=True).filter(
+        server__excluded_reason="", next_check_at__lte=now + timedelta(seconds=recheck_within)
+    )
     return {
         "due": Url.objects.filter(state=State.INIT.value, next_check_at__lte=now).count(),
+        "rechecks": rechecks.count(),
         "leased": Url.objects.exclude(lease_owner="").count(),
         "unextracted": Page.objects.filter(extracted_at__isnull=True).count(),
         "busy_servers": ServerLease.objects.exclude(owner="").values("server").distinct().count(),

@@ -50,6 +50,10 @@ def _load() -> dict:
         ),
         # Not in the §12 table; ours, with defaults that suit the embedded mode.
         "CRAWL_MAX_DEPTH": env.integer("CRAWL_MAX_DEPTH", 25, minimum=0),
+        "CRAWL_SCOPE": env.choice("CRAWL_SCOPE", "any", ("host", "domain", "any")),
+        "CRAWL_OFFSITE_DEPTH": env.integer("CRAWL_OFFSITE_DEPTH", 25, minimum=0),
+        "CRAWL_MAX_URL_LENGTH": env.integer("CRAWL_MAX_URL_LENGTH", 2048, minimum=64, maximum=65536),
+        "CRAWL_MERGE_HOSTS": env.boolean("CRAWL_MERGE_HOSTS", True),
         "CRAWL_BATCH_SIZE": env.integer("CRAWL_BATCH_SIZE", 25, minimum=1, maximum=10_000),
         "CRAWL_LEASE_SECONDS": env.number("CRAWL_LEASE_SECONDS", 300.0, minimum=5.0),
         "CRAWL_TASK_BUDGET": env.number("CRAWL_TASK_BUDGET", 60.0, minimum=1.0),
@@ -59,6 +63,39 @@ def _load() -> dict:
         "CRAWL_ROBOTS_RETRY": env.number("CRAWL_ROBOTS_RETRY", 600.0, minimum=0.0),
         "CRAWL_DISPATCH_INTERVAL": env.number("CRAWL_DISPATCH_INTERVAL", 5.0, minimum=0.5),
         "CRAWL_EMBEDDED_THREADS": env.integer("CRAWL_EMBEDDED_THREADS", 4, minimum=1, maximum=64),
+        # The scans (issue 3): a Visited URL is re-checked when its last check is this old (seconds);
+        # each sweep sends at most this many URLs to the active / inactive scan workers.
+        "CRAWL_REVISIT_AFTER": env.number("CRAWL_REVISIT_AFTER", 86400.0, minimum=0.0),
+        "CRAWL_ACTIVE_SCAN_CAPACITY": env.integer("CRAWL_ACTIVE_SCAN_CAPACITY", 1000, minimum=1, maximum=1_000_000),
+        "CRAWL_INACTIVE_SCAN_CAPACITY": env.integer("CRAWL_INACTIVE_SCAN_CAPACITY", 1000, minimum=1, maximum=1_000_000),
+        # Scheduling (issue 5). Server order each hour (seed 000); Hybrid-Sorting pauses an unfinished server
+        # at an hour boundary when one of the next CRAWL_PAUSE_LOOKAHEAD hours is CRAWL_PAUSE_MARGIN less loaded.
+        "CRAWL_SCHEDULER": env.choice("CRAWL_SCHEDULER", "hybrid", ("random", "sorting", "hybrid")),
+        "CRAWL_PAUSE_LOOKAHEAD": env.integer("CRAWL_PAUSE_LOOKAHEAD", 3, minimum=0, maximum=23),
+        "CRAWL_PAUSE_MARGIN": env.number("CRAWL_PAUSE_MARGIN", 0.1, minimum=0.0, maximum=1.0),
+        # The active scan's staleness score (seed 004): s in periods of this many seconds (the active sweep's
+        # interval), weighted by the horizon T - t in periods against the cost size (KB) x response time (s).
+        "CRAWL_STALENESS_PERIOD": env.number("CRAWL_STALENESS_PERIOD", 60.0, minimum=1.0),
+        "CRAWL_STALENESS_HORIZON": env.number("CRAWL_STALENESS_HORIZON", 60.0, minimum=0.0),
+        # HTTP-status monitoring (monitoring app, issue 4); checks use the CRAWL_* timeouts and user agent.
+        "MONITOR_INTERVAL": env.number("MONITOR_INTERVAL", 300.0, minimum=1.0),
+        "MONITOR_DELAY_THRESHOLD": env.number("MONITOR_DELAY_THRESHOLD", 3.0, minimum=0.0),
+        "MONITOR_FAIL_AFTER": env.integer("MONITOR_FAIL_AFTER", 2, minimum=1, maximum=100),
+        "MONITOR_RECOVER_AFTER": env.integer("MONITOR_RECOVER_AFTER", 1, minimum=1, maximum=100),
+        "MONITOR_RAW_RETENTION_DAYS": env.number("MONITOR_RAW_RETENTION_DAYS", 14.0, minimum=1.0),
+        "MONITOR_ROLLUP_RETENTION_DAYS": env.number("MONITOR_ROLLUP_RETENTION_DAYS", 366.0, minimum=1.0),
+        "MONITOR_PROFILE_DAYS": env.integer("MONITOR_PROFILE_DAYS", 28, minimum=1, maximum=366),
+        "MONITOR_BATCH_SIZE": env.integer("MONITOR_BATCH_SIZE", 50, minimum=1, maximum=1000),
+        "MONITOR_THREADS": env.integer("MONITOR_THREADS", 16, minimum=1, maximum=256),
+        # Ranking (ranking app, issue 6): BlockRank blocks, damping, L1 residual thresholds, iteration cap.
+        "RANK_BLOCK": env.choice("RANK_BLOCK", "site", ("site", "domain", "community")),
+        "RANK_DAMPING": env.number("RANK_DAMPING", 0.85, minimum=0.0, maximum=0.99),
+        "RANK_TOLERANCE": env.number("RANK_TOLERANCE", 1e-8, minimum=1e-15, maximum=1.0),
+        "RANK_LOCAL_TOLERANCE": env.number("RANK_LOCAL_TOLERANCE", 1e-2, minimum=1e-15, maximum=1.0),
+        "RANK_MAX_ITERATIONS": env.integer("RANK_MAX_ITERATIONS", 500, minimum=1, maximum=100_000),
+        "RANK_TIME_LIMIT": env.integer("RANK_TIME_LIMIT", 3600, minimum=10),
+        # The read-only JSON API (crawladmin/api.py) also accepts `Authorization: Bearer <this>`; empty: sessions only.
+        "CRAWLADMIN_API_TOKEN": env.str("CRAWLADMIN_API_TOKEN", ""),
         "SECRET_KEY": env.str("DJANGO_SECRET_KEY", ""),
         "DEBUG": env.boolean("DJANGO_DEBUG", False),
         "ALLOWED_HOSTS": [h for h in env.str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h],
@@ -76,8 +113,10 @@ EMBEDDED = DATABASE_URL.startswith("sqlite")
 CELERY_BROKER_URL: str = _cfg["CELERY_BROKER_URL"]
 CELERY_EMBEDDED = CELERY_BROKER_URL.startswith("memory")
 
-# Every CRAWL_* value (and CRAWLER_NUM) becomes a setting of the same name: settings.CRAWL_MAX_DEPTH ...
-globals().update({name: value for name, value in _cfg.items() if name.startswith("CRAWL")})
+# Every CRAWL_* and MONITOR_* value (and CRAWLER_NUM) becomes a setting of the same name: settings.CRAWL_MAX_DEPTH ...
+globals().update(
+    {name: value for name, value in _cfg.items() if name.startswith(("CRAWL", "MONITOR_", "RANK_"))}
+)
 
 # A secret key from the environment in production; in the embedded mode one is generated once and
 # kept in the data directory, so sessions survive restarts and no key is ever committed.
@@ -104,10 +143,13 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_celery_beat",
     "crawladmin",
+    "monitoring",
+    "ranking",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files under gunicorn (collectstatic at image build)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -165,6 +207,12 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Compressed but not hashed: unlike the manifest storage it never fails to render a page when
+# collectstatic has not run (the embedded mode, tests).
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 LOGIN_URL = "admin:login"
 
 # --- Celery ----------------------------------------------------------------------------------
@@ -190,10 +238,16 @@ if CELERY_EMBEDDED:
     CELERY_BROKER_TRANSPORT_OPTIONS["polling_interval"] = 0.01
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = "housekeeping"
+# Celery tries these glob patterns in order: the specific scan tasks before the sweeps' pattern.
 CELERY_TASK_ROUTES = {
+    "tasks.scan.active_scan": {"queue": "active_scan"},
+    "tasks.scan.inactive_scan": {"queue": "inactive_scan"},
+    "tasks.scan.sweep_*": {"queue": "housekeeping"},
     "tasks.load.*": {"queue": "load"},
     "tasks.extract.*": {"queue": "extract"},
     "tasks.housekeeping.*": {"queue": "housekeeping"},
+    "tasks.monitor.*": {"queue": "monitor"},
+    "tasks.rank.*": {"queue": "housekeeping"},
 }
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -8,8 +8,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from crawladmin.models import Server, StatusCheck, Url, UrlEvent
+from crawladmin.models import Page, Server, StatusCheck, Url, UrlEvent
 from crawladmin.services.dispatch import dispatch_due, reconcile
+from crawladmin.services.extract import pages_extract
 from crawladmin.services.load import load_server_batch
 from crawladmin.services.servers import server_claim
 from crawladmin.services.urls import NewUrl, url_transition, urls_claim, urls_insert
@@ -119,3 +120,102 @@ def test_operator_seed_on_loopback_is_trusted(settings):
         assert outcome is not None and outcome.fetched == 1
         assert [r.path for r in web.access_log()] == ["/robots.txt", "/"]
     assert Url.objects.get().state == "visited"
+
+
+def _load_all(server_id: int) -> None:
+    for _ in range(10):  # bounded: each batch takes up to CRAWL_BATCH_SIZE URLs
+        outcome = load_server_batch(server_id=server_id, owner="w")
+        if outcome is None or (outcome.fetched + outcome.failed + outcome.excluded) == 0:
+            return
+
+
+@pytest.mark.parametrize("merge", [True, False])
+def test_two_names_for_one_site_are_merged_by_ip_and_home_page(settings, merge):
+    settings.CRAWL_DEFAULT_DELAY = 0
+    settings.CRAWL_MERGE_HOSTS = merge
+    spec = SiteSpec(n_servers=1, first_octet=1, silent_server=False, slow_server=False)
+    with TestWebServer(spec) as web:
+        by_ip = f"http://127.0.0.1:{web.port}/"
+        by_name = f"http://localhost:{web.port}/"
+        _insert(by_ip, trusted=True)
+        _load_all(Server.objects.get(host="127.0.0.1").id)
+        _insert(by_name, f"{by_name}p/1.html", trusted=True)
+        _load_all(Server.objects.get(host="localhost").id)
+        fetched_by_name = [r for r in web.access_log() if r.path == "/p/1.html"]
+    alias = Server.objects.get(host="localhost")
+    if merge:
+        assert alias.alias_of == Server.objects.get(host="127.0.0.1")
+        assert Url.objects.get(url=f"{by_name}p/1.html").exclusion_reason == f"alias of http://127.0.0.1:{web.port}"
+        assert fetched_by_name == []
+    else:
+        assert alias.alias_of is None and len(fetched_by_name) == 1
+
+
+def _page_with_links(url: str, links: list[str], *, scope_mode: str) -> Page:
+    import zlib
+
+    from crawler.scope import Scope
+    from crawler.urlnorm import server_key
+
+    scope = Scope.for_seed(scope_mode, server_key(url).host)
+    (pk,) = urls_insert(urls=[NewUrl(url, depth=0, scope=scope)]).ids.values()
+    html = "".join(f'<a href="{link}">x</a>' for link in links).encode()
+    return Page.objects.create(url_id=pk, body_z=zlib.compress(html), checksum="c", fetched_at=timezone.now())
+
+
+@pytest.mark.parametrize(
+    ("mode", "followed"),
+    [
+        ("host", {"http://www.example.com/a"}),
+        ("domain", {"http://www.example.com/a", "http://news.example.com/b"}),
+        ("any", {"http://www.example.com/a", "http://news.example.com/b", "http://other.org/c"}),
+    ],
+)
+def test_scope_decides_which_links_are_crawled(settings, monkeypatch, mode, followed):
+    monkeypatch.setattr("crawladmin.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    settings.CRAWL_OFFSITE_DEPTH = 1
+    links = ["http://www.example.com/a", "http://news.example.com/b", "http://other.org/c"]
+    page = _page_with_links("http://www.example.com/", links, scope_mode=mode)
+    pages_extract(page_ids=[page.id])
+    rows = {u.url: u for u in Url.objects.filter(url__in=links)}
+    assert set(rows) == set(links)  # all stored: the link graph is whole
+    assert {u for u, r in rows.items() if not r.exclusion_reason} == followed
+    assert {r.exclusion_reason for u, r in rows.items() if u not in followed} <= {"out of scope"}
+
+
+def test_offsite_depth_is_counted_from_the_seed_domain(settings, monkeypatch):
+    monkeypatch.setattr("crawladmin.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    settings.CRAWL_OFFSITE_DEPTH = 1
+    page = _page_with_links("http://www.example.com/", ["http://other.org/"], scope_mode="any")
+    pages_extract(page_ids=[page.id])
+    offsite = Url.objects.get(url="http://other.org/")
+    assert (offsite.offsite_hops, offsite.exclusion_reason) == (1, "")
+    import zlib
+
+    second = Page.objects.create(
+        url=offsite, body_z=zlib.compress(b'<a href="http://third.net/">x</a>'), checksum="d", fetched_at=timezone.now()
+    )
+    pages_extract(page_ids=[second.id])
+    assert Url.objects.get(url="http://third.net/").exclusion_reason == "out of scope"
+
+
+def test_identical_content_is_marked_duplicate_of_the_first_page(monkeypatch):
+    """Session-id URLs: three addresses, one body. The first page stays the original."""
+    import zlib
+
+    monkeypatch.setattr("crawladmin.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    ids = _insert(*(f"http://a.example/page?sid={n}" for n in range(3)), "http://a.example/other")
+    body = zlib.compress(b"<title>same</title>")
+    pages = [
+        Page.objects.create(url_id=ids[u], body_z=body, checksum="same", fetched_at=timezone.now())
+        for u in sorted(ids)
+        if "sid" in u
+    ]
+    other = Page.objects.create(
+        url_id=ids["http://a.example/other"], body_z=body, checksum="different", fetched_at=timezone.now()
+    )
+    pages_extract(page_ids=[p.id for p in pages] + [other.id])
+    marks = dict(Page.objects.values_list("id", "duplicate_of_id"))
+    assert marks[pages[0].id] is None
+    assert marks[pages[1].id] == marks[pages[2].id] == pages[0].id
+    assert marks[other.id] is None

@@ -20,6 +20,7 @@ from crawladmin.models import Page, Server, ServerLease, Url
 from crawler.lifecycle import State
 
 from .queue import enqueue_extract_on_commit, enqueue_load_on_commit
+from .schedule import not_paused, server_release_paused, servers_in_policy_order, servers_pause
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ def _dispatchable(now: datetime):
     )
     return (
         Server.objects.filter(enabled=True, excluded_reason="")
+        .filter(not_paused(now))  # Hybrid-Sorting (seed 000): a paused server's Init URLs wait
         .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=stale))
         .filter(Exists(due))
         .annotate(held=Subquery(held))
@@ -47,7 +49,7 @@ def _dispatchable(now: datetime):
 def _dispatch(candidates, now: datetime) -> int:
     sent = 0
     stale = now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER)
-    for server_id, crawler_num in candidates.values_list("id", "crawler_num"):
+    for server_id, crawler_num in servers_in_policy_order(candidates, now=now):
         # Guarded: when two dispatchers (beat and a crawl command) race, one of them sends.
         changed = (
             Server.objects.filter(id=server_id)
@@ -61,9 +63,14 @@ def _dispatch(candidates, now: datetime) -> int:
 
 
 def dispatch_due(*, now: datetime | None = None) -> int:
-    """Send a load task for every server that has due Init URLs and no task on it. Returns how many."""
+    """Send a load task for every server that has due Init URLs and no task on it, in the order of the
+    scheduling policy (CRAWL_SCHEDULER, crawladmin.services.schedule). Returns how many."""
     now = now or timezone.now()
-    return _dispatch(_dispatchable(now), now)
+    servers_pause(now=now)
+    sent = _dispatch(_dispatchable(now), now)
+    if not sent and server_release_paused(now=now) is not None:  # a paused server rather than idle workers
+        sent = _dispatch(_dispatchable(now), now)
+    return sent
 
 
 def servers_dispatch_with_due_work(*, server_ids: Iterable[int]) -> int:

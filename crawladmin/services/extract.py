@@ -15,7 +15,7 @@ from crawladmin.models import Link, Page
 from crawler.parse import extract
 
 from .dispatch import servers_dispatch_with_due_work
-from .urls import NewUrl, urls_insert
+from .urls import NewUrl, new_url_from, urls_insert
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +50,10 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
         if depth > settings.CRAWL_MAX_DEPTH:
             continue
         for link in ex.links:
+            if len(link) > settings.CRAWL_MAX_URL_LENGTH:
+                continue
             if link not in new or new[link].depth > depth:
-                new[link] = NewUrl(link, depth=depth)
+                new[link] = new_url_from(page.url, link, depth=depth)
 
     with transaction.atomic():
         inserted = urls_insert(urls=list(new.values()))

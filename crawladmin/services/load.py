@@ -21,7 +21,8 @@ from crawler.parse import is_html
 from crawler.urlnorm import UrlError, canonicalize
 
 from .queue import enqueue_extract_on_commit, enqueue_load_on_commit
-from .urls import NewUrl, url_exclude, url_transition, urls_claim, urls_insert, urls_release
+from .servers import server_merge_if_alias
+from .urls import new_url_from, url_exclude, url_transition, urls_claim, urls_insert, urls_release
 from .visit import Gate, ServerVisit
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ class LoadBatch:
                 self._store(url, result)
             else:
                 self._fail(url, result, event)
-        return True
+        return not self.outcome.server_excluded
 
     def _store(self, url: Url, result: FetchResult) -> None:
         body = result.body
@@ -113,6 +114,10 @@ class LoadBatch:
             page_id = page_store(url_id=url.id, result=result, checksum=checksum)
             if page_id is not None:
                 self.outcome.page_ids.append(page_id)
+            if url.url == f"{self.visit.server.origin}/":
+                alias = server_merge_if_alias(server=self.visit.server, home_checksum=checksum)
+                if alias is not None and alias.id == self.visit.server.id:
+                    self.outcome.server_excluded = f"alias of {alias.alias_of}"
 
     def _follow_redirect(self, url: Url, location: str, failure: str) -> tuple[str, str]:
         """Record a redirect and queue its target as a new URL (not followed inline: the target may be
@@ -123,7 +128,7 @@ class LoadBatch:
             return "", f"bad_redirect_{exc.reason}"[:32]
         if url.redirect_hops + 1 > settings.CRAWL_MAX_REDIRECTS:
             return target, FailureKind.TOO_MANY_REDIRECTS.value
-        new = NewUrl(target, depth=url.depth, redirect_hops=url.redirect_hops + 1)
+        new = new_url_from(url, target, depth=url.depth, redirect_hops=url.redirect_hops + 1)
         ids = urls_insert(urls=[new]).ids
         if target in ids and ids[target] != url.id:
             Link.objects.bulk_create([Link(from_url_id=url.id, to_url_id=ids[target])], ignore_conflicts=True)

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from crawladmin.models import Server, ServerLease, Url
+from crawladmin.models import Page, Server, ServerLease, Url
 from crawler.urlnorm import ServerKey
 
 from .common import lease_deadline
@@ -101,3 +101,25 @@ def server_save_robots(*, server_id: int, kind: str, text: str, crawl_delay: flo
     Server.objects.filter(id=server_id).update(
         robots_kind=kind, robots_txt=text, crawl_delay=crawl_delay, robots_fetched_at=timezone.now(), ip=ip
     )
+
+
+def server_merge_if_alias(*, server: Server, home_checksum: str) -> Server | None:
+    """Site dedup by IP (seed 003): two host names on the same address serving the same home page are
+    one site. The later server becomes an alias of the earlier one and its waiting URLs are set aside.
+    Returns the server that was made an alias, or None."""
+    if not (settings.CRAWL_MERGE_HOSTS and server.ip and home_checksum):
+        return None
+    twins = (
+        Server.objects.filter(ip=server.ip, scheme=server.scheme, port=server.port, alias_of__isnull=True)
+        .exclude(id=server.id)
+        .order_by("id")
+    )
+    for twin in twins:
+        if not Page.objects.filter(url__url=f"{twin.origin}/", checksum=home_checksum).exists():
+            continue
+        alias, keep = (server, twin) if twin.id < server.id else (twin, server)
+        Server.objects.filter(id=alias.id).update(alias_of=keep)
+        alias.alias_of = keep
+        server_exclude(server_id=alias.id, reason=f"alias of {keep.origin}"[:100])
+        return alias
+    return None

@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from crawladmin.models import Url, UrlEvent
 from crawler.lifecycle import Agent, Event, InvalidTransition, State, next_state
+from crawler.scope import Scope
 from crawler.urlnorm import server_key, url_hash
 
 from .common import lease_deadline
@@ -28,6 +30,18 @@ class NewUrl:
     url: str  # canonical
     depth: int
     redirect_hops: int = 0
+    scope: Scope | None = None  # None: a seed's own scope, from CRAWL_SCOPE
+    exclusion_reason: str = ""
+
+
+def new_url_from(parent: Url, url: str, *, depth: int, redirect_hops: int = 0) -> NewUrl:
+    """A URL found on `parent` (a link or a redirect): it inherits the parent's scope, or is kept as
+    excluded 'out of scope' — stored so the link graph is whole, but never fetched."""
+    scope = Scope(parent.scope_mode, parent.scope_root, parent.offsite_hops)
+    followed = scope.follow(server_key(url).host, offsite_depth=settings.CRAWL_OFFSITE_DEPTH)
+    if followed is None:
+        return NewUrl(url, depth, redirect_hops, scope, exclusion_reason="out of scope")
+    return NewUrl(url, depth, redirect_hops, followed)
 
 
 @dataclass
@@ -48,7 +62,10 @@ def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
     now = timezone.now()
     rows = []
     for u in by_url.values():
-        server = servers[server_key(u.url)]
+        key = server_key(u.url)
+        server = servers[key]
+        scope = u.scope or Scope.for_seed(settings.CRAWL_SCOPE, key.host)
+        reason = server.excluded_reason or u.exclusion_reason
         rows.append(
             Url(
                 url=u.url,
@@ -57,8 +74,11 @@ def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
                 depth=u.depth,
                 redirect_hops=u.redirect_hops,
                 state=State.INIT.value,
-                exclusion_reason=server.excluded_reason,
-                next_check_at=None if server.excluded_reason else now,
+                exclusion_reason=reason,
+                next_check_at=None if reason else now,
+                scope_mode=scope.mode,
+                scope_root=scope.root,
+                offsite_hops=scope.offsite_hops,
             )
         )
     Url.objects.bulk_create(rows, ignore_conflicts=True, batch_size=CHUNK)
@@ -92,6 +112,37 @@ def urls_claim(*, server_id: int, owner: str, limit: int, now: datetime | None =
     return list(Url.objects.filter(id__in=ids, lease_owner=owner).order_by("depth", "id"))
 
 
+def urls_lease(
+    *,
+    ids: Sequence[int],
+    owner: str,
+    states: Sequence[State],
+    server_id: int | None = None,
+    held_by_prefix: str | None = None,
+    now: datetime | None = None,
+) -> list[int]:
+    """Lease the given URLs to `owner` while they are still in one of `states`; returns the ids leased.
+
+    Takes free rows (no lease, or an expired one); with `held_by_prefix`, instead takes over rows leased
+    by an owner whose name starts with it — a scan task taking the URLs its sweep reserved. Rows already
+    processed (lease cleared) or held by another task are left alone, so a redelivered message gets nothing.
+    """
+    now = now or timezone.now()
+    if held_by_prefix is None:
+        held = Q(lease_owner="") | Q(lease_expires_at__lt=now)
+    else:
+        held = Q(lease_owner__startswith=held_by_prefix)
+    ids, leased = list(ids), []
+    for i in range(0, len(ids), CHUNK):
+        chunk = ids[i : i + CHUNK]
+        rows = Url.objects.filter(id__in=chunk, state__in=[s.value for s in states]).filter(held)
+        if server_id is not None:
+            rows = rows.filter(server_id=server_id)
+        rows.update(lease_owner=owner, lease_expires_at=lease_deadline(now))
+        leased += Url.objects.filter(id__in=chunk, lease_owner=owner).values_list("id", flat=True)
+    return leased
+
+
 def urls_release(*, ids: Sequence[int], owner: str, next_check_at: datetime | None = None) -> int:
     """Give back leased URLs that were not processed (budget spent, server backing off)."""
     fields: dict = {"lease_owner": "", "lease_expires_at": None}
@@ -100,9 +151,10 @@ def urls_release(*, ids: Sequence[int], owner: str, next_check_at: datetime | No
     return Url.objects.filter(id__in=ids, lease_owner=owner).update(**fields)
 
 
-def url_exclude(*, url_id: int, reason: str, owner: str) -> bool:
+def url_exclude(*, url_id: int, reason: str, owner: str, states: Sequence[State] = (State.INIT,)) -> bool:
+    """Set a leased URL aside (e.g. robots.txt disallows it): never due again, its state kept as it is."""
     return (
-        Url.objects.filter(id=url_id, state=State.INIT.value, lease_owner=owner).update(
+        Url.objects.filter(id=url_id, state__in=[s.value for s in states], lease_owner=owner).update(
             exclusion_reason=reason, next_check_at=None, lease_owner="", lease_expires_at=None
         )
         == 1
@@ -153,3 +205,25 @@ def url_transition(
         reason=reason[:100],
     )
     return True
+
+
+def urls_revive(*, url_ids: Sequence[int]) -> int:
+    """An operator brings Dead URLs back to Init, due at once; URLs not Dead (any more) are left alone.
+    Returns how many moved."""
+    now = timezone.now()
+    revived = 0
+    for url_id in url_ids:
+        with transaction.atomic():
+            revived += url_transition(
+                url_id=url_id,
+                expected=State.DEAD,
+                event=Event.REVIVE,
+                agent=Agent.ADMIN,
+                owner=None,
+                reason="revived by an operator",
+                now=now,
+                next_check_at=now,
+                failure_count=0,
+                failure_kind="",
+            )
+    return revived

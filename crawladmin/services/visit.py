@@ -165,7 +165,11 @@ class ServerVisit:
         rules = rules_from_response(result.status, result.body)
         delay = rules.crawl_delay(self.user_agent)
         server_save_robots(server_id=s.id, kind=rules.kind, text=rules.text, crawl_delay=delay, ip=result.peer_ip)
-        s.crawl_delay = delay
+        s.crawl_delay, s.ip = delay, result.peer_ip
+        if delay is not None:
+            # The robots.txt request itself was spaced by the default delay; the next one must respect
+            # the delay the site just asked for.
+            server_back_off(server_id=s.id, until=timezone.now() + timedelta(seconds=self.delay()))
         return rules
 
     def _fetch_robots(self, url: str) -> FetchResult:

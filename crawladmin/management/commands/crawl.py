@@ -3,6 +3,10 @@
 Embedded (memory:// broker): runs a worker of threads in this process and dispatches from here.
 Cluster (Redis broker): dispatches from here (beat does the same, harmlessly) and watches the
 workers of the cluster do the work. Run twice, it resumes from the database.
+
+It runs the scans' sweeps as beat does. "Nothing is due" includes NoResponse re-checks due within
+--recheck-wait seconds (so a crawl with short back-offs walks failing URLs to Dead before it ends);
+Visited URLs due for an active re-check are checked while it runs, but never keep it running.
 """
 
 from __future__ import annotations
@@ -24,11 +28,14 @@ from crawladmin import embedded
 from crawladmin.models import UrlEvent
 from crawladmin.selectors import crawl_progress, crawl_summary
 from crawladmin.services.dispatch import dispatch_due, leases_release_all, reconcile
+from crawladmin.services.sweep import scan_sweep
 from crawladmin.services.urls import NewUrl, urls_insert
 from crawler.lifecycle import Agent, State
-from crawler.urlnorm import UrlError, canonicalize
+from crawler.scope import MODES, Scope
+from crawler.urlnorm import UrlError, canonicalize, server_key
 
 RECONCILE_EVERY = 30.0
+SWEEP_EVERY = 2.0  # seconds between the scans' sweeps in the loop (beat's are a minute apart)
 
 
 class Command(BaseCommand):
@@ -39,6 +46,20 @@ class Command(BaseCommand):
         parser.add_argument("--max-pages", type=int, default=None, help="Stop after this many URLs loaded in this run")
         parser.add_argument("--max-seconds", type=float, default=None, help="Stop after this long")
         parser.add_argument("--json", action="store_true", help="Print the summary as JSON")
+        parser.add_argument(
+            "--scope",
+            choices=MODES,
+            default=None,
+            help="Where links from these seeds lead: the seed's host, its registered domain, or anywhere "
+            "(up to CRAWL_OFFSITE_DEPTH links off the domain). Default: CRAWL_SCOPE (any)",
+        )
+        parser.add_argument(
+            "--recheck-wait",
+            type=float,
+            default=60.0,
+            help="Wait for NoResponse re-checks due within this many seconds before ending (default 60); "
+            "longer back-offs are left to beat",
+        )
         parser.add_argument("--threads", type=int, default=None, help="Embedded worker threads")
         parser.add_argument("--no-progress", action="store_true", help="No progress bar")
         parser.add_argument(
@@ -50,7 +71,9 @@ class Command(BaseCommand):
         self._ensure_schema()
         started = timezone.now()
         if seeds:
-            urls_insert(urls=[NewUrl(u, depth=0) for u in seeds], trusted=True)
+            mode = opts["scope"] or settings.CRAWL_SCOPE
+            new = [NewUrl(u, depth=0, scope=Scope.for_seed(mode, server_key(u).host)) for u in seeds]
+            urls_insert(urls=new, trusted=True)
         with ExitStack() as stack:
             if settings.CELERY_EMBEDDED:
                 leases_release_all()  # we are the only worker: any lease left is from a dead run
@@ -89,7 +112,7 @@ class Command(BaseCommand):
 
     def _run(self, opts: dict, started) -> str:
         t0 = time.monotonic()
-        last_reconcile = 0.0
+        last_reconcile, last_sweep = 0.0, -SWEEP_EVERY
         max_pages, max_seconds = opts["max_pages"], opts["max_seconds"]
         quiet = opts["no_progress"] or not sys.stderr.isatty() and opts["json"]
         bar = nullcontext() if quiet else tqdm(desc="crawl", unit=" URLs", file=sys.stderr, dynamic_ncols=True)
@@ -108,7 +131,12 @@ class Command(BaseCommand):
                         if elapsed - last_reconcile >= RECONCILE_EVERY:
                             reconcile()
                             last_reconcile = elapsed
-                    progress = crawl_progress()
+                        if elapsed - last_sweep >= SWEEP_EVERY:
+                            # The same sweeps as beat's; the URLs they reserve count as leased below.
+                            scan_sweep(agent=Agent.INACTIVE_SCAN)
+                            scan_sweep(agent=Agent.ACTIVE_SCAN)
+                            last_sweep = elapsed
+                    progress = crawl_progress(recheck_within=opts["recheck_wait"])
                     if bar is not None and hasattr(bar, "update"):
                         bar.n = loaded
                         bar.set_postfix(progress, refresh=True)

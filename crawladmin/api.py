@@ -1,0 +1,138 @@
+"""The read-only JSON API, and the health check the compose file probes.
+
+- `GET /api/summary`: URL counts by state, exclusions, check counts by category, servers, progress.
+- `GET /api/servers`: the servers, with their monitoring status where they are monitored.
+- `GET /healthz`: no authentication; 200 when the database answers, 503 when it does not.
+
+The API answers a logged-in Django session (the admin's), or `Authorization: Bearer <token>` where the
+token is `CRAWLADMIN_API_TOKEN` (unset: token authentication is off). A request that offers a bearer token
+is judged by the token alone, so a script with a wrong token gets 401 even from a browser with a session.
+Only GET and HEAD: nothing here writes, so there is no CSRF surface either.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_safe
+
+from crawladmin.models import Server
+from crawladmin.selectors import crawl_summary
+from monitoring.models import ServerMonitor
+from monitoring.selectors import maintenance_windows
+
+MAX_LIMIT = 10_000
+View = Callable[[HttpRequest], HttpResponse]
+
+
+def _token_ok(header: str) -> bool:
+    scheme, _, given = header.partition(" ")
+    token = settings.CRAWLADMIN_API_TOKEN
+    if scheme.lower() != "bearer" or not token:
+        return False
+    # Bytes, not str: compare_digest refuses non-ASCII str, and a client controls this header.
+    return hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+def _unauthorized(detail: str) -> JsonResponse:
+    response = JsonResponse({"error": "unauthorized", "detail": detail}, status=401)
+    response["WWW-Authenticate"] = 'Bearer realm="crawladmin"'
+    return response
+
+
+def api_view(view: View) -> View:
+    """GET/HEAD only, never cached, and only for a valid bearer token or a logged-in session."""
+
+    @require_safe
+    @never_cache
+    def wrapped(request: HttpRequest) -> HttpResponse:
+        header = request.headers.get("Authorization", "")
+        if header:
+            if not _token_ok(header):
+                return _unauthorized("invalid token")
+        elif not request.user.is_authenticated:
+            return _unauthorized("log in or send Authorization: Bearer <CRAWLADMIN_API_TOKEN>")
+        return view(request)
+
+    wrapped.__name__ = wrapped.__qualname__ = view.__name__
+    wrapped.__doc__ = view.__doc__
+    return wrapped
+
+
+@api_view
+def summary(request: HttpRequest) -> JsonResponse:
+    """The crawl in numbers: what `manage.py crawl --json` prints, without the run's own figures."""
+    monitored = ServerMonitor.objects.filter(enabled=True, server__enabled=True)
+    statuses = {row["status"]: row["n"] for row in monitored.values("status").annotate(n=Count("server_id"))}
+    return JsonResponse({"generated_at": timezone.now().isoformat(), **crawl_summary(), "monitoring": statuses})
+
+
+def _servers(*, limit: int, offset: int) -> tuple[int, list[dict]]:
+    """One page of servers by id, each with its confirmed monitoring status ("maintenance" while a window
+    is open, as monitoring.selectors.server_status_now says) or None when it is not monitored."""
+    now = timezone.now()
+    qs = Server.objects.order_by("id")
+    rows = list(
+        qs.values("id", "scheme", "host", "port", "ip", "group", "crawler_num", "enabled", "excluded_reason",
+                  "alias_of_id", "robots_kind", "created_at")[offset : offset + limit]
+    )
+    ids = [row["id"] for row in rows]
+    monitors = {
+        m["server_id"]: m
+        for m in ServerMonitor.objects.filter(server_id__in=ids).values(
+            "server_id", "enabled", "status", "status_since", "last_check_at", "last_category"
+        )
+    }
+    in_maintenance = maintenance_windows(server_ids=ids, start=now, end=now)
+    for row in rows:
+        default_port = {"http": 80, "https": 443}.get(row["scheme"])
+        port = "" if row["port"] == default_port else f":{row['port']}"
+        row["origin"] = f"{row['scheme']}://{row['host']}{port}"
+        monitor = monitors.get(row["id"])
+        if monitor is not None:
+            monitor.pop("server_id")
+            if in_maintenance.get(row["id"]):
+                monitor["status"] = "maintenance"
+        row["monitoring"] = monitor
+    return qs.count(), rows
+
+
+def _int_param(request: HttpRequest, name: str, default: int, maximum: int) -> int:
+    raw = request.GET.get(name, "")
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) > maximum:
+        raise ValueError(f"{name} must be an integer from 0 to {maximum}")
+    return int(raw)
+
+
+@api_view
+def servers(request: HttpRequest) -> JsonResponse:
+    """`?limit=` (default and maximum 10000) and `?offset=` page through the servers by id."""
+    try:
+        limit = _int_param(request, "limit", MAX_LIMIT, MAX_LIMIT)
+        offset = _int_param(request, "offset", 0, 10**12)
+    except ValueError as exc:
+        return JsonResponse({"error": "bad request", "detail": str(exc)}, status=400)
+    count, rows = _servers(limit=limit, offset=offset)
+    return JsonResponse({"count": count, "limit": limit, "offset": offset, "servers": rows})
+
+
+@require_safe
+@never_cache
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Liveness of the web app and its database, for health checks: no authentication, no details leaked."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except DatabaseError as exc:
+        return JsonResponse({"status": "error", "database": type(exc).__name__}, status=503)
+    return JsonResponse({"status": "ok", "database": "ok"})

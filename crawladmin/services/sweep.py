@@ -1,0 +1,77 @@
+"""The scans' sweeps: choose the URLs to re-check now, reserve them, and send them to the scan workers,
+one message per server. Beat runs them (`tasks.scan.sweep_*`); the crawl command calls them too.
+
+The choice is one small function per agent; the active scan's is seed 004's staleness-optimal choice
+(issue 5, crawladmin.services.recrawl).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from crawladmin.models import Url
+from crawler.lifecycle import Agent, State
+
+from .queue import enqueue_scan_on_commit
+from .recrawl import staleness_top
+from .scan import SCAN_STATES, sweep_owner_prefix
+from .urls import urls_lease
+
+
+def _scannable(now: datetime):
+    """Not set aside, not leased (or its lease expired), on a server that is crawled."""
+    return Url.objects.filter(exclusion_reason="", server__enabled=True, server__excluded_reason="").filter(
+        Q(lease_owner="") | Q(lease_expires_at__lt=now)
+    )
+
+
+def active_candidates(*, now: datetime, limit: int) -> list[int]:
+    """Visited URLs last checked at least CRAWL_REVISIT_AFTER ago, the `limit` best by seed 004's staleness
+    score (crawladmin.services.recrawl). A URL whose server asked for patience carries a next_check_at
+    and waits for it."""
+    checked_before = now - timedelta(seconds=settings.CRAWL_REVISIT_AFTER)
+    rows = (
+        _scannable(now)
+        .filter(state=State.VISITED.value, last_checked_at__lte=checked_before)
+        .filter(Q(next_check_at__isnull=True) | Q(next_check_at__lte=now))
+    )
+    return staleness_top(rows, now=now, limit=limit)
+
+
+def inactive_candidates(*, now: datetime, limit: int) -> list[int]:
+    """NoResponse1/2 URLs whose back-off is over, the longest overdue first."""
+    states = [s.value for s in SCAN_STATES[Agent.INACTIVE_SCAN]]
+    rows = _scannable(now).filter(state__in=states, next_check_at__lte=now).order_by("next_check_at", "id")
+    return list(rows.values_list("id", flat=True)[:limit])
+
+
+def scan_sweep(*, agent: Agent, now: datetime | None = None) -> int:
+    """Reserve the URLs due for `agent` and send one scan message per server. Returns the URLs sent.
+
+    The reservation is a lease under a sweep owner, so the next sweep does not send them again while
+    the message waits in the queue; if it is lost, the lease expires and a later sweep sends them.
+    """
+    now = now or timezone.now()
+    if agent == Agent.ACTIVE_SCAN:
+        ids = active_candidates(now=now, limit=settings.CRAWL_ACTIVE_SCAN_CAPACITY)
+    else:
+        ids = inactive_candidates(now=now, limit=settings.CRAWL_INACTIVE_SCAN_CAPACITY)
+    if not ids:
+        return 0
+    owner = f"{sweep_owner_prefix(agent)}{uuid.uuid4().hex[:12]}"
+    with transaction.atomic():  # the messages go out after commit, when the leases are visible
+        urls_lease(ids=ids, owner=owner, states=SCAN_STATES[agent], now=now)
+        by_server: dict[tuple[int, int | None], list[int]] = defaultdict(list)
+        rows = Url.objects.filter(lease_owner=owner).values_list("server_id", "server__crawler_num", "id")
+        for server_id, crawler_num, url_id in rows.order_by("id"):
+            by_server[(server_id, crawler_num)].append(url_id)
+        for (server_id, crawler_num), url_ids in by_server.items():
+            enqueue_scan_on_commit(queue=agent.value, server_id=server_id, url_ids=url_ids, crawler_num=crawler_num)
+    return sum(len(v) for v in by_server.values())

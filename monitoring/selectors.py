@@ -1,0 +1,114 @@
+"""Reads over the monitoring tables (no writes here): timeline, uptime, load profiles, maintenance."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from crawladmin.models import Server
+
+from .logic import CategoryCounts, Uptime, load_profile, uptime
+from .models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
+
+Windows = Sequence[tuple[datetime, datetime]]
+UPTIME_WINDOWS = {"24h": 24, "7d": 7 * 24, "30d": 30 * 24}  # in hourly buckets
+
+
+def hour_floor(at: datetime) -> datetime:
+    return at.replace(minute=0, second=0, microsecond=0)
+
+
+def maintenance_windows(
+    *, server_ids: Iterable[int], start: datetime, end: datetime
+) -> dict[int, list[tuple[datetime, datetime]]]:
+    """Each server's windows that overlap [start, end]."""
+    out: dict[int, list[tuple[datetime, datetime]]] = defaultdict(list)
+    rows = MaintenanceWindow.objects.filter(server_id__in=list(server_ids), starts_at__lte=end, ends_at__gt=start)
+    for server_id, s, e in rows.values_list("server_id", "starts_at", "ends_at"):
+        out[server_id].append((s, e))
+    return out
+
+
+def in_window(windows: Windows, at: datetime) -> bool:
+    return any(s <= at < e for s, e in windows)
+
+
+def monitors_selected(*, group: str | None = None, server_ids: Sequence[int] | None = None) -> list[int]:
+    """Ids of the enabled monitored servers, optionally of one group."""
+    qs = ServerMonitor.objects.filter(enabled=True, server__enabled=True)
+    if group is not None:
+        qs = qs.filter(server__group=group)
+    if server_ids is not None:
+        qs = qs.filter(server_id__in=server_ids)
+    return list(qs.order_by("server_id").values_list("server_id", flat=True))
+
+
+def server_timeline(*, server_id: int, since: datetime | None = None) -> list[StatusChange]:
+    qs = StatusChange.objects.filter(server_id=server_id)
+    if since is not None:
+        qs = qs.filter(at__gte=since)
+    return list(qs.order_by("at", "id"))
+
+
+def server_status_now(*, server_id: int, now: datetime | None = None) -> str:
+    """The confirmed status, or "maintenance" while a window is open."""
+    now = now or timezone.now()
+    if MaintenanceWindow.objects.filter(server_id=server_id, starts_at__lte=now, ends_at__gt=now).exists():
+        return "maintenance"
+    return ServerMonitor.objects.filter(server_id=server_id).values_list("status", flat=True).first() or "unknown"
+
+
+def _counts(row: HourlyRollup) -> CategoryCounts:
+    return CategoryCounts(row.normal, row.delay, row.disconnect, row.error, row.maintenance)
+
+
+def server_uptime(*, server_id: int, now: datetime | None = None) -> dict[str, Uptime]:
+    """Uptime over the last 24 h, 7 d and 30 d, split by category, from the hourly rollups.
+
+    A window of k hours is the current hourly bucket and the k-1 before it, so figures are exact to the
+    hour and as fresh as the last rollup run (beat, every few minutes).
+    """
+    now = now or timezone.now()
+    current = hour_floor(now)
+    longest = max(UPTIME_WINDOWS.values())
+    rollups = list(
+        HourlyRollup.objects.filter(server_id=server_id, hour__gt=current - timedelta(hours=longest), hour__lte=current)
+    )
+    out = {}
+    for name, hours in UPTIME_WINDOWS.items():
+        start = current - timedelta(hours=hours - 1)
+        total = CategoryCounts()
+        for row in rollups:
+            if row.hour >= start:
+                total.add(_counts(row))
+        out[name] = uptime(total)
+    return out
+
+
+def server_load_profile(*, server_id: int, days: int | None = None, now: datetime | None = None) -> list[float | None]:
+    """Mean response time (ms) per hour of day (settings.TIME_ZONE) over the last `days` days."""
+    now = now or timezone.now()
+    days = days or settings.MONITOR_PROFILE_DAYS
+    return load_profile(_profile_rows(HourlyRollup.objects.filter(server_id=server_id), now, days))
+
+
+def _profile_rows(qs, now: datetime, days: int):
+    since = hour_floor(now) - timedelta(days=days)
+    for hour, timed, mean in qs.filter(hour__gte=since, timed__gt=0).values_list("hour", "timed", "latency_mean_ms"):
+        yield timezone.localtime(hour).hour, timed, mean
+
+
+def load_profiles(*, server_ids: Sequence[int] | None = None) -> dict[int, list[float | None]]:
+    """The stored 24-hour load profiles (rebuilt hourly by beat): what the load-aware scheduler reads."""
+    qs = ServerMonitor.objects.filter(load_profile__isnull=False)
+    if server_ids is not None:
+        qs = qs.filter(server_id__in=server_ids)
+    return dict(qs.values_list("server_id", "load_profile"))
+
+
+def servers_by_id(*, server_ids: Iterable[int]) -> dict[int, Server]:
+    return Server.objects.in_bulk(list(server_ids))

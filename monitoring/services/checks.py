@@ -1,0 +1,331 @@
+"""Checking servers: claim the due ones, fetch their health URLs in parallel (crawler.multicheck),
+write every check and the confirmed status changes in one transaction per batch.
+
+Exactly-once writing: a worker claims a batch with one guarded UPDATE (due -> leased under a token), so a
+redelivered or duplicated message claims nothing and writes nothing. A worker killed after its claim
+loses that one check slot; the lease (next_check_at pushed forward) then expires and the server is due
+again. Records are never lost once fetched: rows are written in bulk in the same transaction that moves
+the confirmation state, so a check and its effect on the status stand or fall together.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from crawladmin.models import StatusCheck
+from crawladmin.services.common import lease_deadline
+from crawler.fetch import FetchPolicy, FetchResult
+from crawler.lifecycle import Agent
+from crawler.multicheck import CheckRequest, MultiChecker
+from crawler.netguard import forbidden_reason, parse_cidrs
+
+from ..logic import AcceptedCodes, Confirmation, Status, classify, confirm
+from ..models import ServerMonitor, StatusChange
+from ..selectors import in_window, maintenance_windows
+
+log = logging.getLogger(__name__)
+
+MAINTENANCE = "maintenance"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One server to check, with its effective settings (per-server value or the MONITOR_* default)."""
+
+    server_id: int
+    url: str
+    trusted: bool
+    interval_s: float
+    threshold_s: float
+    accepted: AcceptedCodes
+    fail_after: int
+    recover_after: int
+
+
+def target_of(monitor: ServerMonitor) -> Target:
+    server = monitor.server
+    return Target(
+        server_id=monitor.server_id,
+        url=monitor.health_url or f"{server.origin}/",
+        trusted=server.trusted,
+        interval_s=monitor.interval_s or settings.MONITOR_INTERVAL,
+        threshold_s=settings.MONITOR_DELAY_THRESHOLD
+        if monitor.delay_threshold_s is None
+        else monitor.delay_threshold_s,
+        accepted=AcceptedCodes.parse(monitor.accepted_codes),
+        fail_after=monitor.fail_after or settings.MONITOR_FAIL_AFTER,
+        recover_after=monitor.recover_after or settings.MONITOR_RECOVER_AFTER,
+    )
+
+
+@dataclass
+class Checked:
+    """One check's outcome, as the caller reports it."""
+
+    target: Target
+    result: FetchResult
+    checked_at: datetime
+    category: str
+    status: str = ""  # the confirmed status after this check ("maintenance" inside a window)
+    changed_from: str | None = None
+    check_id: int | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Fetching: one MultiChecker per thread (libcurl multi; not thread-safe) runs a whole batch at once,
+# MONITOR_THREADS checks in flight, the same parallelism per worker the thread pool of Fetchers had.
+
+_local = threading.local()
+
+
+def _policy() -> FetchPolicy:
+    return FetchPolicy(
+        connect_timeout=settings.CRAWL_CONNECT_TIMEOUT,
+        header_timeout=settings.CRAWL_HEADER_TIMEOUT,
+        body_timeout=settings.CRAWL_BODY_TIMEOUT,
+        max_body_bytes=settings.CRAWL_MAX_BODY_BYTES,
+        user_agent=settings.CRAWL_USER_AGENT,
+    )
+
+
+def _checker() -> MultiChecker:
+    policy = _policy()
+    checker: MultiChecker | None = getattr(_local, "checker", None)
+    if checker is not None and checker.policy != policy:  # the settings changed (tests override them)
+        checker.close()
+        checker = None
+    if checker is None:
+        _local.checker = checker = MultiChecker(policy)
+    checker.max_parallel = settings.MONITOR_THREADS
+    return checker
+
+
+def _guard(trusted: bool):
+    """Servers an operator imported are trusted with any address; others get the private-address guard."""
+    if trusted:
+        return None
+    allowed = parse_cidrs(",".join(settings.CRAWL_ALLOW_PRIVATE))
+    return lambda ip: forbidden_reason(ip, allowed)
+
+
+def checks_fetch(*, targets: Sequence[Target]) -> list[Checked]:
+    """Fetch every target's health URL in parallel; nothing is written. Every check is a fresh
+    connection (no keep-alive), so each one measures DNS, connect, first byte and body, as a check
+    five minutes later would anyway."""
+    guards = {trusted: _guard(trusted) for trusted in {t.trusted for t in targets}}
+    timed = _checker().check_all([CheckRequest(t.url, guards[t.trusted]) for t in targets])  # never raises
+    out = []
+    for target, (started_at, result) in zip(targets, timed, strict=True):
+        latency_s = result.timings.total_ms / 1000.0
+        category = classify(result.status, latency_s, target.threshold_s, target.accepted).value
+        out.append(Checked(target, result, datetime.fromtimestamp(started_at, UTC), category))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Writing
+
+
+def _check_values(c: Checked) -> dict:
+    """The StatusCheck row of one check, field name -> value."""
+    r, t = c.result, c.result.timings
+    return dict(
+        server_id=c.target.server_id,
+        requested_url=r.url,
+        method=r.method,
+        checked_at=c.checked_at,
+        status_code=r.status,
+        category=c.category,
+        failure_kind=r.failure.value if r.failure else "",
+        detail=r.detail[:300],
+        latency_ms=t.total_ms,
+        dns_ms=t.dns_ms,
+        connect_ms=t.connect_ms,
+        first_byte_ms=t.first_byte_ms,
+        body_ms=t.body_ms,
+        bytes=r.bytes_received,
+        agent=Agent.MONITOR.value,
+        crawler_num=settings.CRAWLER_NUM,
+    )
+
+
+def _checks_insert(checked: Sequence[Checked]) -> None:
+    """Insert the checks' StatusCheck rows and set each check_id: INSERT ... VALUES ... RETURNING id
+    in chunks on PostgreSQL (plain values, no model instances: bulk_create's per-field preparation was
+    the largest cost left after the state UPDATE), bulk_create elsewhere."""
+    rows = [_check_values(c) for c in checked]
+    if connection.vendor != "postgresql":
+        created = StatusCheck.objects.bulk_create([StatusCheck(**row) for row in rows], batch_size=500)
+        for c, obj in zip(checked, created, strict=True):
+            c.check_id = obj.id
+        return
+    meta = StatusCheck._meta
+    names = list(rows[0])
+    qn = connection.ops.quote_name
+    columns = ", ".join(qn(meta.get_field(n).column) for n in names)
+    row_sql = "(" + ", ".join(["%s"] * len(names)) + ")"
+    ids: list[int] = []
+    with connection.cursor() as cursor:
+        for i in range(0, len(rows), 1000):
+            chunk = rows[i : i + 1000]
+            cursor.execute(
+                f"INSERT INTO {qn(meta.db_table)} ({columns}) VALUES {', '.join([row_sql] * len(chunk))} "
+                f"RETURNING {qn(meta.pk.column)}",
+                [row[n] for row in chunk for n in names],
+            )
+            ids += [r[0] for r in cursor.fetchall()]  # in VALUES order, as bulk_create relies on too
+    for c, pk in zip(checked, ids, strict=True):
+        c.check_id = pk
+
+
+_STATE_FIELDS = [
+    "status",
+    "status_since",
+    "candidate",
+    "streak",
+    "last_check_at",
+    "last_category",
+    "next_check_at",
+    "claim_token",
+]
+
+
+def checks_record(*, checked: Sequence[Checked], claimed_at: datetime | None = None) -> list[Checked]:
+    """Write the checks and apply them to each server's confirmation state, all in one transaction.
+
+    The monitors are locked (SELECT ... FOR UPDATE, in id order so two writers can't deadlock) while
+    their state moves: two writers with checks of the same server apply them one after the other,
+    and neither overwrites the other's streak. On SQLite the IMMEDIATE transaction does the same.
+    """
+    if not checked:
+        return []
+    ids = sorted({c.target.server_id for c in checked})
+    with transaction.atomic():
+        _checks_insert(checked)
+        locked = ServerMonitor.objects.select_for_update().filter(server_id__in=ids).order_by("server_id")
+        monitors = {m.server_id: m for m in locked.only("server_id", *_STATE_FIELDS)}
+        windows = maintenance_windows(
+            server_ids=ids, start=min(c.checked_at for c in checked), end=max(c.checked_at for c in checked)
+        )
+        changes = []
+        for c in sorted(checked, key=lambda c: c.checked_at):
+            m = monitors.get(c.target.server_id)
+            if m is None:  # its monitor was deleted meanwhile: the check stays, there is no state to move
+                c.status = ""
+                continue
+            _apply(m, c, in_window(windows.get(m.server_id, ()), c.checked_at), changes)
+            base = claimed_at or c.checked_at
+            m.next_check_at = base + timedelta(seconds=c.target.interval_s)
+            m.claim_token = ""
+        _states_save(list(monitors.values()))
+        StatusChange.objects.bulk_create(changes)
+    return list(checked)
+
+
+def _states_save(monitors: list[ServerMonitor]) -> None:
+    """Write the confirmation state of these (locked) monitors: one UPDATE ... FROM (VALUES ...) on
+    PostgreSQL. Django's bulk_update builds a CASE WHEN per field and row in Python: it took ~70% of a
+    worker's time in the benchmark (bench/monitor_checks.py); other databases keep using it."""
+    if not monitors:
+        return
+    if connection.vendor != "postgresql":
+        ServerMonitor.objects.bulk_update(monitors, _STATE_FIELDS)
+        return
+    meta = ServerMonitor._meta
+    fields = [meta.get_field("server"), *(meta.get_field(name) for name in _STATE_FIELDS)]
+    columns = [f.column for f in fields]
+    types = [f.db_type(connection) for f in fields]
+    qn = connection.ops.quote_name
+    row = "(" + ", ".join(f"%s::{t}" for t in types) + ")"
+    assignments = ", ".join(f"{qn(c)} = v.{qn(c)}" for c in columns[1:])
+    for i in range(0, len(monitors), 1000):
+        chunk = monitors[i : i + 1000]
+        # Plain values (str, int, aware datetime, None) that the driver adapts; the casts in the row
+        # give NULLs their column types.
+        attnames = [f.attname for f in fields]
+        params = [getattr(m, a) for m in chunk for a in attnames]
+        sql = (
+            f"UPDATE {qn(meta.db_table)} AS m SET {assignments} "
+            f"FROM (VALUES {', '.join([row] * len(chunk))}) AS v({', '.join(qn(c) for c in columns)}) "
+            f"WHERE m.{qn(columns[0])} = v.{qn(columns[0])}"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+
+
+def _apply(m: ServerMonitor, c: Checked, paused: bool, changes: list[StatusChange]) -> None:
+    m.last_check_at = c.checked_at
+    m.last_category = c.category
+    if paused:
+        # Inside a maintenance window a check is recorded but moves no status: a planned outage must
+        # neither page anyone nor count as a confirmed failure once the window ends.
+        c.status = MAINTENANCE
+        return
+    state = Confirmation(Status(m.status), Status(m.candidate) if m.candidate else None, m.streak)
+    new, change = confirm(state, c.category, fail_after=c.target.fail_after, recover_after=c.target.recover_after)
+    m.status, m.candidate, m.streak = new.status.value, new.candidate.value if new.candidate else "", new.streak
+    c.status = m.status
+    if change is not None:
+        m.status_since = c.checked_at
+        c.changed_from = change.from_status.value
+        changes.append(
+            StatusChange(
+                server_id=m.server_id,
+                from_status=change.from_status.value,
+                to_status=change.to_status.value,
+                at=c.checked_at,
+                reason=change.reason[:200],
+                status_check_id=c.check_id,
+            )
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# Claiming and the entry points
+
+
+# What target_of reads; the rest (the server's robots.txt, the load profile...) stays in the database.
+_TARGET_FIELDS = [
+    *("health_url", "interval_s", "delay_threshold_s", "accepted_codes", "fail_after", "recover_after"),
+    *("server__scheme", "server__host", "server__port", "server__trusted"),
+]
+
+
+def _monitors(server_ids: Sequence[int]):
+    qs = ServerMonitor.objects.filter(server_id__in=server_ids, enabled=True, server__enabled=True)
+    return qs.select_related("server").only(*_TARGET_FIELDS)
+
+
+def monitors_claim(*, server_ids: Sequence[int], now: datetime | None = None) -> list[ServerMonitor]:
+    """Lease the due monitors among `server_ids`; the ones not due (already checked, or taken by another
+    worker) are left alone. The lease pushes next_check_at forward, so a worker that dies mid-check
+    leaves the server due again when the lease expires, and one poison server can't loop a worker."""
+    now = now or timezone.now()
+    token = secrets.token_hex(8)
+    due = Q(next_check_at__isnull=True) | Q(next_check_at__lte=now)
+    ServerMonitor.objects.filter(server_id__in=server_ids, enabled=True).filter(due).update(
+        claim_token=token, next_check_at=lease_deadline(now), dispatched_at=None
+    )
+    # The guard was in the UPDATE: rows another claimer took in between carry its token, not ours.
+    return list(_monitors(server_ids).filter(claim_token=token))
+
+
+def monitors_check(*, server_ids: Sequence[int], claim: bool = True) -> list[Checked]:
+    """One round of checks of these servers. With claim=False (an operator's "check now") the servers
+    are checked whether due or not; their schedule then restarts from this check."""
+    now = timezone.now()
+    monitors = monitors_claim(server_ids=server_ids, now=now) if claim else list(_monitors(server_ids))
+    if not monitors:
+        return []
+    checked = checks_fetch(targets=[target_of(m) for m in monitors])
+    return checks_record(checked=checked, claimed_at=now)

@@ -1,0 +1,78 @@
+"""Any graph as a CSV edge list, for `manage.py rank --edges` (pure).
+
+Input: one link per line, `src,dst`, naming nodes by URL or by integer ID. A line with a single
+value declares a node with no links of its own; blank lines and lines starting with `#` are
+skipped, and so is a first line that is a header (`src,dst`, `source,target`, `from,to`).
+If every node is an integer, nodes are numbers (and printed as such); otherwise all are strings.
+Output: `node,rank`, highest rank first.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+
+HEADERS = {("src", "dst"), ("source", "target"), ("from", "to"), ("node",)}
+_INT = re.compile(r"[+-]?\d+\Z")
+
+
+@dataclass(frozen=True)
+class EdgeList:
+    nodes: list  # node index -> label (int or str)
+    src: np.ndarray  # int32 node indices
+    dst: np.ndarray
+
+
+class EdgeFileError(ValueError):
+    pass
+
+
+def read_edges(source: str | Path | TextIO) -> EdgeList:
+    if isinstance(source, str | Path):
+        with open(source, newline="", encoding="utf-8") as fh:
+            return read_edges(fh)
+    pairs: list[tuple[str, str]] = []
+    singles: list[str] = []
+    for lineno, row in enumerate(csv.reader(source), start=1):
+        row = [cell.strip() for cell in row]
+        if not row or not any(row) or row[0].startswith("#"):
+            continue
+        if lineno == 1 and tuple(c.lower() for c in row) in HEADERS:
+            continue
+        if len(row) == 1 or (len(row) == 2 and row[1] == ""):
+            singles.append(row[0])
+        elif len(row) == 2 and row[0] and row[1]:
+            pairs.append((row[0], row[1]))
+        else:
+            raise EdgeFileError(f"line {lineno}: expected `src,dst`, got {len(row)} fields")
+    labels = [a for a, _ in pairs] + [b for _, b in pairs] + singles
+    numeric = bool(labels) and all(_INT.match(label) for label in labels)
+    index: dict = {}
+    for label in labels:
+        index.setdefault(int(label) if numeric else label, len(index))
+    if numeric:
+        nodes = sorted(index)
+        index = {label: i for i, label in enumerate(nodes)}
+    else:
+        nodes = list(index)
+    key = int if numeric else str
+    src = np.fromiter((index[key(a)] for a, _ in pairs), dtype=np.int32, count=len(pairs))
+    dst = np.fromiter((index[key(b)] for _, b in pairs), dtype=np.int32, count=len(pairs))
+    return EdgeList(nodes=nodes, src=src, dst=dst)
+
+
+def write_ranks(target: str | Path | TextIO, nodes: list, ranks: np.ndarray) -> None:
+    if isinstance(target, str | Path):
+        with open(target, "w", newline="", encoding="utf-8") as fh:
+            return write_ranks(fh, nodes, ranks)
+    writer = csv.writer(target, lineterminator="\n")
+    writer.writerow(("node", "rank"))
+    # Highest rank first; ties in input order (a stable sort on the negated rank).
+    for i in np.argsort(-ranks, kind="stable").tolist():
+        writer.writerow((nodes[i], f"{ranks[i]:.17g}"))
+    return None

@@ -1,0 +1,176 @@
+"""`python manage.py rank [--block site|domain|community] [--json] [--compare]`: BlockRank the crawl's link
+graph and store every page's rank (the beat job `tasks.rank.rank_crawl` does the same).
+
+`python manage.py rank --edges edges.csv --out ranks.csv`: rank any graph given as a CSV of `src,dst`
+(URLs or integer IDs), without touching the database; writes `node,rank`, highest first.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from urllib.parse import urlsplit
+
+import numpy as np
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
+from django.db.migrations.executor import MigrationExecutor
+from tqdm import tqdm
+
+from crawler.scope import registered_domain
+from ranking.blockrank import blockrank
+from ranking.convert import BLOCKS
+from ranking.edges import EdgeFileError, read_edges, write_ranks
+from ranking.pagerank import build_graph, pagerank
+from ranking.services import RankAlreadyRunning, rank_crawl, run_summary
+
+
+class TqdmProgress:
+    """services.Progress drawn as one tqdm bar per stage, on stderr."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.bar: tqdm | None = None
+
+    def stage(self, name: str, total: int | None = None) -> None:
+        self.close()
+        if self.enabled:
+            self.bar = tqdm(total=total, desc=name, file=sys.stderr, dynamic_ncols=True, leave=False)
+
+    def advance(self, n: int = 1, **info: float) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+            if "residual" in info:
+                self.bar.set_postfix(residual=f"{info['residual']:.2e}", refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+class Command(BaseCommand):
+    help = "Rank the crawl's pages by BlockRank (or any CSV edge list with --edges/--out)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--block", choices=BLOCKS, default=None, help="BlockRank blocks (default: RANK_BLOCK)")
+        parser.add_argument("--json", action="store_true", help="Print the summary as JSON")
+        parser.add_argument(
+            "--compare", action="store_true", help="Also run PageRank from a uniform start and report iterations saved"
+        )
+        parser.add_argument("--edges", help="Rank this CSV edge list (src,dst) instead of the crawl")
+        parser.add_argument("--out", help="With --edges: where to write node,rank (default: stdout)")
+        parser.add_argument("--tol", type=float, default=None, help="With --edges: L1 residual threshold")
+        parser.add_argument("--damping", type=float, default=None, help="With --edges: damping factor")
+        parser.add_argument("--no-progress", action="store_true", help="No progress bars")
+
+    def handle(self, *args, **opts) -> None:
+        progress = TqdmProgress(enabled=not opts["no_progress"] and not opts["json"] and sys.stderr.isatty())
+        try:
+            if opts["edges"]:
+                summary = self._rank_file(opts, progress)
+            else:
+                if opts["out"] or opts["tol"] is not None or opts["damping"] is not None:
+                    raise CommandError("--out, --tol and --damping go with --edges (the crawl uses RANK_* settings)")
+                self._ensure_schema()
+                try:
+                    run = rank_crawl(block=opts["block"], compare=opts["compare"], progress=progress)
+                except RankAlreadyRunning as exc:
+                    raise CommandError(str(exc)) from None
+                summary = run_summary(run)
+        finally:
+            progress.close()
+        self._print(summary, as_json=opts["json"])
+
+    def _rank_file(self, opts, progress: TqdmProgress) -> dict:
+        started = time.perf_counter()
+        try:
+            edges = read_edges(opts["edges"])
+        except (OSError, EdgeFileError, UnicodeDecodeError) as exc:
+            raise CommandError(f"{opts['edges']}: {exc}") from None
+        tol = settings.RANK_TOLERANCE if opts["tol"] is None else opts["tol"]
+        damping = settings.RANK_DAMPING if opts["damping"] is None else opts["damping"]
+        if not 0 <= damping < 1 or tol <= 0:
+            raise CommandError("--damping must be in [0, 1) and --tol positive")
+        graph = build_graph(edges.src, edges.dst, len(edges.nodes))
+        kwargs = dict(damping=damping, tol=tol, max_iter=settings.RANK_MAX_ITERATIONS)
+        block_kind = opts["block"] or settings.RANK_BLOCK
+        blocks = _url_blocks(edges.nodes, block_kind)
+
+        def on_iteration(phase: str, k: int, residual: float) -> None:
+            if k == 1:
+                progress.stage(f"{phase} PageRank", total=settings.RANK_MAX_ITERATIONS)
+            progress.advance(1, residual=residual)
+
+        if blocks is None:  # integer IDs: no host structure to block by
+            result = pagerank(graph, on_iteration=lambda k, r: on_iteration("global", k, r), **kwargs)
+            iterations = {"global": result.iterations}
+        else:
+            result = blockrank(
+                graph, blocks, local_tol=settings.RANK_LOCAL_TOLERANCE, on_iteration=on_iteration, **kwargs
+            )
+            iterations = {
+                "local": result.local_iterations, "block": result.block_iterations, "global": result.global_iterations
+            }
+        if opts["out"]:
+            write_ranks(opts["out"], edges.nodes, result.ranks)
+        else:
+            write_ranks(self.stdout, edges.nodes, result.ranks)
+        return {
+            "nodes": graph.n,
+            "links": graph.edges,
+            "dangling": graph.dangling,
+            "block": None if blocks is None else block_kind,
+            "damping": damping,
+            "tolerance": tol,
+            "iterations": iterations,
+            "converged": result.converged,
+            "residual": result.residual,
+            "seconds": round(time.perf_counter() - started, 3),
+            "out": opts["out"],
+        }
+
+    def _print(self, summary: dict, *, as_json: bool) -> None:
+        # With --edges and no --out the ranks went to stdout: the summary goes to stderr then.
+        stream = self.stderr if summary.get("out", "") is None else self.stdout
+        if as_json:
+            stream.write(json.dumps(summary, indent=2))
+            return
+        its = summary["iterations"]
+        lines = [f"ranked {summary.get('pages', summary.get('nodes'))} pages, {summary['links']} links"]
+        if summary.get("block"):
+            lines.append(f"blocks by {summary['block']}")
+        lines.append("iterations: " + ", ".join(f"{k} {v}" for k, v in its.items() if v is not None))
+        if not summary["converged"]:
+            lines.append(f"NOT converged (residual {summary['residual']:.3g})")
+        seconds = summary["seconds"]
+        lines.append(f"seconds: {seconds if not isinstance(seconds, dict) else seconds['total']}")
+        stream.write("\n".join(lines))
+
+    def _ensure_schema(self) -> None:
+        """Embedded: create or upgrade the SQLite schema on the fly (as `crawl` does). Cluster: refuse to
+        run on an outdated schema; migrating is an operator's step."""
+        if settings.EMBEDDED:
+            call_command("migrate", verbosity=0, interactive=False)
+            return
+        executor = MigrationExecutor(connections["default"])
+        if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+            raise CommandError("the database schema is not up to date: run `python manage.py migrate` first")
+
+
+def _url_blocks(nodes: list, kind: str) -> np.ndarray | None:
+    """Blocks for a CSV of URLs: by origin (site), registered domain, or — with no server groups in a
+    file — domain again for community. None when the nodes are not URLs."""
+    if not nodes or not isinstance(nodes[0], str):
+        return None
+    keys = []
+    for node in nodes:
+        parts = urlsplit(node)
+        if not parts.scheme or not parts.hostname:
+            return None
+        keys.append(f"{parts.scheme}://{parts.netloc.lower()}" if kind == "site" else registered_domain(parts.hostname))
+    _, blocks = np.unique(np.array(keys, dtype=object), return_inverse=True)
+    return blocks

@@ -1,0 +1,49 @@
+"""HTTP-status monitoring (queue `monitor`): the checks, and the beat jobs that keep load history."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from celery.signals import celeryd_after_setup
+
+from monitoring.services.checks import monitors_check
+from monitoring.services.dispatch import monitor_queue, monitors_dispatch_due
+from monitoring.services.history import history_prune, load_profiles_build, rollups_build
+
+
+@shared_task(name="tasks.monitor.check_servers", acks_late=True)
+def check_servers(server_ids: list[int]) -> dict:
+    """Check the due servers among these ids; ones already claimed or not due are skipped (a duplicate
+    or redelivered message writes nothing)."""
+    checked = monitors_check(server_ids=server_ids)
+    return {"checked": len(checked)}
+
+
+@shared_task(name="tasks.monitor.dispatch")
+def dispatch() -> int:
+    return monitors_dispatch_due()
+
+
+@shared_task(name="tasks.monitor.rollup")
+def rollup() -> int:
+    return rollups_build()
+
+
+@shared_task(name="tasks.monitor.load_profiles")
+def load_profiles() -> int:
+    return load_profiles_build()
+
+
+@shared_task(name="tasks.monitor.prune")
+def prune() -> dict:
+    out = history_prune()
+    return {"checks": out.checks, "rollups": out.rollups}
+
+
+@celeryd_after_setup.connect
+def _consume_pinned_monitor_queue(sender, instance, **kwargs) -> None:
+    """A worker started with CRAWLER_NUM=n on the monitor queue also checks the servers pinned to n."""
+    from django.conf import settings
+
+    queues = instance.app.amqp.queues
+    if settings.CRAWLER_NUM is not None and "monitor" in (queues.consume_from or {}):
+        queues.select_add(monitor_queue(settings.CRAWLER_NUM))

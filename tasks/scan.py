@@ -1,0 +1,40 @@
+"""The active- and inactive-scan agents (queues `active_scan`, `inactive_scan`) and their beat sweeps
+(queue `housekeeping`)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from crawladmin import embedded
+from crawladmin.services.common import worker_identity
+from crawladmin.services.scan import scan_server_batch
+from crawladmin.services.sweep import scan_sweep
+from crawler.lifecycle import Agent
+
+
+def _scan(agent: Agent, server_id: int, url_ids: list[int]) -> dict | None:
+    owner, gate = worker_identity(), embedded.gate()
+    outcome = scan_server_batch(agent=agent, server_id=server_id, url_ids=url_ids, owner=owner, gate=gate)
+    if outcome is None:
+        return None
+    return {"checked": outcome.checked, "reload": outcome.reload, "failed": outcome.failed}
+
+
+@shared_task(name="tasks.scan.active_scan", acks_late=True)
+def active_scan(server_id: int, url_ids: list[int]) -> dict | None:
+    return _scan(Agent.ACTIVE_SCAN, server_id, url_ids)
+
+
+@shared_task(name="tasks.scan.inactive_scan", acks_late=True)
+def inactive_scan(server_id: int, url_ids: list[int]) -> dict | None:
+    return _scan(Agent.INACTIVE_SCAN, server_id, url_ids)
+
+
+@shared_task(name="tasks.scan.sweep_active")
+def sweep_active() -> int:
+    return scan_sweep(agent=Agent.ACTIVE_SCAN)
+
+
+@shared_task(name="tasks.scan.sweep_inactive")
+def sweep_inactive() -> int:
+    return scan_sweep(agent=Agent.INACTIVE_SCAN)
