@@ -561,6 +561,11 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as exc:
         print(f"bench.monitor_checks: {exc}", file=sys.stderr)
         return 2
+    except subprocess.CalledProcessError as exc:  # migrate / import_servers: their own output says why
+        print(
+            f"bench.monitor_checks: {' '.join(map(str, exc.cmd[1:]))} failed (exit {exc.returncode})", file=sys.stderr
+        )
+        return 3  # not 2 ("nothing to run against"): the project itself is broken
     if args.json:
         print(json.dumps(out))
     else:

@@ -1,44 +1,326 @@
-"""Admin registration: a plain, working view of the crawl's tables (the operator UI issue builds on it)."""
+"""Admin registration: the crawl's tables, with the operators' tools.
+
+Servers show their monitoring status, last check and latency, and carry bulk actions: enable / disable,
+pin to a crawler number, check now, crawl now, revive their Dead URLs. URLs carry re-queue, revive and
+exclude; pages show their rank. Every action calls a service (no business logic here), needs the change
+permission (the "operator" group has it, "viewer" has view only), and is recorded in the admin's log.
+
+Filters on the big tables offer fixed choices rather than Django's distinct-value lists, which would
+scan a million URLs on every page.
+"""
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.contenttypes.models import ContentType
+from django.db.models import OuterRef, Subquery
+from django.http import HttpRequest
+from django.shortcuts import render
+from django.utils.html import format_html
+
+from crawler.fetch import FailureKind
+from crawler.lifecycle import State
+from dashboard import services as operator_services
+from monitoring.services.checks import monitors_check
+from ranking.models import PageRank
 
 from .models import Link, Page, Server, StatusCheck, Url, UrlEvent
+from .services.dispatch import servers_dispatch_with_due_work
+from .services.urls import url_exclude, urls_revive
+
+CHECK_NOW_LIMIT = 20  # checks run in the request: at most this many servers, each bounded by the timeouts
+STATUS_COLOURS = {
+    "normal": "#3a9d4f",
+    "delay": "#e3a21a",
+    "disconnect": "#7b3fa0",
+    "error": "#c8352b",
+    "maintenance": "#4a7ab5",
+}
+
+
+def _log(request: HttpRequest, model, ids, message: str) -> None:
+    """One LogEntry per object changed, in one query."""
+    ids = list(ids)
+    if not ids:
+        return
+    ct = ContentType.objects.get_for_model(model)
+    objs = model.objects.in_bulk(ids)
+    LogEntry.objects.bulk_create(
+        [
+            LogEntry(
+                user_id=request.user.pk,
+                content_type=ct,
+                object_id=str(pk),
+                object_repr=str(obj)[:200],
+                action_flag=CHANGE,
+                change_message=message,
+            )
+            for pk, obj in objs.items()
+        ]
+    )
+
+
+def _badge(status: str) -> str:
+    colour = STATUS_COLOURS.get(status, "#999")
+    style = f"background:{colour};color:#fff;padding:1px 7px;border-radius:8px"
+    return format_html('<span style="{}">{}</span>', style, status)
+
+
+class MonitorStatusFilter(admin.SimpleListFilter):
+    title = "monitoring status"
+    parameter_name = "monitor_status"
+
+    def lookups(self, request, model_admin):
+        return [(s, s) for s in ("normal", "delay", "disconnect", "error", "unknown")] + [("none", "not monitored")]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value == "none":
+            return queryset.filter(monitor__isnull=True)
+        if value:
+            return queryset.filter(monitor__status=value)
+        return queryset
+
+
+class PinForm(forms.Form):
+    crawler_num = forms.IntegerField(
+        required=False, min_value=0, max_value=10_000, help_text="Empty: unpin (any worker may take them)"
+    )
 
 
 @admin.register(Server)
 class ServerAdmin(admin.ModelAdmin):
-    list_display = ("origin", "ip", "group", "crawler_num", "enabled", "excluded_reason", "crawl_delay", "robots_kind")
-    list_filter = ("enabled", "group", "crawler_num", "robots_kind")
-    search_fields = ("host",)
+    list_display = (
+        "origin",
+        "status_badge",
+        "group",
+        "crawler_num",
+        "enabled",
+        "last_check",
+        "latency",
+        "ip",
+        "excluded_reason",
+    )
+    list_filter = ("enabled", MonitorStatusFilter, "group", "crawler_num", "robots_kind")
+    search_fields = ("host", "ip", "group")
+    list_select_related = ("monitor",)
     readonly_fields = ("robots_txt", "robots_fetched_at", "next_request_at", "dispatched_at")
+    actions = ["enable", "disable", "pin", "check_now", "crawl_now", "revive_dead"]
+
+    def get_queryset(self, request):
+        newest = StatusCheck.objects.filter(server=OuterRef("pk")).order_by("-checked_at")
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                last_checked=Subquery(newest.values("checked_at")[:1]),
+                last_latency=Subquery(newest.values("latency_ms")[:1]),
+            )
+        )
+
+    @admin.display(description="status", ordering="monitor__status")
+    def status_badge(self, obj: Server) -> str:
+        monitor = getattr(obj, "monitor", None)
+        return _badge(monitor.status) if monitor is not None else "–"
+
+    @admin.display(description="last check", ordering="last_checked")
+    def last_check(self, obj: Server):
+        return obj.last_checked
+
+    @admin.display(description="latency", ordering="last_latency")
+    def latency(self, obj: Server) -> str:
+        return "–" if obj.last_latency is None else f"{obj.last_latency:.0f} ms"
+
+    @admin.action(description="Enable selected servers", permissions=["change"])
+    def enable(self, request, queryset):
+        ids = list(queryset.values_list("id", flat=True))
+        n = operator_services.servers_set_enabled(server_ids=ids, enabled=True)
+        _log(request, Server, ids, "Enabled")
+        self.message_user(request, f"Enabled {n} server(s).", messages.SUCCESS)
+
+    @admin.action(description="Disable selected servers", permissions=["change"])
+    def disable(self, request, queryset):
+        ids = list(queryset.values_list("id", flat=True))
+        n = operator_services.servers_set_enabled(server_ids=ids, enabled=False)
+        _log(request, Server, ids, "Disabled")
+        self.message_user(request, f"Disabled {n} server(s).", messages.SUCCESS)
+
+    @admin.action(description="Pin selected servers to a crawler number…", permissions=["change"])
+    def pin(self, request, queryset):
+        ids = list(queryset.values_list("id", flat=True))
+        if "apply" in request.POST:
+            form = PinForm(request.POST)
+            if form.is_valid():
+                num = form.cleaned_data["crawler_num"]
+                n = operator_services.servers_pin(server_ids=ids, crawler_num=num)
+                _log(request, Server, ids, f"Pinned to crawler {num}" if num is not None else "Unpinned")
+                done = f"pinned to crawler {num}" if num is not None else "unpinned"
+                self.message_user(request, f"{n} server(s) {done}.", messages.SUCCESS)
+                return None
+        else:
+            form = PinForm()
+        return render(
+            request,
+            "admin/crawladmin/server/pin.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Pin servers to a crawler number",
+                "form": form,
+                "servers": queryset,
+                "opts": self.model._meta,
+                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            },
+        )
+
+    @admin.action(description="Check now (monitoring)", permissions=["change"])
+    def check_now(self, request, queryset):
+        ids = list(queryset.values_list("id", flat=True))
+        if len(ids) > CHECK_NOW_LIMIT:
+            self.message_user(
+                request,
+                f"Check at most {CHECK_NOW_LIMIT} servers at once (the checks run in this request).",
+                messages.ERROR,
+            )
+            return
+        checked = monitors_check(server_ids=ids, claim=False)
+        done = [c.target.server_id for c in checked]
+        _log(request, Server, done, "Checked now")
+        summary = ", ".join(f"{c.target.url}: {c.category}" for c in checked)
+        missing = len(ids) - len(done)
+        note = f"; {missing} not monitored (or disabled), not checked" if missing else ""
+        self.message_user(request, f"Checked {len(done)} server(s){note}. {summary}", messages.SUCCESS)
+
+    @admin.action(description="Crawl now (dispatch due URLs)", permissions=["change"])
+    def crawl_now(self, request, queryset):
+        ids = list(queryset.values_list("id", flat=True))
+        sent = servers_dispatch_with_due_work(server_ids=ids)
+        _log(request, Server, ids, f"Crawl dispatched ({sent} load task(s) for {len(ids)} server(s))")
+        self.message_user(
+            request,
+            f"Sent {sent} load task(s); servers without due Init URLs, paused or already dispatched were skipped.",
+            messages.SUCCESS,
+        )
+
+    @admin.action(description="Revive Dead URLs of selected servers", permissions=["change"])
+    def revive_dead(self, request, queryset):
+        url_ids = list(Url.objects.filter(server__in=queryset, state=State.DEAD.value).values_list("id", flat=True))
+        n = urls_revive(url_ids=url_ids)
+        _log(request, Server, queryset.values_list("id", flat=True), f"Revived {n} Dead URL(s)")
+        self.message_user(request, f"Revived {n} Dead URL(s).", messages.SUCCESS)
 
 
 class UrlEventInline(admin.TabularInline):
     model = UrlEvent
     extra = 0
     can_delete = False
+    ordering = ("-at",)
     readonly_fields = ("at", "from_state", "to_state", "agent", "crawler_num", "http_status", "latency_ms", "reason")
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class ServerFilter(admin.SimpleListFilter):
+    """Servers by host, from the Server table (not a DISTINCT over every URL)."""
+
+    title = "server"
+    parameter_name = "server"
+    LIMIT = 200
+
+    def lookups(self, request, model_admin):
+        return [(str(s.pk), str(s)) for s in Server.objects.order_by("host", "port")[: self.LIMIT]]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset.filter(server_id=int(value)) if value and value.isdigit() else queryset
+
+
+class LastStatusFilter(admin.SimpleListFilter):
+    title = "last status"
+    parameter_name = "last_status_class"
+
+    def lookups(self, request, model_admin):
+        return [("2", "2xx"), ("3", "3xx"), ("4", "4xx"), ("5", "5xx"), ("none", "no response")]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value == "none":
+            return queryset.filter(last_status__isnull=True)
+        if value in {"2", "3", "4", "5"}:
+            low = int(value) * 100
+            return queryset.filter(last_status__gte=low, last_status__lt=low + 100)
+        return queryset
+
+
+class FailureKindFilter(admin.SimpleListFilter):
+    title = "failure kind"
+    parameter_name = "failure_kind"
+
+    def lookups(self, request, model_admin):
+        return [(k.value, k.value) for k in FailureKind]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(failure_kind=self.value()) if self.value() else queryset
 
 
 @admin.register(Url)
 class UrlAdmin(admin.ModelAdmin):
     list_display = ("url", "state", "last_status", "failure_kind", "depth", "exclusion_reason", "last_checked_at")
-    list_filter = ("state", "last_status", "failure_kind", "exclusion_reason")
+    list_filter = ("state", ServerFilter, LastStatusFilter, FailureKindFilter)
     search_fields = ("url",)
     list_select_related = ("server",)
     raw_id_fields = ("server",)
     inlines = [UrlEventInline]
     readonly_fields = ("url_hash", "lease_owner", "lease_expires_at")
+    show_full_result_count = False  # a COUNT(*) over a million URLs on every page is wasted
+    actions = ["requeue", "revive", "exclude_urls"]
+
+    @admin.action(description="Re-queue (due now: Init and NoResponse URLs)", permissions=["change"])
+    def requeue(self, request, queryset):
+        ids = list(queryset.values_list("id", flat=True))
+        n = operator_services.urls_requeue(url_ids=ids)
+        _log(request, Url, ids, "Re-queued")
+        skipped = f"; {len(ids) - n} left alone (Visited, Dead, excluded or being worked on)" if n < len(ids) else ""
+        self.message_user(request, f"Re-queued {n} URL(s){skipped}.", messages.SUCCESS)
+
+    @admin.action(description="Revive (Dead → Init)", permissions=["change"])
+    def revive(self, request, queryset):
+        ids = list(queryset.filter(state=State.DEAD.value).values_list("id", flat=True))
+        n = urls_revive(url_ids=ids)
+        _log(request, Url, ids, "Revived")
+        self.message_user(request, f"Revived {n} Dead URL(s).", messages.SUCCESS)
+
+    @admin.action(description="Exclude (never fetched again)", permissions=["change"])
+    def exclude_urls(self, request, queryset):
+        ids = list(queryset.filter(exclusion_reason="").values_list("id", flat=True))
+        done = [
+            i
+            for i in ids
+            # owner="": only URLs no worker holds right now; a leased one is left to its worker.
+            if url_exclude(url_id=i, reason="excluded by an operator", owner="", states=tuple(State))
+        ]
+        _log(request, Url, done, "Excluded by an operator")
+        self.message_user(request, f"Excluded {len(done)} URL(s) (of {len(ids)} not yet excluded).", messages.SUCCESS)
 
 
 @admin.register(Page)
 class PageAdmin(admin.ModelAdmin):
-    list_display = ("url", "title", "content_type", "size", "fetched_at", "extracted_at", "duplicate_of")
+    list_display = ("url", "title", "rank", "content_type", "size", "fetched_at", "extracted_at", "duplicate_of")
     search_fields = ("title", "url__url")
     raw_id_fields = ("url", "duplicate_of")
     exclude = ("body_z",)
+    list_select_related = ("url", "duplicate_of")
+    show_full_result_count = False
+
+    def get_queryset(self, request):
+        rank = PageRank.objects.filter(url_id=OuterRef("url_id")).values("rank")[:1]
+        return super().get_queryset(request).annotate(page_rank=Subquery(rank))
+
+    @admin.display(description="rank", ordering="page_rank")
+    def rank(self, obj: Page) -> str:
+        return "–" if obj.page_rank is None else f"{obj.page_rank:.6g}"
 
 
 @admin.register(StatusCheck)
@@ -47,9 +329,11 @@ class StatusCheckAdmin(admin.ModelAdmin):
     list_filter = ("category", "failure_kind", "agent", "crawler_num")
     raw_id_fields = ("url", "server")
     date_hierarchy = "checked_at"
+    show_full_result_count = False
 
 
 @admin.register(Link)
 class LinkAdmin(admin.ModelAdmin):
     list_display = ("from_url", "to_url")
     raw_id_fields = ("from_url", "to_url")
+    show_full_result_count = False

@@ -145,6 +145,7 @@ INSTALLED_APPS = [
     "crawladmin",
     "monitoring",
     "ranking",
+    "dashboard",
 ]
 
 MIDDLEWARE = [

@@ -2,14 +2,17 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.shortcuts import redirect
-from django.urls import path
+from django.urls import include, path
 
 from crawladmin import api
+from dashboard.metrics import metrics
 
 urlpatterns = [
-    path("", lambda request: redirect("admin:index")),
+    path("", lambda request: redirect("dashboard:grid")),
     path("admin/", admin.site.urls),
     path("api/summary", api.summary, name="api-summary"),
     path("api/servers", api.servers, name="api-servers"),
     path("healthz", api.healthz, name="healthz"),
+    path("dashboard/", include("dashboard.urls")),
+    path("metrics", metrics, name="metrics"),
 ]

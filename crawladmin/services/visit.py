@@ -77,6 +77,7 @@ class ServerVisit:
         self.started = time.monotonic()
         self.user_agent = product_token(settings.CRAWL_USER_AGENT)
         self._check = address_check_for(server)
+        self._last_send: float | None = None
 
     @classmethod
     def open(cls, *, server_id: int, owner: str, agent: Agent, gate: Gate | None = None) -> ServerVisit | None:
@@ -117,6 +118,12 @@ class ServerVisit:
 
         False when the task budget or a stop comes first (the caller hands its work back).
         """
+        # The cluster-wide turn spaces the grants; this also spaces our own sends as measured where they
+        # happen, so a thread descheduled between its grant and its send cannot crowd its next request.
+        if self._last_send is not None:
+            gap = self._last_send + self.delay() - time.monotonic()
+            if gap > 0 and (self.elapsed() + gap > settings.CRAWL_TASK_BUDGET or not self._sleep(gap)):
+                return False
         while True:
             wait = server_take_turn(server_id=self.server.id, delay=self.delay())
             if wait <= 0:
@@ -127,6 +134,7 @@ class ServerVisit:
     # -- requests -----------------------------------------------------------------------------------
     def fetch(self, url: str, *, method: str = "GET", headers: dict[str, str] | None = None) -> FetchResult:
         """One request, under the guard. The caller has waited its turn and records the check."""
+        self._last_send = time.monotonic()
         return thread_fetcher().fetch(url, method=method, headers=headers, address_check=self._check)
 
     def record(self, result: FetchResult, url_id: int | None) -> None:

@@ -6,15 +6,20 @@ freshly generated password printed once.
 
 from __future__ import annotations
 
+import io
+import os
 import secrets
+import tempfile
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from monitoring.services.history import load_profiles_build, rollups_build
 from testweb import SiteSpec, TestWebServer
 
+DEMO_CHECK_ROUNDS = 3
 DEMO_PORT = 8090  # fixed, so a second demo finds its URLs in the database and resumes
 
 
@@ -45,14 +50,34 @@ class Command(BaseCommand):
         with _test_web() as web:
             self.stdout.write(f"local test web: {len(web.seeds())} servers on 127.0.0.x:{web.port}")
             call_command("crawl", *web.seeds(), json=opts["json"], stdout=self.stdout, stderr=self.stderr)
+            self._monitor(web)
         password = self._fresh_admin_password()
         self.stdout.write(
             f"\nadmin user: admin\npassword:   {password}   (shown once; run the demo again for a new one)\n"
         )
         if opts["no_serve"]:
             return
-        self.stdout.write(f"serving the admin at http://{opts['addr']}/admin/  (Ctrl-C to stop)")
+        self.stdout.write(
+            f"serving the dashboard at http://{opts['addr']}/dashboard/ and the admin at "
+            f"http://{opts['addr']}/admin/  (Ctrl-C to stop)"
+        )
         call_command("runserver", opts["addr"], use_reloader=False)
+
+    def _monitor(self, web: TestWebServer) -> None:
+        """Put the test web's servers under monitoring and check them a few times, so the dashboard's
+        grid, server pages and charts have data from the first look."""
+        rows = "".join(f"http://{host}:{web.port}/,demo\n" for host in web.web.hosts())
+        with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+            f.write(rows)
+        try:
+            call_command("import_servers", f.name, stdout=io.StringIO())
+        finally:
+            os.unlink(f.name)
+        for _ in range(DEMO_CHECK_ROUNDS):
+            call_command("check_servers", "--all", stdout=io.StringIO())
+        rollups_build()
+        load_profiles_build()
+        self.stdout.write(f"monitoring: {len(web.web.hosts())} servers checked {DEMO_CHECK_ROUNDS} times")
 
     def _fresh_admin_password(self) -> str:
         password = secrets.token_urlsafe(12)
