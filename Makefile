@@ -39,7 +39,7 @@ clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache
 
 lint: install
-	$(VENV)/bin/ruff check crawler crawladmin tasks testweb tests
+	$(VENV)/bin/ruff check crawler crawladmin tasks testweb tests monitoring ranking scheduling analyzer dashboard bench
 
 # Benchmarks print figures; they are not tests.
 .PHONY: bench bench-agents bench-ranking bench-monitor

@@ -13,6 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from analyzer.config import national_tld
 from crawler.config import ConfigError, Env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -94,11 +95,22 @@ def _load() -> dict:
         "RANK_LOCAL_TOLERANCE": env.number("RANK_LOCAL_TOLERANCE", 1e-2, minimum=1e-15, maximum=1.0),
         "RANK_MAX_ITERATIONS": env.integer("RANK_MAX_ITERATIONS", 500, minimum=1, maximum=100_000),
         "RANK_TIME_LIMIT": env.integer("RANK_TIME_LIMIT", 3600, minimum=10),
+        # Web page analyzer (analyzer app, issue 10): the national TLD and national IP ranges (seed 001).
+        "ANALYZER_NATIONAL_TLD": national_tld(env, "ANALYZER_NATIONAL_TLD", "kr"),
+        "ANALYZER_NATIONAL_CIDRS": env.cidrs("ANALYZER_NATIONAL_CIDRS"),
         # The read-only JSON API (crawladmin/api.py) also accepts `Authorization: Bearer <this>`; empty: sessions only.
         "CRAWLADMIN_API_TOKEN": env.str("CRAWLADMIN_API_TOKEN", ""),
         "SECRET_KEY": env.str("DJANGO_SECRET_KEY", ""),
         "DEBUG": env.boolean("DJANGO_DEBUG", False),
         "ALLOWED_HOSTS": [h for h in env.str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h],
+        # HTTPS hardening (secure cookies, redirect to https, HSTS): on by default outside the embedded mode,
+        # which serves the demo over plain http on 127.0.0.1. DJANGO_SECURE=false for a plain-http cluster.
+        "SECURE": env.boolean("DJANGO_SECURE", not env.str("DATABASE_URL", "sqlite:").lower().startswith("sqlite")),
+        "HSTS_SECONDS": env.integer("DJANGO_HSTS_SECONDS", 31536000, minimum=0),
+        # Behind a TLS proxy: the header it sets for https requests, e.g. X-Forwarded-Proto (trust it only
+        # when the proxy strips it from clients), and the https origins CSRF accepts for POSTs.
+        "SECURE_PROXY_SSL_HEADER": env.str("DJANGO_SECURE_PROXY_SSL_HEADER", ""),
+        "CSRF_TRUSTED_ORIGINS": [o for o in env.str("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()],
     }
 
 
@@ -115,7 +127,7 @@ CELERY_EMBEDDED = CELERY_BROKER_URL.startswith("memory")
 
 # Every CRAWL_* and MONITOR_* value (and CRAWLER_NUM) becomes a setting of the same name: settings.CRAWL_MAX_DEPTH ...
 globals().update(
-    {name: value for name, value in _cfg.items() if name.startswith(("CRAWL", "MONITOR_", "RANK_"))}
+    {name: value for name, value in _cfg.items() if name.startswith(("CRAWL", "MONITOR_", "RANK_", "ANALYZER_"))}
 )
 
 # A secret key from the environment in production; in the embedded mode one is generated once and
@@ -134,6 +146,22 @@ if not SECRET_KEY:
 DEBUG = _cfg["DEBUG"]
 ALLOWED_HOSTS = _cfg["ALLOWED_HOSTS"]
 
+# --- HTTPS (`manage.py check --deploy` is clean with these on) ----------------------------------
+SECURE = _cfg["SECURE"]
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE
+SECURE_SSL_REDIRECT = SECURE
+# Machine endpoints are not redirected: a script or health probe speaking plain http has already sent its
+# token by the time a redirect could answer, so a redirect protects nothing and only breaks the probe.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^api/", r"^metrics$", r"^static/"]
+SECURE_HSTS_SECONDS = _cfg["HSTS_SECONDS"] if SECURE else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_PRELOAD = SECURE
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+if _cfg["SECURE_PROXY_SSL_HEADER"]:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _cfg["SECURE_PROXY_SSL_HEADER"].upper().replace("-", "_"), "https")
+CSRF_TRUSTED_ORIGINS = [o.strip() for o in _cfg["CSRF_TRUSTED_ORIGINS"]]
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -145,6 +173,7 @@ INSTALLED_APPS = [
     "crawladmin",
     "monitoring",
     "ranking",
+    "analyzer",
     "dashboard",
 ]
 

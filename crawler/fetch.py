@@ -73,6 +73,9 @@ class FailureKind(enum.StrEnum):
     OTHER = "other"
 
 
+_INCOMPLETE = frozenset({FailureKind.BODY_TIMEOUT, FailureKind.RESET, FailureKind.BAD_RESPONSE})
+
+
 @dataclass(frozen=True)
 class FetchPolicy:
     connect_timeout: float = 15.0  # seconds to establish TCP (+TLS)
@@ -111,6 +114,12 @@ class FetchResult:
     @property
     def responded(self) -> bool:
         return self.status is not None
+
+    @property
+    def incomplete(self) -> bool:
+        """Headers came but the body did not arrive whole (timed out, cut off, undecodable): not a valid
+        response. A body cut at max_body_bytes is not incomplete: we cut it on purpose."""
+        return self.status is not None and self.failure in _INCOMPLETE
 
 
 # --------------------------------------------------------------------------------------------------

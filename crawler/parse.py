@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from bs4 import BeautifulSoup, SoupStrainer, Tag
+from bs4.dammit import UnicodeDammit
 from w3lib.encoding import http_content_type_encoding
 
 from .urlnorm import UrlError, canonicalize
@@ -73,6 +74,13 @@ def _make_soup(body: bytes, content_type: str | None) -> BeautifulSoup:
     with warnings.catch_warnings():
         # bs4 warns on inputs that look like URLs/filenames; irrelevant here.
         warnings.simplefilter("ignore")
+        if b"\0" in body:
+            # lxml reports each NUL character as a text node of its own, which bs4 collects: 2 MB of NULs
+            # (a decompressed gzip bomb) cost ~180 MB and seconds. Decode first (a UTF-16 page's NUL bytes
+            # are not NUL characters), then drop the NUL characters, which HTML ignores anyway.
+            text = UnicodeDammit(body, [encoding] if encoding else [], is_html=True).unicode_markup
+            if text is not None:
+                return BeautifulSoup(text.replace("\0", ""), "lxml", parse_only=_STRAINER)
         return BeautifulSoup(body, "lxml", from_encoding=encoding, parse_only=_STRAINER)
 
 

@@ -20,7 +20,10 @@ def check_record(*, result: FetchResult, server_id: int, url_id: int | None, age
         method=result.method,
         checked_at=timezone.now(),
         status_code=result.status,
-        category=categorize(result.status, t.total_ms / 1000.0, settings.CRAWL_DELAY_THRESHOLD).value,
+        # A response whose body never arrived whole is a disconnect, whatever its status line said.
+        category=categorize(
+            None if result.incomplete else result.status, t.total_ms / 1000.0, settings.CRAWL_DELAY_THRESHOLD
+        ).value,
         failure_kind=result.failure.value if result.failure else "",
         detail=result.detail[:300],
         latency_ms=t.total_ms,

@@ -70,6 +70,9 @@ class LoadBatch:
             self.exclude_server(f"private address: {result.detail}")
             return False
         event = event_for_fetch(result.status, has_retry_after="retry-after" in result.headers)
+        if event == Event.FETCHED and result.incomplete:
+            # Headers without the whole body (body timeout, reset, bad gzip) is no valid response (§4).
+            event = Event.NO_RESPONSE
         if event is None:
             self.visit.record(result, url.id)
             until = self.visit.back_off(result)

@@ -18,7 +18,7 @@ from crawler.fetch import FailureKind, Fetcher, FetchPolicy, FetchResult, Timing
 from crawler.lifecycle import Agent
 from crawler.netguard import forbidden_reason, parse_cidrs
 from crawler.politeness import crawl_delay, retry_after_seconds
-from crawler.robots import RobotsRules, product_token, rules_from_response, rules_from_text
+from crawler.robots import DISALLOW_ALL, RobotsRules, product_token, rules_from_response, rules_from_text
 from crawler.urlnorm import UrlError, canonicalize
 
 from .checks import check_record
@@ -165,12 +165,16 @@ class ServerVisit:
         result = self._fetch_robots(f"{s.origin}/robots.txt")
         if result.failure == FailureKind.FORBIDDEN_ADDRESS:
             return result
-        if result.status is None or result.status >= 500:
+        if result.status is None or result.status >= 500 or result.incomplete:
             failure = result.failure.value if result.failure else FailureKind.HTTP_STATUS.value
             memo = f"{failure}|{result.status or ''}|{result.detail}"
             server_save_robots(server_id=s.id, kind="unreachable", text=memo, crawl_delay=None, ip=None)
             return result
         rules = rules_from_response(result.status, result.body)
+        if result.failure == FailureKind.TOO_LARGE and not result.body:
+            # Declared larger than the body limit, so never read: its rules are unknown, and an empty text
+            # would allow everything. Obey the strictest reading instead.
+            rules = RobotsRules(kind=DISALLOW_ALL)
         delay = rules.crawl_delay(self.user_agent)
         server_save_robots(server_id=s.id, kind=rules.kind, text=rules.text, crawl_delay=delay, ip=result.peer_ip)
         s.crawl_delay, s.ip = delay, result.peer_ip
