@@ -21,63 +21,13 @@ import json
 import os
 import resource
 import statistics
-import subprocess
-import sys
 import time
 import uuid
 import zlib
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 
 from analyzer.synthetic import host_name, synthetic_pages
-
-ROOT = Path(__file__).resolve().parent.parent
-ADMIN_PG = os.environ.get("CRAWLADMIN_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
-
-
-@contextmanager
-def fresh_database():
-    import psycopg2
-
-    admin = psycopg2.connect(ADMIN_PG, connect_timeout=5)
-    admin.autocommit = True
-    name = f"crawladmin_bench_analyzer_{uuid.uuid4().hex[:8]}"
-    with admin.cursor() as cur:
-        cur.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield ADMIN_PG.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.cursor() as cur:
-            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
-
-
-def _manage(env: dict, *args: str, timeout: float = 7200) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
-    )
-    if proc.returncode:
-        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
-    return proc
-
-
-def _fill_defaults(cur, table: str, given: set[str]) -> None:
-    """A database default for every NOT NULL column we do not load (the models keep theirs in Python), so
-    the load survives columns other engineers add to these tables."""
-    cur.execute(
-        "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s"
-        " AND is_nullable = 'NO' AND column_default IS NULL",
-        [table],
-    )
-    for column, kind in cur.fetchall():
-        if column in given:
-            continue
-        value = (
-            "''" if "char" in kind or kind == "text" else "false" if kind == "boolean"
-            else "now()" if kind.startswith("timestamp") else "0"
-        )
-        cur.execute(f'ALTER TABLE {table} ALTER COLUMN "{column}" SET DEFAULT {value}')
+from bench.pgdb import fill_defaults, fresh_database, manage
 
 
 def load_crawl(url: str, pages: int, hosts: int) -> tuple[float, int]:
@@ -89,10 +39,11 @@ def load_crawl(url: str, pages: int, hosts: int) -> tuple[float, int]:
     stored = 0
     with psycopg2.connect(url) as conn, conn.cursor() as cur:
         cur.execute("SET session_replication_role = replica")  # no FK triggers during the load
-        _fill_defaults(cur, "crawladmin_server", {"id", "scheme", "host", "port"})
-        _fill_defaults(cur, "crawladmin_url", {"id", "url", "url_hash", "server_id", "state"})
-        _fill_defaults(cur, "crawladmin_page", {"id", "url_id", "body_z", "content_type", "size", "checksum",
-                                                 "fetched_at"})
+        fill_defaults(cur, "crawladmin_server", {"id", "scheme", "host", "port"})
+        fill_defaults(cur, "crawladmin_url", {"id", "url", "url_hash", "server_id", "state"})
+        fill_defaults(
+            cur, "crawladmin_page", {"id", "url_id", "body_z", "content_type", "size", "checksum", "fetched_at"}
+        )
         servers = "".join(f"{h + 1}\thttp\t{host_name(h)}\t80\n" for h in range(hosts))
         cur.copy_expert("COPY crawladmin_server (id, scheme, host, port) FROM STDIN", io.StringIO(servers))
         chunk = 100_000
@@ -101,8 +52,9 @@ def load_crawl(url: str, pages: int, hosts: int) -> tuple[float, int]:
             body_z = zlib.compress(body, 6)
             stored += len(body_z)
             urls.append(f"{i}\t{page_url}\t{hashlib.sha1(page_url.encode()).hexdigest()}\t{h + 1}\tvisited\n")
-            rows.append(f"{i}\t{i}\t\\\\x{body_z.hex()}\t{ctype}\t{len(body)}\t{hashlib.sha1(body).hexdigest()}"
-                        f"\t{fetched}\n")
+            rows.append(
+                f"{i}\t{i}\t\\\\x{body_z.hex()}\t{ctype}\t{len(body)}\t{hashlib.sha1(body).hexdigest()}\t{fetched}\n"
+            )
             if len(rows) == chunk:
                 _copy(cur, urls, rows)
                 urls, rows = [], []
@@ -141,10 +93,10 @@ def _table_sizes(url: str) -> dict[str, int]:
 
 
 def bench(pages: int, hosts: int, runs: int, batch_size: int) -> dict:
-    with fresh_database() as url:
+    with fresh_database("analyzer") as url:
         env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "bench-analyzer-" + uuid.uuid4().hex}
         t0 = time.perf_counter()
-        _manage(env, "migrate", "--verbosity", "0")
+        manage(env, "migrate", "--verbosity", "0")
         migrate_s = time.perf_counter() - t0
         load_s, stored = load_crawl(url, pages, hosts)
         timings, report = [], None
@@ -153,18 +105,29 @@ def bench(pages: int, hosts: int, runs: int, batch_size: int) -> dict:
             if k:
                 args.append("--reanalyse")
             t0 = time.perf_counter()
-            proc = _manage(env, *args)
+            proc = manage(env, *args)
             wall = time.perf_counter() - t0
             report = json.loads(proc.stdout)
-            timings.append({"wall_s": round(wall, 1), "analyse_s": report["run"]["seconds"],
-                            "analyzed": report["run"]["analyzed"], "reanalyse": bool(k)})
+            timings.append(
+                {
+                    "wall_s": round(wall, 1),
+                    "analyse_s": report["run"]["seconds"],
+                    "analyzed": report["run"]["analyzed"],
+                    "reanalyse": bool(k),
+                }
+            )
             t0 = time.perf_counter()
-            _manage(env, "analyze", "--json", "--report-only")
+            manage(env, "analyze", "--json", "--report-only")
             timings[-1]["report_s"] = round(time.perf_counter() - t0, 1)
         sizes = _table_sizes(url)
     return {
-        "pages": pages, "hosts": hosts, "batch_size": batch_size, "migrate_s": round(migrate_s, 1),
-        "load_s": round(load_s, 1), "compressed_bodies_mb": round(stored / 1e6, 1), "runs": timings,
+        "pages": pages,
+        "hosts": hosts,
+        "batch_size": batch_size,
+        "migrate_s": round(migrate_s, 1),
+        "load_s": round(load_s, 1),
+        "compressed_bodies_mb": round(stored / 1e6, 1),
+        "runs": timings,
         # ru_maxrss of the largest child (the analyze processes), in KiB on Linux.
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
         "table_mb": {name: round(size / 1e6, 1) for name, size in sizes.items()},
@@ -185,15 +148,21 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(r, indent=2))
         return
-    print(f"{r['pages']:,} pages on {r['hosts']:,} hosts ({r['compressed_bodies_mb']} MB of compressed bodies); "
-          f"migrate {r['migrate_s']} s, COPY load {r['load_s']} s")
+    print(
+        f"{r['pages']:,} pages on {r['hosts']:,} hosts ({r['compressed_bodies_mb']} MB of compressed bodies); "
+        f"migrate {r['migrate_s']} s, COPY load {r['load_s']} s"
+    )
     for run in r["runs"]:
         kind = "manage.py analyze --reanalyse" if run["reanalyse"] else "manage.py analyze (all new)"
-        print(f"  {kind:<32} {run['analyse_s']:8.1f} s analysing = {run['analyzed'] / run['analyse_s']:,.0f} pages/s "
-              f"({run['wall_s']} s wall); report alone {run['report_s']} s")
+        print(
+            f"  {kind:<32} {run['analyse_s']:8.1f} s analysing = {run['analyzed'] / run['analyse_s']:,.0f} pages/s "
+            f"({run['wall_s']} s wall); report alone {run['report_s']} s"
+        )
     median = statistics.median(run["analyse_s"] for run in r["runs"])
-    print(f"  median {median:.1f} s = {r['pages'] / median:,.0f} pages/s over {len(r['runs'])} run(s); "
-          f"peak RSS of the analyze process {r['peak_rss_mb']} MB")
+    print(
+        f"  median {median:.1f} s = {r['pages'] / median:,.0f} pages/s over {len(r['runs'])} run(s); "
+        f"peak RSS of the analyze process {r['peak_rss_mb']} MB"
+    )
     print(f"  tables (MB): {r['table_mb']}")
     print(f"  report: {json.dumps(r['report'], ensure_ascii=False)}")
 

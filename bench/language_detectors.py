@@ -125,11 +125,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3, help="Timed runs per detector (median reported)")
     args = parser.parse_args(argv)
     samples = language_samples(args.per_language)
-    lengths = ", ".join(
-        f"{k} {statistics.median(len(s.text) for s in samples if s.length == k):.0f}" for k in LENGTHS
+    lengths = ", ".join(f"{k} {statistics.median(len(s.text) for s in samples if s.length == k):.0f}" for k in LENGTHS)
+    print(
+        f"{len(samples)} samples, {args.per_language} per language ({', '.join(LANGUAGES)}); "
+        f"median characters by length: {lengths}\n"
     )
-    print(f"{len(samples)} samples, {args.per_language} per language ({', '.join(LANGUAGES)}); "
-          f"median characters by length: {lengths}\n")
     by_length = " ".join(f"{k:>6}" for k in LENGTHS)
     header = f"{'detector':<28} {'accuracy':>8} {by_length} {'samples/s':>10} {'load s':>7}"
     print(header + "  " + " ".join(f"{lang:>4}" for lang in LANGUAGES))

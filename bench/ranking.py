@@ -24,21 +24,17 @@ import hashlib
 import io
 import json
 import os
-import subprocess
-import sys
 import time
 import uuid
 from contextlib import contextmanager
-from pathlib import Path
 
 import numpy as np
 
+from bench.pgdb import fill_defaults, fresh_database, manage
 from ranking.blockrank import blockrank
 from ranking.pagerank import build_graph, pagerank
 from ranking.synthetic import WebGraph, web_graph
 
-ROOT = Path(__file__).resolve().parent.parent
-ADMIN_PG = "postgres://postgres@127.0.0.1:5432/postgres"
 TOL = 1e-8
 SUFFIXES = ("com", "co.kr", "ac.kr", "org", "net", "go.kr")
 
@@ -54,8 +50,13 @@ def bench_memory(n: int, *, nx_max: int) -> dict:
     graph, t_build = _timed(build_graph, w.src, w.dst, n, unique=True)
     uniform, t_pr = _timed(pagerank, graph, tol=TOL)
     out = {
-        "pages": n, "links": graph.edges, "dangling": graph.dangling, "hosts": w.hosts, "domains": w.domains,
-        "generate_s": round(t_gen, 2), "build_matrix_s": round(t_build, 3),
+        "pages": n,
+        "links": graph.edges,
+        "dangling": graph.dangling,
+        "hosts": w.hosts,
+        "domains": w.domains,
+        "generate_s": round(t_gen, 2),
+        "build_matrix_s": round(t_build, 3),
         "pagerank": {"seconds": round(t_pr, 3), "iterations": uniform.iterations},
     }
     for name, blocks in (("site", w.host), ("domain", w.domain)):
@@ -72,7 +73,9 @@ def bench_memory(n: int, *, nx_max: int) -> dict:
             "global_phase_seconds": round(t0 + total - marks.get("global", t0 + total), 3),
             "blocks": result.blocks,
             "iterations": {
-                "local": result.local_iterations, "block": result.block_iterations, "global": result.global_iterations,
+                "local": result.local_iterations,
+                "block": result.block_iterations,
+                "global": result.global_iterations,
             },
             "global_iterations_saved": uniform.iterations - result.global_iterations,
             "l1_vs_pagerank": float(np.abs(result.ranks - uniform.ranks).sum()),
@@ -99,50 +102,6 @@ def bench_networkx(w: WebGraph, ours: np.ndarray) -> dict:
 
 
 # --- database -> stored ranks -----------------------------------------------------------------
-
-
-@contextmanager
-def fresh_database():
-    import psycopg2
-
-    admin = psycopg2.connect(ADMIN_PG, connect_timeout=5)
-    admin.autocommit = True
-    name = f"crawladmin_bench_rank_{uuid.uuid4().hex[:8]}"
-    with admin.cursor() as cur:
-        cur.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield ADMIN_PG.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.cursor() as cur:
-            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
-
-
-def _run(env: dict, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
-    )
-    if proc.returncode:
-        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
-    return proc
-
-
-def _fill_defaults(cur, table: str, given: set[str]) -> None:
-    """Give a database default to every NOT NULL column we do not load (the models keep their defaults
-    in Python), so the load survives columns added to the models since this was written."""
-    cur.execute(
-        "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s"
-        " AND is_nullable = 'NO' AND column_default IS NULL",
-        [table],
-    )
-    for column, kind in cur.fetchall():
-        if column in given:
-            continue
-        value = (
-            "''" if "char" in kind or kind == "text" else "false" if kind == "boolean"
-            else "now()" if kind.startswith("timestamp") else "0"
-        )
-        cur.execute(f'ALTER TABLE {table} ALTER COLUMN "{column}" SET DEFAULT {value}')
 
 
 @contextmanager
@@ -190,14 +149,16 @@ def load_graph(url: str, w: WebGraph) -> float:
             ("crawladmin_url", {"id", "url", "url_hash", "server_id", "state"}),
             ("crawladmin_link", {"id", "from_url_id", "to_url_id"}),
         ):
-            _fill_defaults(cur, table, given)
+            fill_defaults(cur, table, given)
         servers = "".join(f"{h + 1}\thttp\t{name}\t80\n" for h, name in enumerate(hostnames))
         cur.copy_expert("COPY crawladmin_server (id, scheme, host, port) FROM STDIN", io.StringIO(servers))
         lines = []
         for page, (h, fetched) in enumerate(zip(w.host.tolist(), has_links.tolist(), strict=True)):
             u = f"http://{hostnames[h]}/p{page}"
-            lines.append(f"{page + 1}\t{u}\t{hashlib.sha1(u.encode()).hexdigest()}\t{h + 1}\t"
-                         f"{'visited' if fetched else 'init'}\n")
+            lines.append(
+                f"{page + 1}\t{u}\t{hashlib.sha1(u.encode()).hexdigest()}\t{h + 1}\t"
+                f"{'visited' if fetched else 'init'}\n"
+            )
         with _indexes_dropped(cur, "crawladmin_url"):
             cur.copy_expert(
                 "COPY crawladmin_url (id, url, url_hash, server_id, state) FROM STDIN", io.StringIO("".join(lines))
@@ -221,19 +182,30 @@ def load_graph(url: str, w: WebGraph) -> float:
 
 def bench_database(n: int) -> dict:
     w, t_gen = _timed(web_graph, n)
-    with fresh_database() as url:
+    with fresh_database("rank") as url:
         env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "bench-ranking-" + uuid.uuid4().hex}
-        _, t_migrate = _timed(_run, env, "migrate", "--verbosity", "0")
+        _, t_migrate = _timed(manage, env, "migrate", "--verbosity", "0")
         t_load = load_graph(url, w)
         runs = []
         for args in (("rank", "--json", "--no-progress"), ("rank", "--json", "--no-progress", "--compare")):
-            proc, wall = _timed(_run, env, *args)
+            proc, wall = _timed(manage, env, *args)
             summary = json.loads(proc.stdout)
-            runs.append({"command": "manage.py " + " ".join(args), "wall_s": round(wall, 2),
-                         "seconds": summary["seconds"], "iterations": summary["iterations"]})
+            runs.append(
+                {
+                    "command": "manage.py " + " ".join(args),
+                    "wall_s": round(wall, 2),
+                    "seconds": summary["seconds"],
+                    "iterations": summary["iterations"],
+                }
+            )
     return {
-        "pages": n, "links": len(w.src), "sites": w.hosts, "generate_s": round(t_gen, 2),
-        "migrate_s": round(t_migrate, 2), "load_s": round(t_load, 2), "runs": runs,
+        "pages": n,
+        "links": len(w.src),
+        "sites": w.hosts,
+        "generate_s": round(t_gen, 2),
+        "migrate_s": round(t_migrate, 2),
+        "load_s": round(t_load, 2),
+        "runs": runs,
     }
 
 
@@ -260,29 +232,39 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _print_memory(r: dict) -> None:
-    print(f"\n{r['pages']:,} pages, {r['links']:,} links ({r['dangling']:,} dangling), {r['hosts']:,} sites, "
-          f"{r['domains']:,} domains; generated in {r['generate_s']} s, matrix in {r['build_matrix_s']} s")
+    print(
+        f"\n{r['pages']:,} pages, {r['links']:,} links ({r['dangling']:,} dangling), {r['hosts']:,} sites, "
+        f"{r['domains']:,} domains; generated in {r['generate_s']} s, matrix in {r['build_matrix_s']} s"
+    )
     print(f"  PageRank, uniform start    {r['pagerank']['seconds']:7.3f} s  {r['pagerank']['iterations']} iterations")
     for name in ("site", "domain"):
         b = r[f"blockrank_{name}"]
         its = b["iterations"]
-        print(f"  BlockRank by {name:<6}       {b['seconds']:7.3f} s  local {its['local']}, block {its['block']}, "
-              f"global {its['global']} ({b['global_iterations_saved']:+d} saved; global phase "
-              f"{b['global_phase_seconds']} s); start L1 error {b['start_l1_error']:.3f} vs uniform "
-              f"{b['uniform_l1_error']:.3f}")
+        print(
+            f"  BlockRank by {name:<6}       {b['seconds']:7.3f} s  local {its['local']}, block {its['block']}, "
+            f"global {its['global']} ({b['global_iterations_saved']:+d} saved; global phase "
+            f"{b['global_phase_seconds']} s); start L1 error {b['start_l1_error']:.3f} vs uniform "
+            f"{b['uniform_l1_error']:.3f}"
+        )
     if "networkx" in r:
         x = r["networkx"]
-        print(f"  networkx.pagerank          {x['pagerank_s']:7.3f} s  (+{x['build_graph_s']} s to build its graph); "
-              f"max |diff| vs ours {x['max_abs_diff_vs_ours']:.1e}")
+        print(
+            f"  networkx.pagerank          {x['pagerank_s']:7.3f} s  (+{x['build_graph_s']} s to build its graph); "
+            f"max |diff| vs ours {x['max_abs_diff_vs_ours']:.1e}"
+        )
 
 
 def _print_database(d: dict) -> None:
-    print(f"\nPostgreSQL -> stored ranks: {d['pages']:,} pages, {d['links']:,} links, {d['sites']:,} sites "
-          f"(migrate {d['migrate_s']} s, COPY load {d['load_s']} s)")
+    print(
+        f"\nPostgreSQL -> stored ranks: {d['pages']:,} pages, {d['links']:,} links, {d['sites']:,} sites "
+        f"(migrate {d['migrate_s']} s, COPY load {d['load_s']} s)"
+    )
     for run in d["runs"]:
         s = run["seconds"]
-        print(f"  {run['command']:<52} {run['wall_s']:6.2f} s wall (read {s['read']} s, rank {s['rank']} s, "
-              f"write {s['write']} s); iterations {run['iterations']}")
+        print(
+            f"  {run['command']:<52} {run['wall_s']:6.2f} s wall (read {s['read']} s, rank {s['rank']} s, "
+            f"write {s['write']} s); iterations {run['iterations']}"
+        )
 
 
 if __name__ == "__main__":

@@ -22,56 +22,16 @@ import subprocess
 import sys
 import time
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+from bench.pgdb import fill_defaults, fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PG = os.environ.get("CRAWLADMIN_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
 CHUNK = 200_000
 NULL = "\\N"  # COPY text format
-
-
-@contextmanager
-def fresh_database():
-    import psycopg2
-
-    admin = psycopg2.connect(ADMIN_PG, connect_timeout=5)
-    admin.autocommit = True
-    name = f"crawladmin_bench_stale_{uuid.uuid4().hex[:8]}"
-    with admin.cursor() as cur:
-        cur.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield ADMIN_PG.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.cursor() as cur:
-            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
-
-
-def _fill_defaults(cur, table: str, given: set[str]) -> None:
-    """A database default for every NOT NULL column we do not load (Django keeps defaults in Python)."""
-    cur.execute(
-        "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s"
-        " AND is_nullable = 'NO' AND column_default IS NULL",
-        [table],
-    )
-    for column, kind in cur.fetchall():
-        if column in given:
-            continue
-        value = (
-            "''"
-            if "char" in kind or kind == "text"
-            else "false"
-            if kind == "boolean"
-            else "now()"
-            if kind.startswith("timestamp")
-            else "'\\x'::bytea"
-            if kind == "bytea"
-            else "0"
-        )
-        cur.execute(f'ALTER TABLE {table} ALTER COLUMN "{column}" SET DEFAULT {value}')
 
 
 def _copy(cur, sql: str, lines) -> None:
@@ -107,7 +67,7 @@ def load(url: str, *, urls: int, servers: int, age_days: float, seed: int = 0) -
             ("crawladmin_url", {"id", "url", "url_hash", "server_id", "state", "last_checked_at", "content_length"}),
             ("crawladmin_page", {"id", "url_id", "size", "checksum", "fetched_at"}),
         ):
-            _fill_defaults(cur, table, given)
+            fill_defaults(cur, table, given)
         _copy(
             cur,
             "COPY crawladmin_server (id, scheme, host, port, enabled) FROM STDIN",
@@ -231,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - any failure to reach it means: no PostgreSQL here
         print(f"PostgreSQL not reachable at {ADMIN_PG}: {exc}", file=sys.stderr)
         sys.exit(2)
-    with fresh_database() as url:
+    with fresh_database("stale") as url:
         env = {
             **os.environ,
             "DATABASE_URL": url,

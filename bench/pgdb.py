@@ -1,0 +1,66 @@
+"""What the database benchmarks share: a fresh PostgreSQL database, `manage.py` in it, and bulk
+loading with COPY into tables whose Python-side defaults PostgreSQL does not know."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ADMIN_PG = os.environ.get("CRAWLADMIN_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
+
+
+@contextmanager
+def fresh_database(prefix: str) -> Iterator[str]:
+    """A new, empty database named crawladmin_bench_<prefix>_…; dropped afterwards, whatever happens."""
+    import psycopg2
+
+    admin = psycopg2.connect(ADMIN_PG, connect_timeout=5)
+    admin.autocommit = True
+    name = f"crawladmin_bench_{prefix}_{uuid.uuid4().hex[:8]}"
+    with admin.cursor() as cur:
+        cur.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield ADMIN_PG.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.cursor() as cur:
+            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+def manage(env: dict, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    if proc.returncode:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def fill_defaults(cur, table: str, given: set[str]) -> None:
+    """A database default for every NOT NULL column we do not load (Django keeps defaults in Python), so
+    a COPY survives columns added to the models since the benchmark was written."""
+    cur.execute(
+        "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s"
+        " AND is_nullable = 'NO' AND column_default IS NULL",
+        [table],
+    )
+    for column, kind in cur.fetchall():
+        if column in given:
+            continue
+        if "char" in kind or kind == "text":
+            value = "''"
+        elif kind == "boolean":
+            value = "false"
+        elif kind.startswith("timestamp"):
+            value = "now()"
+        elif kind == "bytea":
+            value = "'\\x'::bytea"
+        else:
+            value = "0"
+        cur.execute(f'ALTER TABLE {table} ALTER COLUMN "{column}" SET DEFAULT {value}')
