@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from crawladmin.models import Server, StatusCheck, Url, UrlEvent
+from crawladmin.models import Page, Server, StatusCheck, Url, UrlEvent
 from crawladmin.selectors import crawl_progress
 from crawladmin.services.load import load_server_batch
 from crawladmin.services.scan import ScanOutcome, scan_server_batch
@@ -321,3 +321,16 @@ def test_embedded_worker_consumes_the_scan_queues_and_their_pinned_variants(sett
 
     settings.CRAWLER_NUM = 2
     assert {"active_scan", "inactive_scan", "load.c2", "active_scan.c2", "inactive_scan.c2"} <= set(queues())
+
+
+def test_a_body_cut_short_during_a_rescan_is_no_response(sent, web):
+    """The server promises more body than it sends: that answer is incomplete, not a changed page."""
+    url = _loaded(web, "/cut.html", Resource(etag='"v1"'))
+    web.pages["/cut.html"] = Resource(
+        body=b"<html>half", etag='"v2"', head_status=405, content_length=False, headers={"Content-Length": "9999"}
+    )
+    _scan(sent, ACTIVE)
+    url.refresh_from_db()
+    assert url.state == "noresponse1"
+    assert url.failure_kind in {"reset", "bad_response"}
+    assert not Page.objects.filter(url=url, size=len(b"<html>half")).exists()

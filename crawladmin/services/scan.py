@@ -91,7 +91,9 @@ class ScanBatch:
                 self.exclude_server(f"private address: {result.detail}")
                 return False
             self.visit.record(result, url.id)
-            step = recheck.feed(Reply(result.status, result.headers, result.body if request.method == "GET" else None))
+            # A body cut short by a timeout or a reset is no valid response (DESIGN.md §4), like for load.
+            status = None if result.incomplete else result.status
+            step = recheck.feed(Reply(status, result.headers, result.body if request.method == "GET" else None))
             if isinstance(step, Finding):
                 break
         else:
