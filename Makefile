@@ -42,8 +42,8 @@ lint: install
 	$(VENV)/bin/ruff check crawler crawladmin tasks testweb tests monitoring ranking scheduling analyzer dashboard bench
 
 # Benchmarks print figures; they are not tests.
-.PHONY: bench bench-agents bench-ranking bench-monitor
-bench: bench-agents bench-ranking bench-monitor
+.PHONY: bench bench-agents bench-ranking bench-monitor bench-dashboard
+bench: bench-agents bench-ranking bench-monitor bench-dashboard
 
 bench-agents: install
 	$(PY) -m bench.agents_vs_sequential
@@ -53,3 +53,6 @@ bench-ranking: install
 
 bench-monitor: install
 	$(PY) -m bench.monitor_checks
+
+bench-dashboard: install
+	$(PY) -m bench.dashboard

@@ -1,0 +1,483 @@
+"""Benchmark: the dashboard pages under load (issue 7, item 4). Prints figures; asserts nothing.
+Target: p95 under 300 ms per page with 20 concurrent clients.
+
+    python -m bench.dashboard [--urls 1000000] [--checks 5000000] [--servers 500] [--links 2000000]
+                              [--clients 20] [--requests 400] [--runs 2] [--page-budget 90]
+
+Creates a fresh database on the local PostgreSQL (127.0.0.1:5432, user postgres), migrates it, loads it
+with set-based SQL (generate_series; no Python row loop): servers with their ServerMonitor rows, URLs in
+mixed states (init / visited / noresponse1 / noresponse2 / dead, 1 % excluded), a Page per Visited URL,
+Links (two per source URL, targets anywhere), StatusChecks spread evenly over the last 30 days with ids
+growing with time (60 % agent=monitor), hourly rollups computed in SQL from the monitor checks (same
+figures as monitoring.services.history.rollups_build, p95 by percentile_cont), a few StatusChanges;
+ANALYZE. Then creates a superuser, starts gunicorn on a free loopback port, logs in once, and for every
+page runs --requests requests from --clients threads (each its own requests.Session with the session
+cookie), stopping early when a page's --page-budget seconds run out. Also one short serial pass per page
+(1 client) for the service time without queueing. Stops gunicorn by its PID and drops the database,
+also on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from bench.pgdb import fill_defaults, fresh_database, manage
+
+ROOT = Path(__file__).resolve().parent.parent
+ADMIN_PG = os.environ.get("CRAWLADMIN_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
+TARGET_MS = 300.0
+PASSWORD = "bench-" + uuid.uuid4().hex
+
+
+# --------------------------------------------------------------------------------------------------
+# Data
+
+
+def _timed(label: str, cur, sql: str, params=None) -> None:
+    t = time.perf_counter()
+    cur.execute(sql, params)
+    print(f"  {label:<28} {time.perf_counter() - t:7.1f} s", flush=True)
+
+
+def load(url: str, *, servers: int, urls: int, links: int, checks: int) -> float:
+    import psycopg2
+
+    t0 = time.perf_counter()
+    conn = psycopg2.connect(url)
+    conn.autocommit = True
+    cur = conn.cursor()
+    cur.execute("SET TimeZone = 'UTC'")
+    cur.execute("SET session_replication_role = replica")  # no FK triggers during the load
+    cur.execute("SET maintenance_work_mem = '512MB'")
+    cur.execute("SET work_mem = '256MB'")
+    for table, given in (
+        ("crawladmin_server", {"id", "scheme", "host", "port", "enabled", "group"}),
+        (
+            "monitoring_servermonitor",
+            {"server_id", "enabled", "status", "status_since", "load_profile", "last_check_at", "last_category"},
+        ),
+        (
+            "crawladmin_url",
+            {
+                "id",
+                "url",
+                "url_hash",
+                "server_id",
+                "state",
+                "last_status",
+                "failure_kind",
+                "last_checked_at",
+                "exclusion_reason",
+            },
+        ),
+        ("crawladmin_page", {"id", "url_id", "title", "size", "checksum", "fetched_at"}),
+        ("crawladmin_link", {"id", "from_url_id", "to_url_id"}),
+        (
+            "crawladmin_statuscheck",
+            {
+                "id",
+                "url_id",
+                "server_id",
+                "requested_url",
+                "checked_at",
+                "status_code",
+                "category",
+                "failure_kind",
+                "latency_ms",
+                "agent",
+            },
+        ),
+        (
+            "monitoring_hourlyrollup",
+            {"id", "server_id", "hour", "normal", "delay", "disconnect", "error", "maintenance", "timed", "updated_at"},
+        ),
+        ("monitoring_statuschange", {"id", "server_id", "from_status", "to_status", "at", "reason"}),
+    ):
+        fill_defaults(cur, table, given)
+    cur.execute("SELECT setseed(0.42)")
+    _timed(
+        "servers + monitors",
+        cur,
+        """
+        INSERT INTO crawladmin_server (id, scheme, host, port, enabled, "group")
+        SELECT i, 'http', 's' || i || '.example', 80, true, 'g' || (i %% 10) FROM generate_series(1, %(n)s) i;
+        INSERT INTO monitoring_servermonitor (server_id, enabled, status, status_since, load_profile,
+                                              last_check_at, last_category)
+        SELECT i, true,
+               (ARRAY['normal','normal','normal','normal','normal','normal','delay','disconnect','error','unknown'])
+                   [1 + (i %% 10)],
+               now() - interval '3 days', p.profile, now() - interval '1 minute', 'normal'
+        FROM generate_series(1, %(n)s) i,
+             LATERAL (SELECT jsonb_agg(round((100 + random() * 900)::numeric, 1)) AS profile
+                      FROM generate_series(1, 24) h WHERE i > 0) p;
+    """,
+        {"n": servers},
+    )
+    # URLs: server = 1 + id % servers; state by a random draw.
+    _timed(
+        "urls",
+        cur,
+        """
+        INSERT INTO crawladmin_url (id, url, url_hash, server_id, state, last_status, failure_kind,
+                                    last_checked_at, exclusion_reason)
+        SELECT i, 'http://s' || (1 + i %% %(s)s) || '.example/p' || i, lpad(to_hex(i), 40, '0'), 1 + i %% %(s)s,
+               st, CASE WHEN st = 'visited' THEN 200 WHEN st = 'init' THEN NULL ELSE 404 END,
+               CASE WHEN st IN ('noresponse1', 'noresponse2', 'dead') THEN 'http_404' ELSE '' END,
+               CASE WHEN st = 'init' THEN NULL ELSE now() - random() * interval '30 days' END,
+               CASE WHEN r2 < 0.01 THEN 'robots' ELSE '' END
+        FROM (SELECT i, random() AS r2,
+                     CASE WHEN r < 0.15 THEN 'init' WHEN r < 0.85 THEN 'visited' WHEN r < 0.90 THEN 'noresponse1'
+                          WHEN r < 0.94 THEN 'noresponse2' ELSE 'dead' END AS st
+              FROM (SELECT i, random() AS r FROM generate_series(1, %(n)s) i) a) b
+    """,
+        {"n": urls, "s": servers},
+    )
+    _timed(
+        "pages",
+        cur,
+        """
+        INSERT INTO crawladmin_page (id, url_id, title, size, checksum, fetched_at)
+        SELECT id, id, 'Page ' || id, 20000, lpad(to_hex(id), 40, '0'), last_checked_at
+        FROM crawladmin_url WHERE state = 'visited'
+    """,
+    )
+    # Links: two per source URL (sources 1..links/2), to distinct targets anywhere.
+    _timed(
+        "links",
+        cur,
+        """
+        INSERT INTO crawladmin_link (id, from_url_id, to_url_id)
+        SELECT i + 1, 1 + (i / 2) %% %(u)s,
+               1 + (((i / 2)::bigint * 7919 + (i %% 2) * (1 + (i / 2) %% 1000)) %% %(u)s)
+        FROM generate_series(0, %(n)s - 1) i
+    """,
+        {"n": links, "u": urls},
+    )
+    # Checks: ids grow with checked_at, evenly over 30 days; 60 % monitor checks of the server's home page.
+    _timed(
+        "status checks",
+        cur,
+        """
+        INSERT INTO crawladmin_statuscheck (id, url_id, server_id, requested_url, checked_at, status_code, category,
+                                            failure_kind, latency_ms, agent)
+        SELECT i, CASE WHEN mon THEN NULL ELSE 1 + (i * 31) %% %(u)s END, sid,
+               'http://s' || sid || '.example/', now() - interval '30 days' + (i::float8 / %(n)s) * interval '30 days',
+               CASE cat WHEN 'disconnect' THEN NULL WHEN 'error' THEN 503 ELSE 200 END, cat,
+               CASE cat WHEN 'disconnect' THEN 'timeout' WHEN 'error' THEN 'http_503' ELSE '' END,
+               CASE cat WHEN 'delay' THEN 3000 + random() * 2000 WHEN 'disconnect' THEN 15000
+                        ELSE 50 + random() * random() * 1500 END,
+               CASE WHEN mon THEN 'monitor' ELSE 'active_scan' END
+        FROM (SELECT i, 1 + i %% %(s)s AS sid, ((i / %(s)s) %% 5) < 3 AS mon,
+                     CASE WHEN r < 0.92 THEN 'normal' WHEN r < 0.96 THEN 'delay' WHEN r < 0.98 THEN 'disconnect'
+                          ELSE 'error' END AS cat
+              FROM (SELECT i, random() AS r FROM generate_series(1, %(n)s) i) a) b
+    """,
+        {"n": checks, "u": urls, "s": servers},
+    )
+    _timed(
+        "hourly rollups (SQL)",
+        cur,
+        """
+        INSERT INTO monitoring_hourlyrollup (server_id, hour, normal, delay, disconnect, error, maintenance, timed,
+            latency_min_ms, latency_mean_ms, latency_p95_ms, latency_max_ms, updated_at)
+        SELECT server_id, date_trunc('hour', checked_at),
+               count(*) FILTER (WHERE category = 'normal'), count(*) FILTER (WHERE category = 'delay'),
+               count(*) FILTER (WHERE category = 'disconnect'), count(*) FILTER (WHERE category = 'error'), 0,
+               count(*) FILTER (WHERE status_code IS NOT NULL),
+               min(latency_ms) FILTER (WHERE status_code IS NOT NULL),
+               avg(latency_ms) FILTER (WHERE status_code IS NOT NULL),
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE status_code IS NOT NULL),
+               max(latency_ms) FILTER (WHERE status_code IS NOT NULL), now()
+        FROM crawladmin_statuscheck WHERE agent = 'monitor' GROUP BY 1, 2
+    """,
+    )
+    _timed(
+        "status changes",
+        cur,
+        """
+        INSERT INTO monitoring_statuschange (server_id, from_status, to_status, at, reason)
+        SELECT s, CASE WHEN k %% 2 = 0 THEN 'normal' ELSE 'error' END,
+               CASE WHEN k %% 2 = 0 THEN 'error' ELSE 'normal' END,
+               now() - (k * interval '3 days') - s * interval '1 minute', 'bench'
+        FROM generate_series(1, %(s)s) s, generate_series(1, 10) k
+    """,
+        {"s": servers},
+    )
+    for table in (
+        "crawladmin_server",
+        "crawladmin_url",
+        "crawladmin_page",
+        "crawladmin_link",
+        "crawladmin_statuscheck",
+        "monitoring_hourlyrollup",
+        "monitoring_statuschange",
+    ):
+        cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
+    _timed("vacuum analyze", cur, "VACUUM ANALYZE")
+    cur.close()
+    conn.close()
+    return time.perf_counter() - t0
+
+
+# --------------------------------------------------------------------------------------------------
+# The web app and its clients
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _login(base: str) -> dict:
+    import requests
+
+    s = requests.Session()
+    page = s.get(f"{base}/dashboard/login/", timeout=30)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+    resp = s.post(
+        f"{base}/dashboard/login/",
+        data={"username": "bench", "password": PASSWORD, "csrfmiddlewaretoken": token},
+        headers={"Referer": f"{base}/dashboard/login/"},
+        allow_redirects=False,
+        timeout=30,
+    )
+    if resp.status_code != 302 or "sessionid" not in s.cookies:
+        raise RuntimeError(f"login failed: {resp.status_code} {resp.text[:300]}")
+    return s.cookies.get_dict()
+
+
+def _pages(servers: int, dead_site: int) -> list[tuple[str, object]]:
+    """(name, path or fn(i) -> path); the per-server pages rotate over servers so no one row stays hot."""
+
+    def srv(rng):
+        return lambda i: f"/dashboard/servers/{1 + (i * 37) % servers}/?range={rng}"
+
+    return [
+        ("grid", "/dashboard/"),
+        ("grid.json", "/dashboard/grid.json"),
+        ("server 1h", srv("1h")),
+        ("server 24h", srv("24h")),
+        ("server 7d", srv("7d")),
+        ("server 30d", srv("30d")),
+        ("crawl", "/dashboard/crawl/"),
+        ("dead-links", "/dashboard/dead-links/"),
+        ("dead-links site", f"/dashboard/dead-links/{dead_site}/"),
+        ("dead-links site*", lambda i: f"/dashboard/dead-links/{1 + (i * 37) % servers}/"),
+        ("heatmap", "/dashboard/heatmap/"),
+        ("/api/summary", "/api/summary"),
+        ("/metrics", "/metrics"),
+    ]
+
+
+def _hammer(base: str, cookies: dict, path, *, clients: int, requests_n: int, budget: float) -> dict:
+    import requests
+
+    lat: list[float] = []
+    errors: list[str] = []
+    counter = iter(range(requests_n))
+    lock = threading.Lock()
+    deadline = time.monotonic() + budget
+
+    def worker():
+        s = requests.Session()
+        s.cookies.update(cookies)
+        while time.monotonic() < deadline:
+            with lock:
+                i = next(counter, None)
+            if i is None:
+                return
+            p = path(i) if callable(path) else path
+            t = time.perf_counter()
+            try:
+                r = s.get(base + p, timeout=120, allow_redirects=False)
+                ms = (time.perf_counter() - t) * 1000
+                with lock:
+                    lat.append(ms)
+                    if r.status_code != 200:
+                        errors.append(f"{r.status_code} {p}")
+            except requests.RequestException as exc:
+                with lock:
+                    errors.append(f"{type(exc).__name__} {p}")
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(budget + 150)
+    lat.sort()
+    q = (lambda f: lat[min(len(lat) - 1, int(f * len(lat)))]) if lat else (lambda f: float("nan"))
+    return {
+        "n": len(lat),
+        "p50": q(0.5),
+        "p95": q(0.95),
+        "max": lat[-1] if lat else float("nan"),
+        "errors": errors[:3],
+        "n_errors": len(errors),
+    }
+
+
+def _serial(base: str, cookies: dict, path, n: int = 10) -> float:
+    import requests
+
+    s = requests.Session()
+    s.cookies.update(cookies)
+    out = []
+    for i in range(n):
+        p = path(1000 + i) if callable(path) else path
+        t = time.perf_counter()
+        s.get(base + p, timeout=120, allow_redirects=False)
+        out.append((time.perf_counter() - t) * 1000)
+    return statistics.median(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--urls", type=int, default=1_000_000)
+    ap.add_argument("--checks", type=int, default=5_000_000)
+    ap.add_argument("--servers", type=int, default=500)
+    ap.add_argument("--links", type=int, default=2_000_000)
+    ap.add_argument("--clients", type=int, default=20)
+    ap.add_argument("--requests", type=int, default=400, help="requests per page per run")
+    ap.add_argument("--runs", type=int, default=2, help="load runs per page; the median p50/p95 is printed")
+    ap.add_argument("--page-budget", type=float, default=90.0, help="seconds per page per run at most")
+    ap.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
+    args = ap.parse_args(argv)
+    try:
+        import psycopg2
+
+        psycopg2.connect(ADMIN_PG, connect_timeout=5).close()
+    except Exception as exc:  # noqa: BLE001 - any failure to reach it means: no PostgreSQL here
+        print(f"PostgreSQL not reachable at {ADMIN_PG}: {exc}", file=sys.stderr)
+        sys.exit(2)
+    gunicorn = None
+    with fresh_database("dashboard") as url:
+        try:
+            env = {
+                **os.environ,
+                "DATABASE_URL": url,
+                "DJANGO_SECRET_KEY": "bench-dashboard-" + uuid.uuid4().hex,
+                "DJANGO_SETTINGS_MODULE": "crawladmin.settings",
+                "DJANGO_SECURE": "false",
+                "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+                "CELERY_BROKER_URL": "memory://",
+            }
+            t = time.perf_counter()
+            manage(env, "migrate", "--noinput")
+            print(f"migrate: {time.perf_counter() - t:.1f} s", flush=True)
+            print(
+                f"loading {args.servers} servers, {args.urls:,} URLs, {args.links:,} links, {args.checks:,} checks ...",
+                flush=True,
+            )
+            load_s = load(url, servers=args.servers, urls=args.urls, links=args.links, checks=args.checks)
+            print(f"load time: {load_s:.1f} s", flush=True)
+            import psycopg2
+
+            with psycopg2.connect(url) as conn, conn.cursor() as cur:
+                cur.execute(
+                    """SELECT l.from_url_id %% %s + 1 AS sid, count(*) FROM crawladmin_link l
+                               JOIN crawladmin_url t ON t.id = l.to_url_id
+                               WHERE t.state IN ('noresponse1','noresponse2','dead') GROUP BY 1 ORDER BY 2 DESC
+                               LIMIT 1""",
+                    [args.servers],
+                )
+                dead_site, dead_n = cur.fetchone()
+                cur.execute("SELECT count(*) FROM monitoring_hourlyrollup")
+                print(f"rollups: {cur.fetchone()[0]:,}; busiest dead-link site: {dead_site} ({dead_n} links)")
+            manage(
+                {**env, "DJANGO_SUPERUSER_PASSWORD": PASSWORD},
+                "createsuperuser",
+                "--noinput",
+                "--username",
+                "bench",
+                "--email",
+                "bench@example.invalid",
+            )
+            port = _free_port()
+            base = f"http://127.0.0.1:{port}"
+            log = tempfile.NamedTemporaryFile("w", prefix="bench-dashboard-gunicorn-", suffix=".log", delete=False)  # noqa: SIM115
+            gunicorn = subprocess.Popen(
+                [
+                    str(Path(sys.executable).with_name("gunicorn")),
+                    "crawladmin.wsgi",
+                    "-w",
+                    str(args.workers),
+                    "-b",
+                    f"127.0.0.1:{port}",
+                    "--no-control-socket",
+                    "--timeout",
+                    "180",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            import requests
+
+            for _ in range(150):  # 30 s at most
+                try:
+                    requests.get(f"{base}/healthz", timeout=2)
+                    break
+                except requests.RequestException:
+                    if gunicorn.poll() is not None:
+                        raise RuntimeError("gunicorn exited; see " + log.name) from None
+                    time.sleep(0.2)
+            cookies = _login(base)
+            pages = _pages(args.servers, dead_site)
+            serial = {}
+            for name, path in pages:  # warms both workers' caches and connections too
+                serial[name] = _serial(base, cookies, path)
+            results: dict[str, list[dict]] = {name: [] for name, _ in pages}
+            for run in range(args.runs):
+                for name, path in pages:
+                    r = _hammer(
+                        base, cookies, path, clients=args.clients, requests_n=args.requests, budget=args.page_budget
+                    )
+                    results[name].append(r)
+                    print(
+                        f"  run {run + 1} {name:<17} n={r['n']:4d} p50={r['p50']:7.0f} p95={r['p95']:7.0f} "
+                        f"max={r['max']:7.0f} ms errors={r['n_errors']} {r['errors'][:1]}",
+                        flush=True,
+                    )
+            print()
+            print(
+                f"load time {load_s:.1f} s; {args.clients} clients, gunicorn -w {args.workers}, "
+                f"median of {args.runs} run(s); serial = 1 client, median of 10"
+            )
+            print(f"{'page':<18}{'n':>6}{'serial':>9}{'p50':>9}{'p95':>9}{'max':>9}  p95<300ms")
+            for name, _ in pages:
+                rs = results[name]
+                p50 = statistics.median(r["p50"] for r in rs)
+                p95 = statistics.median(r["p95"] for r in rs)
+                mx = max(r["max"] for r in rs)
+                n = sum(r["n"] for r in rs)
+                ok = "yes" if p95 < TARGET_MS else "NO"
+                print(f"{name:<18}{n:>6}{serial[name]:>9.0f}{p50:>9.0f}{p95:>9.0f}{mx:>9.0f}  {ok}")
+        finally:
+            if gunicorn is not None:
+                gunicorn.send_signal(signal.SIGTERM)
+                try:
+                    gunicorn.wait(30)
+                except subprocess.TimeoutExpired:
+                    gunicorn.kill()
+                    gunicorn.wait(10)
+                log.close()
+                if sys.exc_info()[0] is None:  # keep the server's log only when something failed
+                    os.unlink(log.name)
+
+
+if __name__ == "__main__":
+    main()
