@@ -10,15 +10,14 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bench.pgdb import ADMIN_PG, fresh_database
+
 from .conftest import skip_or_fail
 from .crawlcheck import ROOT
-
-ADMIN_PG = os.environ.get("CRAWLADMIN_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
 
 
 def _free_port() -> int:
@@ -29,23 +28,16 @@ def _free_port() -> int:
 
 @contextmanager
 def postgres_database() -> Iterator[str]:
-    """A new, empty database on the local PostgreSQL; dropped afterwards."""
+    """A new, empty database on the local PostgreSQL (bench.pgdb's, shared with the benchmarks); dropped
+    afterwards. A PostgreSQL that cannot be reached skips the test, or fails it in CI."""
     import psycopg2
 
     try:
-        admin = psycopg2.connect(ADMIN_PG, connect_timeout=5)
+        psycopg2.connect(ADMIN_PG, connect_timeout=5).close()
     except psycopg2.OperationalError as exc:
         skip_or_fail(f"PostgreSQL not reachable at {ADMIN_PG}: {exc}")
-    admin.autocommit = True
-    name = f"crawladmin_it_{uuid.uuid4().hex[:10]}"
-    with admin.cursor() as cur:
-        cur.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield ADMIN_PG.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.cursor() as cur:
-            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
+    with fresh_database("it") as url:
+        yield url
 
 
 @contextmanager
