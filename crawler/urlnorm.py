@@ -10,6 +10,7 @@ schemes we accept, default-port removal, length limits and error reasons.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ __all__ = [
 ]
 
 MAX_URL_LENGTH = 2048
+CANONICAL_CACHE_SIZE = 32768
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -142,6 +144,13 @@ def canonicalize(url: str, base: str | None = None) -> str:
     if base is not None:
         cleaned = _join(base, cleaned)
         _check_length(cleaned)
+    return _canonical_absolute(cleaned)
+
+
+# A page's links repeat across the pages of a site (navigation, footers): each distinct absolute URL is
+# canonicalised once per worker, not once per occurrence. Bounded, so a worker's memory is too (~10 MB).
+@functools.lru_cache(maxsize=CANONICAL_CACHE_SIZE)
+def _canonical_absolute(cleaned: str) -> str:
     _split_checked(cleaned)
     try:
         canonical = canonicalize_url(cleaned, keep_blank_values=True, keep_fragments=False)
@@ -179,7 +188,19 @@ class ServerKey:
 
 def server_key(canonical: str) -> ServerKey:
     """The (scheme, host, port) a canonical URL will be fetched from."""
-    parts = _split_checked(canonical)
+    # Only the part before the path matters, and a crawl has far fewer servers than URLs: cache by origin.
+    start = canonical.find("://") + 3
+    end = len(canonical)
+    for stop in "/?#":
+        at = canonical.find(stop, start)
+        if 0 <= at < end:
+            end = at
+    return _server_key_of_origin(canonical[:end] if start >= 3 else canonical)
+
+
+@functools.lru_cache(maxsize=4096)
+def _server_key_of_origin(origin: str) -> ServerKey:
+    parts = _split_checked(origin)
     scheme = parts.scheme.lower()
     port = parts.port or DEFAULT_PORTS[scheme]
     # hostname is already lowercased by urlsplit and excludes userinfo.

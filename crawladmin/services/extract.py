@@ -15,6 +15,7 @@ from crawladmin.models import Link, Page
 from crawler.parse import extract
 
 from .dispatch import servers_dispatch_with_due_work
+from .sqlbulk import insert_ignore, update_by_id
 from .urls import NewUrl, new_url_from, urls_insert
 
 log = logging.getLogger(__name__)
@@ -58,21 +59,21 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
     with transaction.atomic():
         inserted = urls_insert(urls=list(new.values()))
         ids = inserted.ids
-        links = [
-            Link(from_url_id=page.url_id, to_url_id=ids[link])
+        links = {
+            (page.url_id, ids[link])
             for page, ex in parsed
             if ex is not None and not ex.nofollow
             for link in ex.links
             if link in ids and ids[link] != page.url_id
-        ]
-        Link.objects.bulk_create(links, ignore_conflicts=True, batch_size=500)
+        }
+        insert_ignore(Link._meta.db_table, ("from_url_id", "to_url_id"), sorted(links))
         now = timezone.now()
-        for page, ex in parsed:
-            Page.objects.filter(id=page.id, extracted_at__isnull=True).update(
-                title=ex.title if ex else "",
-                description=ex.description if ex else "",
-                extracted_at=now,
-            )
+        update_by_id(
+            Page._meta.db_table,
+            (("title", "text"), ("description", "text"), ("extracted_at", "timestamptz")),
+            [(page.id, ex.title if ex else "", ex.description if ex else "", now) for page, ex in parsed],
+            where="t.extracted_at IS NULL",
+        )
         _mark_duplicates(pages)
         servers_dispatch_with_due_work(server_ids=inserted.server_ids)
     outcome.pages, outcome.links, outcome.new_urls = len(pages), len(links), len(new)
@@ -90,7 +91,5 @@ def _mark_duplicates(pages: list[Page]) -> None:
         .annotate(first=Min("id"))
         .values_list("checksum", "first")
     )
-    for page in pages:
-        first = firsts.get(page.checksum)
-        if first is not None and first != page.id:
-            Page.objects.filter(id=page.id).update(duplicate_of_id=first)
+    dupes = [(page.id, firsts[page.checksum]) for page in pages if firsts.get(page.checksum, page.id) != page.id]
+    update_by_id(Page._meta.db_table, (("duplicate_of_id", "bigint"),), dupes)

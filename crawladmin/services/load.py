@@ -14,20 +14,22 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from crawladmin.models import Link, Page, Server, Url
+from crawladmin.models import Link, Page, Server, Url, UrlEvent
 from crawler.fetch import FailureKind, FetchResult
-from crawler.lifecycle import Agent, Event, State, event_for_fetch
+from crawler.lifecycle import Agent, Event, State, event_for_fetch, next_state
 from crawler.parse import is_html
 from crawler.urlnorm import UrlError, canonicalize
 
 from .queue import enqueue_extract_on_commit, enqueue_load_on_commit
 from .servers import server_merge_if_alias
+from .sqlbulk import update_by_id, upsert
 from .urls import new_url_from, url_exclude, url_transition, urls_claim, urls_insert, urls_release
 from .visit import Gate, ServerVisit
 
 log = logging.getLogger(__name__)
 
 EXTRACT_GROUP = 10  # pages per extract message: fewer messages, still prompt extraction
+STORE_GROUP = 10  # plain pages (2xx, not a home page) written per transaction: a few statements, not ~10 each
 
 
 @dataclass
@@ -55,13 +57,42 @@ def failure_of(result: FetchResult) -> str:
     return result.failure.value if result.failure else FailureKind.HTTP_STATUS.value
 
 
+# A URL's row once its page is fetched (url_transition's fields for a plain 2xx page), for update_by_id.
+_VISITED_COLUMNS = (
+    ("state", "text"),
+    ("lease_owner", "text"),
+    ("lease_expires_at", "timestamptz"),
+    ("last_checked_at", "timestamptz"),
+    ("last_status", "integer"),
+    ("last_modified", "text"),
+    ("etag", "text"),
+    ("content_length", "bigint"),
+    ("checksum", "text"),
+    ("failure_kind", "text"),
+    ("failure_count", "integer"),
+    ("redirect_to", "text"),
+    ("next_check_at", "timestamptz"),
+)
+
+
+def _visited_values(result: FetchResult, checksum: str, state: str, now) -> tuple:
+    f = response_fields(result)
+    return (
+        state, "", None, now, f["last_status"], f["last_modified"], f["etag"], f["content_length"],
+        checksum, result.failure.value if result.failure else "", 0, "", None,
+    )  # fmt: skip
+
+
 class LoadBatch:
     """The load agent's side of a server visit: what to do with each response."""
 
-    def __init__(self, visit: ServerVisit):
+    def __init__(self, visit: ServerVisit, urls: list[Url]):
         self.visit = visit
         self.owner = visit.owner
         self.outcome = LoadOutcome()
+        self.pending = {u.id for u in urls}  # leased by us, no outcome written yet
+        self.fetched: list[tuple[Url, FetchResult]] = []  # plain pages waiting for flush()
+        self.home = f"{visit.server.origin}/"
 
     def fetch_one(self, url: Url) -> bool:
         """Fetch and record one URL. False when the batch must stop (server backs off or is excluded)."""
@@ -77,8 +108,15 @@ class LoadBatch:
             self.visit.record(result, url.id)
             until = self.visit.back_off(result)
             urls_release(ids=[url.id], owner=self.owner, next_check_at=until)
+            self.pending.discard(url.id)
             self.outcome.backed_off = True
             return False
+        if event == Event.FETCHED and 200 <= (result.status or 0) < 300 and url.url != self.home:
+            self.fetched.append((url, result))
+            if len(self.fetched) >= STORE_GROUP:
+                self.flush()
+            return True
+        self.pending.discard(url.id)
         with transaction.atomic():
             self.visit.record(result, url.id)
             if event == Event.FETCHED:
@@ -86,6 +124,55 @@ class LoadBatch:
             else:
                 self._fail(url, result, event)
         return not self.outcome.server_excluded
+
+    def flush(self) -> None:
+        """Write the plain pages fetched so far in one transaction: their checks, their URLs' moves to
+        Visited (guarded like url_transition: still Init, still ours), the moves' events, the pages."""
+        fetched, self.fetched = self.fetched, []
+        if not fetched:
+            return
+        now = timezone.now()
+        new_state = next_state(State.INIT, Event.FETCHED, Agent.LOAD).value
+        checksums = {url.id: hashlib.sha1(result.body).hexdigest() if result.body else "" for url, result in fetched}
+        with transaction.atomic():
+            for url, result in fetched:
+                self.visit.record(result, url.id)
+            moved = set(
+                update_by_id(
+                    Url._meta.db_table,
+                    _VISITED_COLUMNS,
+                    [
+                        (
+                            url.id,
+                            *_visited_values(result, checksums[url.id], new_state, now),
+                            State.INIT.value,
+                            self.owner,
+                        )
+                        for url, result in fetched
+                    ],
+                    guards=(("state", "text"), ("lease_owner", "text")),
+                )
+            )
+            done = [(url, result) for url, result in fetched if url.id in moved]
+            UrlEvent.objects.bulk_create(
+                [
+                    UrlEvent(
+                        url_id=url.id,
+                        from_state=State.INIT.value,
+                        to_state=new_state,
+                        agent=Agent.LOAD.value,
+                        crawler_num=settings.CRAWLER_NUM,
+                        at=now,
+                        http_status=result.status,
+                        latency_ms=result.timings.total_ms,
+                    )
+                    for url, result in done
+                ]
+            )
+            page_ids = pages_store([(url.id, result, checksums[url.id]) for url, result in done], now=now)
+        self.pending.difference_update(url.id for url, _ in fetched)
+        self.outcome.fetched += len(done)
+        self.outcome.page_ids.extend(page_ids)
 
     def _store(self, url: Url, result: FetchResult) -> None:
         body = result.body
@@ -205,29 +292,51 @@ def page_store(*, url_id: int, result: FetchResult, checksum: str) -> int | None
     return page.id if html else None
 
 
+_PAGE_COLUMNS = (
+    "url_id", "body_z", "content_type", "size", "checksum", "fetched_at", "extracted_at",
+    "extract_dispatched_at", "title", "description", "duplicate_of_id",
+)  # fmt: skip
+
+
+def pages_store(fetched: list[tuple[int, FetchResult, str]], *, now) -> list[int]:
+    """Store (or replace) the pages of `(url_id, result, checksum)` in one statement; the ids of the
+    HTML ones, to be extracted."""
+    rows, html_urls = [], set()
+    for url_id, result, checksum in fetched:
+        content_type = result.headers.get("content-type", "")
+        html = is_html(content_type or None)
+        if html:
+            html_urls.add(url_id)
+        rows.append((
+            url_id, zlib.compress(result.body, 6), content_type[:200], len(result.body), checksum, now,
+            None if html else now, now if html else None, "", "", None,
+        ))  # fmt: skip
+    written = upsert(Page._meta.db_table, _PAGE_COLUMNS, rows, key="url_id")
+    return [page_id for page_id, url_id in written if url_id in html_urls]
+
+
 def load_server_batch(*, server_id: int, owner: str, gate: Gate | None = None) -> LoadOutcome | None:
     """Run one batch of the load agent on one server. None when the server is busy or not crawlable."""
     visit = ServerVisit.open(server_id=server_id, owner=owner, agent=Agent.LOAD, gate=gate)
     if visit is None:
         return None
-    batch = LoadBatch(visit)
-    pending: list[int] = []
+    batch: LoadBatch | None = None
     try:
         urls = urls_claim(server_id=server_id, owner=owner, limit=settings.CRAWL_BATCH_SIZE)
-        pending = [u.id for u in urls]
+        batch = LoadBatch(visit, urls)
         if urls:
-            _load(batch, urls, pending)
+            _load(batch, urls)
         return batch.outcome
     finally:
         # Whatever happened, nothing stays leased by us: unprocessed URLs go back to the pool.
-        if pending:
-            urls_release(ids=pending, owner=owner)
+        if batch is not None and batch.pending:
+            urls_release(ids=sorted(batch.pending), owner=owner)
         visit.close()
         if not visit.stopped_by_caller() and _has_due_work(server_id):
             _redispatch(visit.server)
 
 
-def _load(batch: LoadBatch, urls: list[Url], pending: list[int]) -> None:
+def _load(batch: LoadBatch, urls: list[Url]) -> None:
     visit = batch.visit
     rules = visit.robots()
     if isinstance(rules, FetchResult):
@@ -235,26 +344,28 @@ def _load(batch: LoadBatch, urls: list[Url], pending: list[int]) -> None:
             batch.exclude_server(f"private address: {rules.detail}")
         else:
             batch.fail_unanswered(urls, rules)
-            pending.clear()
+            batch.pending.clear()
         return
     flushed = 0
-    for url in urls:
-        if visit.stopping():
-            break
-        if not rules.allowed(url.url, visit.user_agent):
-            url_exclude(url_id=url.id, reason="robots.txt", owner=batch.owner)
-            batch.outcome.excluded += 1
-            pending.remove(url.id)
-            continue
-        if not visit.wait_turn() or not visit.may_fetch():
-            break
-        go_on = batch.fetch_one(url)
-        pending.remove(url.id)
-        if len(batch.outcome.page_ids) - flushed >= EXTRACT_GROUP:
-            enqueue_extract_on_commit(page_ids=batch.outcome.page_ids[flushed:])
-            flushed = len(batch.outcome.page_ids)
-        if not go_on:
-            break
+    try:
+        for url in urls:
+            if visit.stopping():
+                break
+            if not rules.allowed(url.url, visit.user_agent):
+                url_exclude(url_id=url.id, reason="robots.txt", owner=batch.owner)
+                batch.outcome.excluded += 1
+                batch.pending.discard(url.id)
+                continue
+            if not visit.wait_turn() or not visit.may_fetch():
+                break
+            go_on = batch.fetch_one(url)
+            if len(batch.outcome.page_ids) - flushed >= EXTRACT_GROUP:
+                enqueue_extract_on_commit(page_ids=batch.outcome.page_ids[flushed:])
+                flushed = len(batch.outcome.page_ids)
+            if not go_on:
+                break
+    finally:
+        batch.flush()  # what was fetched is kept, whatever stopped the batch
     enqueue_extract_on_commit(page_ids=batch.outcome.page_ids[flushed:])
 
 

@@ -23,19 +23,27 @@ def servers_ensure(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict[
     keys = set(keys)
     if not keys:
         return {}
-    Server.objects.bulk_create(
-        [Server(scheme=k.scheme, host=k.host, port=k.port, trusted=trusted) for k in keys], ignore_conflicts=True
-    )
-    found: dict[ServerKey, Server] = {}
-    hosts = {k.host for k in keys}
-    for server in Server.objects.filter(host__in=hosts):
-        key = ServerKey(server.scheme, server.host, server.port)
-        if key in keys:
-            found[key] = server
+    found = _servers_by_key(keys)
+    missing = keys - found.keys()
+    if missing:
+        Server.objects.bulk_create(
+            [Server(scheme=k.scheme, host=k.host, port=k.port, trusted=trusted) for k in missing],
+            ignore_conflicts=True,
+        )
+        found.update(_servers_by_key(missing))
     if trusted:
         untrusted = [s.id for s in found.values() if not s.trusted]
         if untrusted:
             Server.objects.filter(id__in=untrusted).update(trusted=True)
+    return found
+
+
+def _servers_by_key(keys: set[ServerKey]) -> dict[ServerKey, Server]:
+    found: dict[ServerKey, Server] = {}
+    for server in Server.objects.filter(host__in={k.host for k in keys}):
+        key = ServerKey(server.scheme, server.host, server.port)
+        if key in keys:
+            found[key] = server
     return found
 
 

@@ -47,21 +47,28 @@ def new_url_from(parent: Url, url: str, *, depth: int, redirect_hops: int = 0) -
 @dataclass
 class Inserted:
     ids: dict[str, int]  # url -> id, for every URL asked for (new or already known)
-    server_ids: set[int]  # the servers of those URLs
+    server_ids: set[int]  # the servers that got new URLs (the ones that may have new due work)
 
 
 def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
     """Insert the URLs not yet known as Init (known ones are left as they are).
 
     A URL of an excluded server is stored excluded, with the server's reason, so it shows but is never due.
+    Most links found on a page are known already: they are looked up first (one indexed query), and only
+    the new ones are built and inserted.
     """
     if not urls:
         return Inserted({}, set())
     by_url = {u.url: u for u in urls}
-    servers = servers_ensure(keys={server_key(u) for u in by_url}, trusted=trusted)
+    hashes = {url: url_hash(url) for url in by_url}
+    ids = url_ids(hashes=list(hashes.values()), urls=list(hashes))
+    missing = [u for url, u in by_url.items() if url not in ids]
+    if not missing and not trusted:
+        return Inserted(ids, set())
+    servers = servers_ensure(keys={server_key(u.url) for u in (missing or by_url.values())}, trusted=trusted)
     now = timezone.now()
     rows = []
-    for u in by_url.values():
+    for u in missing:
         key = server_key(u.url)
         server = servers[key]
         scope = u.scope or Scope.for_seed(settings.CRAWL_SCOPE, key.host)
@@ -69,7 +76,7 @@ def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
         rows.append(
             Url(
                 url=u.url,
-                url_hash=url_hash(u.url),
+                url_hash=hashes[u.url],
                 server=server,
                 depth=u.depth,
                 redirect_hops=u.redirect_hops,
@@ -81,12 +88,15 @@ def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
                 offsite_hops=scope.offsite_hops,
             )
         )
-    Url.objects.bulk_create(rows, ignore_conflicts=True, batch_size=CHUNK)
-    ids = url_ids(hashes=[r.url_hash for r in rows], urls=[r.url for r in rows])
-    return Inserted(ids, {s.id for s in servers.values()})
+    if rows:
+        Url.objects.bulk_create(rows, ignore_conflicts=True, batch_size=CHUNK)
+        # Another agent may have inserted some of them meanwhile: either way they exist now.
+        ids.update(url_ids(hashes=[r.url_hash for r in rows], urls=[r.url for r in rows]))
+    return Inserted(ids, {r.server.id for r in rows})
 
 
 def url_ids(*, hashes: Sequence[str], urls: Sequence[str]) -> dict[str, int]:
+    """The ids of the URLs that exist, by URL (looked up by hash)."""
     wanted = dict(zip(hashes, urls, strict=True))
     found: dict[str, int] = {}
     keys = list(wanted)
