@@ -3,6 +3,8 @@ Target: p95 under 300 ms per page with 20 concurrent clients.
 
     python -m bench.dashboard [--urls 1000000] [--checks 5000000] [--servers 500] [--links 2000000]
                               [--clients 20] [--requests 400] [--runs 2] [--page-budget 90]
+                              [--workers N] [--threads N] [--refresh-every 60] [--only PAGE,...]
+                              [--keep-db | --db URL]
 
 Creates a fresh database on the local PostgreSQL (127.0.0.1:5432, user postgres), migrates it, loads it
 with set-based SQL (generate_series; no Python row loop): servers with their ServerMonitor rows, URLs in
@@ -10,11 +12,16 @@ mixed states (init / visited / noresponse1 / noresponse2 / dead, 1 % excluded), 
 Links (two per source URL, targets anywhere), StatusChecks spread evenly over the last 30 days with ids
 growing with time (60 % agent=monitor), hourly rollups computed in SQL from the monitor checks (same
 figures as monitoring.services.history.rollups_build, p95 by percentile_cont), a few StatusChanges;
-ANALYZE. Then creates a superuser, starts gunicorn on a free loopback port, logs in once, and for every
-page runs --requests requests from --clients threads (each its own requests.Session with the session
-cookie), stopping early when a page's --page-budget seconds run out. Also one short serial pass per page
-(1 client) for the service time without queueing. Stops gunicorn by its PID and drops the database,
-also on failure.
+ANALYZE. Then creates a superuser and starts the web app with the production start script, docker/web.sh
+(gunicorn gthread; --workers / --threads override its WEB_WORKERS / WEB_THREADS), on a free loopback
+port. What beat does for the dashboard runs alongside, as `manage.py dashboard_refresh` in its own
+processes (the rollups every --refresh-every seconds, the dead links every fifth time), so the pages pay
+for it as they would in production. It logs in once, and for every page runs --requests requests from
+--clients threads (each its own requests.Session with the session cookie), stopping early when a page's
+--page-budget seconds run out; each line also shows the machine's 1-minute load average, since other
+processes on the box take CPU from the run. Also one short serial pass per page (1 client) for the
+service time without queueing. Stops gunicorn by its PID and drops the database, also on failure;
+--keep-db keeps it (and prints its URL) for later runs with --db URL, which skip the load.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench.pgdb import fill_defaults, fresh_database, manage
@@ -241,7 +250,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _login(base: str) -> dict:
+def _login(base: str, user: str) -> dict:
     import requests
 
     s = requests.Session()
@@ -249,7 +258,7 @@ def _login(base: str) -> dict:
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
     resp = s.post(
         f"{base}/dashboard/login/",
-        data={"username": "bench", "password": PASSWORD, "csrfmiddlewaretoken": token},
+        data={"username": user, "password": PASSWORD, "csrfmiddlewaretoken": token},
         headers={"Referer": f"{base}/dashboard/login/"},
         allow_redirects=False,
         timeout=30,
@@ -280,6 +289,56 @@ def _pages(servers: int, dead_site: int) -> list[tuple[str, object]]:
         ("/api/summary", "/api/summary"),
         ("/metrics", "/metrics"),
     ]
+
+
+WEB_APP_NAME = "bench-dashboard-web"  # PGAPPNAME of the web app's connections: its PostgreSQL backends
+_TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_ms(pid: int) -> float:
+    """User + system CPU time of a process so far (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) * _TICK_MS  # utime, stime (fields 14 and 15 of stat)
+
+
+class CpuMeter:
+    """CPU time the web app's processes (gunicorn's workers) and their PostgreSQL backends spend, read from
+    /proc: per request, a cost that other load on the box does not inflate the way it inflates latency."""
+
+    def __init__(self, url: str, gunicorn_pid: int) -> None:
+        import psycopg2
+
+        self.conn = psycopg2.connect(url)
+        self.conn.autocommit = True
+        self.gunicorn_pid = gunicorn_pid
+
+    def _pids(self) -> tuple[list[int], list[int]]:
+        web = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == self.gunicorn_pid:
+                    web.append(int(stat.parent.name))
+            except (OSError, ValueError, IndexError):
+                continue
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s", [WEB_APP_NAME])
+            db = [row[0] for row in cur.fetchall()]
+        return web, db
+
+    def snapshot(self) -> dict[tuple[str, int], float]:
+        web, db = self._pids()
+        return {**{("web", p): _cpu_ms(p) for p in web}, **{("db", p): _cpu_ms(p) for p in db}}
+
+    @staticmethod
+    def spent(before: dict, after: dict) -> dict[str, float]:
+        """CPU ms per kind between two snapshots; processes born in between count from zero."""
+        out = {"web": 0.0, "db": 0.0}
+        for key, ms in after.items():
+            out[key[0]] += max(0.0, ms - before.get(key, 0.0))
+        return out
 
 
 def _hammer(base: str, cookies: dict, path, *, clients: int, requests_n: int, budget: float) -> dict:
@@ -343,6 +402,100 @@ def _serial(base: str, cookies: dict, path, n: int = 10) -> float:
     return statistics.median(out)
 
 
+@contextmanager
+def _database(args) -> Iterator[tuple[str, bool]]:
+    """(database URL, whether it must be loaded): --db reuses a loaded one, --keep-db leaves the new one behind."""
+    if args.db:
+        yield args.db, False
+        return
+    if not args.keep_db:
+        with fresh_database("dashboard") as url:
+            yield url, True
+        return
+    import psycopg2
+
+    name = f"crawladmin_bench_dashboard_{uuid.uuid4().hex[:8]}"
+    admin = psycopg2.connect(ADMIN_PG, connect_timeout=5)
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute(f'CREATE DATABASE "{name}"')
+    admin.close()
+    url = ADMIN_PG.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield url, True
+    finally:
+        print(f"kept the database: --db {url}  (drop it with: dropdb -h 127.0.0.1 -U postgres {name})")
+
+
+def _busiest_dead_site(url: str, servers: int) -> tuple[int, int]:
+    import psycopg2
+
+    with psycopg2.connect(url) as conn, conn.cursor() as cur:
+        cur.execute(
+            """SELECT u.server_id, count(*) FROM crawladmin_link l
+                   JOIN crawladmin_url t ON t.id = l.to_url_id JOIN crawladmin_url u ON u.id = l.from_url_id
+                   WHERE t.state IN ('noresponse1','noresponse2','dead') AND t.exclusion_reason = ''
+                   GROUP BY 1 ORDER BY 2 DESC LIMIT 1"""
+        )
+        dead_site, dead_n = cur.fetchone()
+        cur.execute("SELECT count(*) FROM monitoring_hourlyrollup")
+        print(f"rollups: {cur.fetchone()[0]:,}; busiest dead-link site: {dead_site} ({dead_n} links)", flush=True)
+    return dead_site, dead_n
+
+
+class Beat:
+    """What beat does for the dashboard in production, in its own processes as a worker would, so its
+    cost is part of what the pages see: `manage.py dashboard_refresh --only rollups` every `every` seconds
+    (production: 60) and `--only dead_links` every 5 × `every` (production: 300). Both once at the start."""
+
+    def __init__(self, env: dict, every: float) -> None:
+        self.env, self.every = env, every
+        self.stop = threading.Event()
+        self.runs: list[float] = []  # seconds per dashboard_refresh run
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        tick = 0
+        while not self.stop.is_set():
+            t = time.perf_counter()
+            manage(self.env, "dashboard_refresh", *(() if tick % 5 == 0 else ("--only", "rollups")), timeout=600)
+            self.runs.append(time.perf_counter() - t)
+            tick += 1
+            self.stop.wait(self.every)
+
+    def __enter__(self) -> Beat:
+        if self.every > 0:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join(600)
+
+
+def _start_web(env: dict, port: int, args, log) -> subprocess.Popen:
+    """The production start script, docker/web.sh (gunicorn with its worker and thread counts), on loopback."""
+    web_env = {**env, "PYTHON": sys.executable, "WEB_BIND": "127.0.0.1", "WEB_PORT": str(port), "WEB_TIMEOUT": "180"}
+    web_env["PGAPPNAME"] = WEB_APP_NAME  # libpq's: marks the web app's backends for CpuMeter
+    if args.workers is not None:
+        web_env["WEB_WORKERS"] = str(args.workers)
+    if args.threads is not None:
+        web_env["WEB_THREADS"] = str(args.threads)
+    return subprocess.Popen(
+        [str(ROOT / "docker" / "web.sh")], cwd=ROOT, env=web_env, stdout=log, stderr=subprocess.STDOUT
+    )
+
+
+def _web_config(pid: int) -> str:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return "?"
+    value = {k: argv[argv.index(k) + 1] for k in ("--workers", "--threads") if k in argv}
+    return f"gunicorn --workers {value.get('--workers', '?')} --threads {value.get('--threads', '?')}"
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--urls", type=int, default=1_000_000)
@@ -353,7 +506,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--requests", type=int, default=400, help="requests per page per run")
     ap.add_argument("--runs", type=int, default=2, help="load runs per page; the median p50/p95 is printed")
     ap.add_argument("--page-budget", type=float, default=90.0, help="seconds per page per run at most")
-    ap.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
+    ap.add_argument("--workers", type=int, default=None, help="gunicorn processes (default: docker/web.sh's)")
+    ap.add_argument("--threads", type=int, default=None, help="threads per process (default: docker/web.sh's)")
+    ap.add_argument(
+        "--refresh-every",
+        type=float,
+        default=60.0,
+        help="seconds between dashboard_refresh runs, as beat would (0: never)",
+    )
+    ap.add_argument("--only", default="", help="comma-separated page names to measure (default: every page)")
+    ap.add_argument("--db", default="", help="reuse this database, loaded by an earlier --keep-db run (no load)")
+    ap.add_argument("--keep-db", action="store_true", help="keep the new database and print its URL")
     args = ap.parse_args(argv)
     try:
         import psycopg2
@@ -363,7 +526,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"PostgreSQL not reachable at {ADMIN_PG}: {exc}", file=sys.stderr)
         sys.exit(2)
     gunicorn = None
-    with fresh_database("dashboard") as url:
+    with _database(args) as (url, fresh):
         try:
             env = {
                 **os.environ,
@@ -377,95 +540,104 @@ def main(argv: list[str] | None = None) -> None:
             t = time.perf_counter()
             manage(env, "migrate", "--noinput")
             print(f"migrate: {time.perf_counter() - t:.1f} s", flush=True)
-            print(
-                f"loading {args.servers} servers, {args.urls:,} URLs, {args.links:,} links, {args.checks:,} checks ...",
-                flush=True,
-            )
-            load_s = load(url, servers=args.servers, urls=args.urls, links=args.links, checks=args.checks)
-            print(f"load time: {load_s:.1f} s", flush=True)
-            import psycopg2
-
-            with psycopg2.connect(url) as conn, conn.cursor() as cur:
-                cur.execute(
-                    """SELECT l.from_url_id %% %s + 1 AS sid, count(*) FROM crawladmin_link l
-                               JOIN crawladmin_url t ON t.id = l.to_url_id
-                               WHERE t.state IN ('noresponse1','noresponse2','dead') GROUP BY 1 ORDER BY 2 DESC
-                               LIMIT 1""",
-                    [args.servers],
+            load_s = float("nan")
+            if fresh:
+                print(
+                    f"loading {args.servers} servers, {args.urls:,} URLs, {args.links:,} links, "
+                    f"{args.checks:,} checks ...",
+                    flush=True,
                 )
-                dead_site, dead_n = cur.fetchone()
-                cur.execute("SELECT count(*) FROM monitoring_hourlyrollup")
-                print(f"rollups: {cur.fetchone()[0]:,}; busiest dead-link site: {dead_site} ({dead_n} links)")
+                load_s = load(url, servers=args.servers, urls=args.urls, links=args.links, checks=args.checks)
+                print(f"load time: {load_s:.1f} s", flush=True)
+            dead_site, _ = _busiest_dead_site(url, args.servers)
+            user = "bench-" + uuid.uuid4().hex[:8]
             manage(
                 {**env, "DJANGO_SUPERUSER_PASSWORD": PASSWORD},
                 "createsuperuser",
                 "--noinput",
                 "--username",
-                "bench",
+                user,
                 "--email",
                 "bench@example.invalid",
             )
             port = _free_port()
             base = f"http://127.0.0.1:{port}"
             log = tempfile.NamedTemporaryFile("w", prefix="bench-dashboard-gunicorn-", suffix=".log", delete=False)  # noqa: SIM115
-            gunicorn = subprocess.Popen(
-                [
-                    str(Path(sys.executable).with_name("gunicorn")),
-                    "crawladmin.wsgi",
-                    "-w",
-                    str(args.workers),
-                    "-b",
-                    f"127.0.0.1:{port}",
-                    "--no-control-socket",
-                    "--timeout",
-                    "180",
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-            import requests
+            with Beat(env, args.refresh_every) as beat:
+                if args.refresh_every > 0:  # the first refresh, before any page is asked for
+                    while not beat.runs and beat.thread.is_alive():
+                        time.sleep(0.2)
+                    print(f"dashboard_refresh: {beat.runs[0]:.1f} s", flush=True)
+                gunicorn = _start_web(env, port, args, log)
+                import requests
 
-            for _ in range(150):  # 30 s at most
-                try:
-                    requests.get(f"{base}/healthz", timeout=2)
-                    break
-                except requests.RequestException:
-                    if gunicorn.poll() is not None:
-                        raise RuntimeError("gunicorn exited; see " + log.name) from None
-                    time.sleep(0.2)
-            cookies = _login(base)
-            pages = _pages(args.servers, dead_site)
-            serial = {}
-            for name, path in pages:  # warms both workers' caches and connections too
-                serial[name] = _serial(base, cookies, path)
-            results: dict[str, list[dict]] = {name: [] for name, _ in pages}
-            for run in range(args.runs):
-                for name, path in pages:
-                    r = _hammer(
-                        base, cookies, path, clients=args.clients, requests_n=args.requests, budget=args.page_budget
-                    )
-                    results[name].append(r)
-                    print(
-                        f"  run {run + 1} {name:<17} n={r['n']:4d} p50={r['p50']:7.0f} p95={r['p95']:7.0f} "
-                        f"max={r['max']:7.0f} ms errors={r['n_errors']} {r['errors'][:1]}",
-                        flush=True,
-                    )
+                for _ in range(150):  # 30 s at most
+                    try:
+                        requests.get(f"{base}/healthz", timeout=2)
+                        break
+                    except requests.RequestException:
+                        if gunicorn.poll() is not None:
+                            raise RuntimeError("gunicorn exited; see " + log.name) from None
+                        time.sleep(0.2)
+                web = _web_config(gunicorn.pid)
+                cookies = _login(base, user)
+                pages = _pages(args.servers, dead_site)
+                if args.only:
+                    wanted = {n.strip() for n in args.only.split(",")}
+                    pages = [(n, p) for n, p in pages if n in wanted]
+                serial = {}
+                for name, path in pages:  # warms the workers' caches and connections too
+                    serial[name] = _serial(base, cookies, path)
+                results: dict[str, list[dict]] = {name: [] for name, _ in pages}
+                meter = CpuMeter(url, gunicorn.pid)
+                for run in range(args.runs):
+                    for name, path in pages:
+                        before = meter.snapshot()
+                        r = _hammer(
+                            base,
+                            cookies,
+                            path,
+                            clients=args.clients,
+                            requests_n=args.requests,
+                            budget=args.page_budget,
+                        )
+                        cpu = CpuMeter.spent(before, meter.snapshot())
+                        r["web_cpu"], r["db_cpu"] = (cpu[k] / max(1, r["n"]) for k in ("web", "db"))
+                        results[name].append(r)
+                        print(
+                            f"  run {run + 1} {name:<17} n={r['n']:4d} p50={r['p50']:7.0f} p95={r['p95']:7.0f} "
+                            f"max={r['max']:7.0f} ms errors={r['n_errors']} {r['errors'][:1]} "
+                            f"cpu/req web={r['web_cpu']:.1f} db={r['db_cpu']:.1f} ms load={os.getloadavg()[0]:.1f}",
+                            flush=True,
+                        )
             print()
-            print(
-                f"load time {load_s:.1f} s; {args.clients} clients, gunicorn -w {args.workers}, "
-                f"median of {args.runs} run(s); serial = 1 client, median of 10"
+            refreshes = (
+                f"{len(beat.runs)} dashboard_refresh runs, median {statistics.median(beat.runs):.1f} s"
+                if (beat.runs)
+                else "no dashboard_refresh"
             )
-            print(f"{'page':<18}{'n':>6}{'serial':>9}{'p50':>9}{'p95':>9}{'max':>9}  p95<300ms")
+            print(
+                f"load time {load_s:.1f} s; {args.clients} clients, {web} (docker/web.sh), "
+                f"median of {args.runs} run(s); serial = 1 client, median of 10; {refreshes}"
+            )
+            print("cpu web / db: CPU ms per request of gunicorn's workers / of their PostgreSQL backends")
+            header = f"{'page':<18}{'n':>6}{'serial':>9}{'p50':>9}{'p95':>9}{'max':>9}{'cpu web':>9}{'cpu db':>8}"
+            print(f"{header}  p95<300ms")
             for name, _ in pages:
                 rs = results[name]
                 p50 = statistics.median(r["p50"] for r in rs)
                 p95 = statistics.median(r["p95"] for r in rs)
                 mx = max(r["max"] for r in rs)
                 n = sum(r["n"] for r in rs)
-                ok = "yes" if p95 < TARGET_MS else "NO"
-                print(f"{name:<18}{n:>6}{serial[name]:>9.0f}{p50:>9.0f}{p95:>9.0f}{mx:>9.0f}  {ok}")
+                web_cpu = statistics.median(r["web_cpu"] for r in rs)
+                db_cpu = statistics.median(r["db_cpu"] for r in rs)
+                errors = sum(r["n_errors"] for r in rs)
+                ok = "yes" if p95 < TARGET_MS and not errors else "NO"
+                note = f"  ({errors} errors)" if errors else ""
+                print(
+                    f"{name:<18}{n:>6}{serial[name]:>9.0f}{p50:>9.0f}{p95:>9.0f}{mx:>9.0f}{web_cpu:>9.1f}{db_cpu:>8.1f}"
+                    f"  {ok}{note}"
+                )
         finally:
             if gunicorn is not None:
                 gunicorn.send_signal(signal.SIGTERM)

@@ -2,8 +2,9 @@
 
 Servers show their monitoring status, last check and latency, and carry bulk actions: enable / disable,
 pin to a crawler number, check now, crawl now, revive their Dead URLs. URLs carry re-queue, revive and
-exclude; pages show their rank. Every action calls a service (no business logic here), needs the change
-permission (the "operator" group has it, "viewer" has view only), and is recorded in the admin's log.
+exclude; pages show their rank. Every action calls a service of crawladmin.services.operator (no business
+logic here), needs the change permission (the "operator" group has it, "viewer" has view only), and is
+recorded in the admin's log.
 
 Filters on the big tables offer fixed choices rather than Django's distinct-value lists, which would
 scan a million URLs on every page.
@@ -21,14 +22,10 @@ from django.shortcuts import render
 from django.utils.html import format_html
 
 from crawler.fetch import FailureKind
-from crawler.lifecycle import State
-from dashboard import services as operator_services
-from monitoring.services.checks import monitors_check
 from ranking.models import PageRank
 
 from .models import Link, Page, Server, StatusCheck, Url, UrlEvent
-from .services.dispatch import servers_dispatch_with_due_work
-from .services.urls import url_exclude, urls_revive
+from .services import operator
 
 CHECK_NOW_LIMIT = 20  # checks run in the request: at most this many servers, each bounded by the timeouts
 STATUS_COLOURS = {
@@ -136,14 +133,14 @@ class ServerAdmin(admin.ModelAdmin):
     @admin.action(description="Enable selected servers", permissions=["change"])
     def enable(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
-        n = operator_services.servers_set_enabled(server_ids=ids, enabled=True)
+        n = operator.servers_set_enabled(server_ids=ids, enabled=True)
         _log(request, Server, ids, "Enabled")
         self.message_user(request, f"Enabled {n} server(s).", messages.SUCCESS)
 
     @admin.action(description="Disable selected servers", permissions=["change"])
     def disable(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
-        n = operator_services.servers_set_enabled(server_ids=ids, enabled=False)
+        n = operator.servers_set_enabled(server_ids=ids, enabled=False)
         _log(request, Server, ids, "Disabled")
         self.message_user(request, f"Disabled {n} server(s).", messages.SUCCESS)
 
@@ -154,7 +151,7 @@ class ServerAdmin(admin.ModelAdmin):
             form = PinForm(request.POST)
             if form.is_valid():
                 num = form.cleaned_data["crawler_num"]
-                n = operator_services.servers_pin(server_ids=ids, crawler_num=num)
+                n = operator.servers_pin(server_ids=ids, crawler_num=num)
                 _log(request, Server, ids, f"Pinned to crawler {num}" if num is not None else "Unpinned")
                 done = f"pinned to crawler {num}" if num is not None else "unpinned"
                 self.message_user(request, f"{n} server(s) {done}.", messages.SUCCESS)
@@ -184,7 +181,7 @@ class ServerAdmin(admin.ModelAdmin):
                 messages.ERROR,
             )
             return
-        checked = monitors_check(server_ids=ids, claim=False)
+        checked = operator.servers_check_now(server_ids=ids)
         done = [c.target.server_id for c in checked]
         _log(request, Server, done, "Checked now")
         summary = ", ".join(f"{c.target.url}: {c.category}" for c in checked)
@@ -195,7 +192,7 @@ class ServerAdmin(admin.ModelAdmin):
     @admin.action(description="Crawl now (dispatch due URLs)", permissions=["change"])
     def crawl_now(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
-        sent = servers_dispatch_with_due_work(server_ids=ids)
+        sent = operator.servers_crawl_now(server_ids=ids)
         _log(request, Server, ids, f"Crawl dispatched ({sent} load task(s) for {len(ids)} server(s))")
         self.message_user(
             request,
@@ -205,9 +202,9 @@ class ServerAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revive Dead URLs of selected servers", permissions=["change"])
     def revive_dead(self, request, queryset):
-        url_ids = list(Url.objects.filter(server__in=queryset, state=State.DEAD.value).values_list("id", flat=True))
-        n = urls_revive(url_ids=url_ids)
-        _log(request, Server, queryset.values_list("id", flat=True), f"Revived {n} Dead URL(s)")
+        ids = list(queryset.values_list("id", flat=True))
+        n = operator.servers_revive_dead(server_ids=ids)
+        _log(request, Server, ids, f"Revived {n} Dead URL(s)")
         self.message_user(request, f"Revived {n} Dead URL(s).", messages.SUCCESS)
 
 
@@ -280,29 +277,23 @@ class UrlAdmin(admin.ModelAdmin):
     @admin.action(description="Re-queue (due now: Init and NoResponse URLs)", permissions=["change"])
     def requeue(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
-        n = operator_services.urls_requeue(url_ids=ids)
+        n = operator.urls_requeue(url_ids=ids)
         _log(request, Url, ids, "Re-queued")
         skipped = f"; {len(ids) - n} left alone (Visited, Dead, excluded or being worked on)" if n < len(ids) else ""
         self.message_user(request, f"Re-queued {n} URL(s){skipped}.", messages.SUCCESS)
 
     @admin.action(description="Revive (Dead → Init)", permissions=["change"])
     def revive(self, request, queryset):
-        ids = list(queryset.filter(state=State.DEAD.value).values_list("id", flat=True))
-        n = urls_revive(url_ids=ids)
-        _log(request, Url, ids, "Revived")
-        self.message_user(request, f"Revived {n} Dead URL(s).", messages.SUCCESS)
+        revived = operator.urls_revive_dead(url_ids=list(queryset.values_list("id", flat=True)))
+        _log(request, Url, revived, "Revived")
+        self.message_user(request, f"Revived {len(revived)} Dead URL(s).", messages.SUCCESS)
 
     @admin.action(description="Exclude (never fetched again)", permissions=["change"])
     def exclude_urls(self, request, queryset):
-        ids = list(queryset.filter(exclusion_reason="").values_list("id", flat=True))
-        done = [
-            i
-            for i in ids
-            # owner="": only URLs no worker holds right now; a leased one is left to its worker.
-            if url_exclude(url_id=i, reason="excluded by an operator", owner="", states=tuple(State))
-        ]
+        ids = list(queryset.values_list("id", flat=True))
+        done = operator.urls_exclude(url_ids=ids)
         _log(request, Url, done, "Excluded by an operator")
-        self.message_user(request, f"Excluded {len(done)} URL(s) (of {len(ids)} not yet excluded).", messages.SUCCESS)
+        self.message_user(request, f"Excluded {len(done)} URL(s) (of {len(ids)} selected).", messages.SUCCESS)
 
 
 @admin.register(Page)

@@ -1,6 +1,8 @@
 """The read-only JSON API, and the health check the compose file probes.
 
-- `GET /api/summary`: URL counts by state, exclusions, check counts by category, servers, progress.
+- `GET /api/summary`: URL counts by state, exclusions, check counts by category, servers, progress. The
+  counts other than the checks' are shared by every client for a few seconds (`as_of`: when counted),
+  so a thousand pollers cost one count; the check counts are exact (a rollup plus the newest rows).
 - `GET /api/servers`: the servers, with their monitoring status where they are monitored.
 - `GET /healthz`: no authentication; 200 when the database answers, 503 when it does not.
 
@@ -24,7 +26,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
 from crawladmin.models import Server
-from crawladmin.selectors import crawl_summary
+from dashboard.selectors import summary_counts
 from monitoring.models import ServerMonitor
 from monitoring.selectors import maintenance_windows
 
@@ -68,10 +70,11 @@ def api_view(view: View) -> View:
 
 @api_view
 def summary(request: HttpRequest) -> JsonResponse:
-    """The crawl in numbers: what `manage.py crawl --json` prints, without the run's own figures."""
+    """The crawl in numbers: what `manage.py crawl --json` prints, without the run's own figures
+    (dashboard.selectors.summary_counts: at most API_COUNTS_MAX_AGE seconds old but for the checks)."""
     monitored = ServerMonitor.objects.filter(enabled=True, server__enabled=True)
     statuses = {row["status"]: row["n"] for row in monitored.values("status").annotate(n=Count("server_id"))}
-    return JsonResponse({"generated_at": timezone.now().isoformat(), **crawl_summary(), "monitoring": statuses})
+    return JsonResponse({"generated_at": timezone.now().isoformat(), **summary_counts(), "monitoring": statuses})
 
 
 def _servers(*, limit: int, offset: int) -> tuple[int, list[dict]]:

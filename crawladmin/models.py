@@ -81,8 +81,10 @@ class Url(models.Model):
     """A known URL and where it stands in the life-cycle (DESIGN.md §4)."""
 
     url = models.TextField()
-    url_hash = models.CharField(max_length=40, unique=True, help_text="sha1 of the canonical URL")
-    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="urls")
+    # Unique through Meta.constraints, not unique=True: that would add a second (LIKE) index on PostgreSQL.
+    url_hash = models.CharField(max_length=40, help_text="sha1 of the canonical URL")
+    # Not indexed alone: url_claim_idx starts with it.
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="urls", db_index=False)
     state = models.CharField(max_length=12, choices=_choices(State), default=State.INIT.value)
     depth = models.PositiveIntegerField(default=0)
     redirect_hops = models.PositiveSmallIntegerField(default=0)
@@ -110,11 +112,14 @@ class Url(models.Model):
             models.Index(fields=["server", "state", "next_check_at"], name="url_claim_idx"),
             # Sweeps across servers (dispatcher, inactive scan).
             models.Index(fields=["state", "next_check_at"], name="url_due_idx"),
-            # The reconciler looks only at leased rows.
-            models.Index(fields=["lease_expires_at"], name="url_lease_idx", condition=~Q(lease_owner="")),
+            # No index on the lease columns, on purpose: a claim then changes no indexed column, so PostgreSQL
+            # updates the 1,000 rows of a claim in place (HOT; the table keeps free space for it, see
+            # migration 0007) instead of adding an entry to every index for each row: ~60 -> ~20 ms. The
+            # reconciler's look for expired leases, every 30 s, scans the table instead.
             # The active scan's staleness choice walks Visited URLs oldest check first.
             models.Index(fields=["last_checked_at"], name="url_visited_age_idx", condition=Q(state="visited")),
         ]
+        constraints = [models.UniqueConstraint(fields=["url_hash"], name="url_hash_unique")]
 
     def __str__(self) -> str:
         return self.url
@@ -129,7 +134,7 @@ class Page(models.Model):
     description = models.TextField(blank=True)
     content_type = models.CharField(max_length=200, blank=True)
     size = models.PositiveIntegerField(default=0, help_text="Body bytes before compression")
-    checksum = models.CharField(max_length=40, db_index=True)
+    checksum = models.CharField(max_length=40)
     duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     fetched_at = models.DateTimeField()
     extracted_at = models.DateTimeField(null=True, blank=True)
@@ -138,6 +143,7 @@ class Page(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["fetched_at"], name="page_unextracted_idx", condition=Q(extracted_at__isnull=True)),
+            models.Index(fields=["checksum"], name="page_checksum_idx"),
         ]
 
     def __str__(self) -> str:
@@ -149,15 +155,30 @@ class Page(models.Model):
 
 
 class Link(models.Model):
-    from_url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="links_out")
-    to_url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="links_in")
+    # ~30 per page, the most written table: no database-level foreign keys (two trigger checks a row; the
+    # ids come straight from the URL rows, and deletes cascade through the ORM), and from_url has no
+    # index of its own: link_unique starts with it.
+    from_url = models.ForeignKey(
+        Url, on_delete=models.CASCADE, related_name="links_out", db_index=False, db_constraint=False
+    )
+    to_url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="links_in", db_constraint=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["from_url", "to_url"], name="link_unique")]
 
 
 class StatusCheck(models.Model):
-    """One HTTP request and what came of it: the raw material of monitoring (DESIGN.md §6)."""
+    """One HTTP request and what came of it: the raw material of monitoring (DESIGN.md §6).
+
+    The crawl's agents write the row in two steps, so a request is never lost from the record: an intent
+    row in category PENDING, committed before the request is sent, then the outcome written over it. A
+    row whose outcome never came (the worker was killed, the database went away) is finished by the
+    reconciler as INTERRUPTED. Neither is something the server did: both are left out of every
+    statistic about servers (NOT_SERVER_ANSWERS)."""
+
+    PENDING = "pending"
+    INTERRUPTED = "interrupted"
+    NOT_SERVER_ANSWERS = (PENDING, INTERRUPTED)
 
     url = models.ForeignKey(Url, null=True, blank=True, on_delete=models.SET_NULL, related_name="checks")
     server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="checks")
@@ -165,7 +186,9 @@ class StatusCheck(models.Model):
     method = models.CharField(max_length=8, default="GET")
     checked_at = models.DateTimeField()
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    category = models.CharField(max_length=12, choices=_choices(Category))
+    category = models.CharField(
+        max_length=12, choices=_choices(Category) + [(PENDING, "Pending"), (INTERRUPTED, "Interrupted")]
+    )
     failure_kind = models.CharField(max_length=32, blank=True)
     detail = models.CharField(max_length=300, blank=True)
     latency_ms = models.FloatField()
@@ -178,13 +201,17 @@ class StatusCheck(models.Model):
     crawler_num = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["server", "checked_at"], name="check_server_time_idx")]
+        indexes = [
+            models.Index(fields=["server", "checked_at"], name="check_server_time_idx"),
+            # The reconciler looks only at requests still waiting for their outcome.
+            models.Index(fields=["checked_at"], name="check_pending_idx", condition=Q(category="pending")),
+        ]
 
 
 class UrlEvent(models.Model):
     """One change of a URL's state: who moved it, from where to where, and why."""
 
-    url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="events")
+    url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="events", db_index=False)  # event_url_time_idx
     from_state = models.CharField(max_length=12, choices=_choices(State))
     to_state = models.CharField(max_length=12, choices=_choices(State))
     agent = models.CharField(max_length=16, choices=_choices(Agent))

@@ -252,21 +252,53 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_ENABLE_UTC = True
-# At-least-once delivery; the database makes effects exactly-once (guarded claims, unique rows).
+# --- Reliability (issue 8; the README's Operations section explains each value) ---
+# At-least-once delivery; the database makes effects exactly-once (guarded claims, unique rows). A message
+# is acknowledged when its task ends, so a task whose worker dies comes back: at once when only a pool
+# process died (reject on worker lost), after the visibility timeout when the whole worker died. Both
+# redeliver a poison message that kills its worker every time, so crawladmin.celery caps deliveries.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# A worker holds no more messages than it runs: a killed worker strands nothing else, and a waiting
+# message goes to whichever worker is free.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# A task never outlives its lease: it stops claiming at CRAWL_TASK_BUDGET, and the hard limit ends it
-# well before the lease expires and the reconciler hands its work to someone else.
-CELERY_TASK_SOFT_TIME_LIMIT = int(
-    _cfg["CRAWL_TASK_BUDGET"] + _cfg["CRAWL_BODY_TIMEOUT"] + _cfg["CRAWL_HEADER_TIMEOUT"] + 30
-)
+# A task never outlives its lease: it stops claiming at CRAWL_TASK_BUDGET, its last request ends by the
+# fetcher's own deadlines (connect + headers + body), and the hard limit ends it well before the lease
+# (CRAWL_LEASE_SECONDS, 300 s) expires and the reconciler hands its work to someone else.
+_REQUEST_DEADLINE = _cfg["CRAWL_CONNECT_TIMEOUT"] + _cfg["CRAWL_HEADER_TIMEOUT"] + _cfg["CRAWL_BODY_TIMEOUT"]
+CELERY_TASK_SOFT_TIME_LIMIT = int(_cfg["CRAWL_TASK_BUDGET"] + _REQUEST_DEADLINE + 30)
 CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 30
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    # Redis hands an unacknowledged message to another worker after this long. Longer than any agent's
+    # task may run (the hard limit), or a slow task would run twice; far shorter than Redis' default hour.
+    # Nothing waits for it anyway: the database's leases and the reconciler recover the work itself.
+    "visibility_timeout": CELERY_TASK_TIME_LIMIT + 60,
+    # How often each worker looks for such messages (kombu's default is about every 100 s).
+    "unacked_restore_interval": 10,
+    "unacked_restore_throttle": 1,
+    # A broker that vanishes without closing the connection (a machine gone, a NAT timeout) is noticed.
+    "socket_connect_timeout": 5,
+    "socket_timeout": 30,
+    "socket_keepalive": True,
+    "health_check_interval": 10,
+}
+if CELERY_BROKER_URL.startswith("redis://"):
+    # kombu's Redis transport with acknowledgements that survive a broker restart (see crawladmin.celery).
+    # Not for rediss://, whose TLS defaults kombu derives from the scheme's name.
+    CELERY_BROKER_TRANSPORT = "crawladmin.celery:RedisTransport"
 if CELERY_EMBEDDED:
     # The in-memory transport polls its queues; its default of 1 s idles the embedded worker between tasks.
-    CELERY_BROKER_TRANSPORT_OPTIONS["polling_interval"] = 0.01
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # a worker or beat waits for the broker however long it is away
+# Publishing (after commit, from tasks and beat) rides out a broker restart of ~20 s before it gives up;
+# a message lost then is re-sent from the database (dispatcher, reconciler, sweeps).
+CELERY_TASK_PUBLISH_RETRY = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 12, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
+# On a lost broker connection running tasks finish (they cannot be cancelled in a thread pool anyway):
+# their ack may fail and the message come back, which then finds its work done.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_TASK_DEFAULT_QUEUE = "housekeeping"
 # Celery tries these glob patterns in order: the specific scan tasks before the sweeps' pattern.
 CELERY_TASK_ROUTES = {

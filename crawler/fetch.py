@@ -110,6 +110,7 @@ class FetchResult:
     bytes_received: int  # decompressed body bytes read
     timings: Timings
     peer_ip: str | None
+    check_id: int | None = None  # the caller's record of this request (crawladmin's StatusCheck row), if any
 
     @property
     def responded(self) -> bool:

@@ -73,10 +73,29 @@ def _join(base: str, url: str) -> str:
     # silently return the base instead of failing on the empty host.
     if _SCHEME_RE.match(url):
         return url
+    if url.startswith("/") and not url.startswith("//") and "/." not in url:
+        # The common case, an absolute path without dot segments: the base's origin plus the path, which
+        # is what urljoin would return (dot segments are left to urljoin: it removes them its own way).
+        origin = _origin_of(base)
+        if origin is not None:
+            return origin + url
     try:
         return urljoin(_clean(base), url)
     except ValueError as exc:  # e.g. "//[::1/x": unbalanced IPv6 brackets
         raise UrlError("malformed", url) from exc
+
+
+def _origin_of(base: str) -> str | None:
+    """'scheme://authority' of an absolute URL without tabs or newlines; None when it isn't one."""
+    start = base.find("://")
+    if start <= 0 or not _SCHEME_RE.match(base) or _STRIP_CHARS_RE.search(base):
+        return None
+    end = len(base)
+    for stop in "/?#":
+        at = base.find(stop, start + 3)
+        if 0 <= at < end:
+            end = at
+    return base[:end]
 
 
 def _split_checked(url: str) -> SplitResult:

@@ -39,6 +39,16 @@ def cached(key: str, ttl: float, compute: Callable[[], T]) -> T:
         lock.release()
 
 
+def recent(key: str, ttl: float) -> object | None:
+    """What `remember` stored under `key` less than `ttl` seconds ago, else None."""
+    hit = _values.get(key)
+    return hit[1] if hit is not None and time.monotonic() - hit[0] < ttl else None
+
+
+def remember(key: str, value: object) -> None:
+    _values[key] = (time.monotonic(), value)
+
+
 def clear() -> None:
     """Forget every value (tests)."""
     _values.clear()

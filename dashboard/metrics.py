@@ -1,7 +1,7 @@
 """`GET /metrics`: the Prometheus text exposition (format 0.0.4), behind the API's authentication
 (a logged-in session or `Authorization: Bearer <CRAWLADMIN_API_TOKEN>`, crawladmin.api.api_view).
 
-Gauges only, from the same cheap reads as the dashboard: URL counts by state (cached 30 s), servers by
+Gauges only, from the same cheap reads as the dashboard: URL counts by state (at most a minute old), servers by
 monitoring status, checks per second over the last minute by category and agent (an id-bounded range
 of StatusCheck, never a scan of the table), queue lengths when the broker is Redis.
 """
@@ -14,6 +14,7 @@ from crawladmin.api import api_view
 from crawladmin.models import Link, Page, Server, StatusCheck
 
 from . import broker, selectors
+from .cache import cached
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -41,7 +42,7 @@ def metrics_text() -> str:
     urls = selectors.url_state_counts()
     out.gauge(
         "crawladmin_urls",
-        "URLs by life-cycle state (excluded ones apart); cached up to 30 s.",
+        "URLs by life-cycle state (excluded ones apart); counted at most a minute ago.",
         [({"state": s}, n) for s, n in urls["states"].items()],
     )
     out.gauge(
@@ -75,10 +76,15 @@ def metrics_text() -> str:
             "Messages waiting per Celery queue.",
             [({"queue": q}, n) for q, n in queues.items()],
         )
+    estimates = cached(
+        "table_estimates",
+        30.0,
+        lambda: [
+            ({"table": m._meta.model_name}, selectors.table_estimate(m)) for m in (Server, Page, Link, StatusCheck)
+        ],
+    )
     out.gauge(
-        "crawladmin_table_rows_estimate",
-        "Rows per table (PostgreSQL's planner estimate; exact on SQLite).",
-        [({"table": m._meta.model_name}, selectors.table_estimate(m)) for m in (Server, Page, Link, StatusCheck)],
+        "crawladmin_table_rows_estimate", "Rows per table (PostgreSQL's planner estimate; exact on SQLite).", estimates
     )
     return out.text()
 

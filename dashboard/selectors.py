@@ -1,9 +1,12 @@
-"""Reads for the dashboard pages and /metrics (no writes here).
+"""Reads for the dashboard pages, the API's summary and /metrics.
 
-Every page must stay fast with a million URLs and millions of checks, so nothing here counts a whole
-big table per request: recent checks are found by their id range (ids grow with time), counts by state
-are cached for a short while, table sizes come from PostgreSQL's estimate, and server history comes
-from the hourly rollups or from the (server, checked_at) index.
+Every page must stay fast with a million URLs and millions of checks, so nothing here counts a big table
+per request: the crawl's counts, the check totals and the dead-link report are snapshots kept by
+dashboard.rollups (each with the time it was computed, which the pages show); a server's URL and failure
+figures come from its ServerRollup row, a site's dead links from the BrokenLink rollup; recent checks
+are found by their id range (ids grow with time), table sizes come from PostgreSQL's estimate, and
+server history from the hourly rollups or the (server, checked_at) index. The only write reachable
+from here is a stale rollup's read-through refresh (dashboard.rollups.figures).
 """
 
 from __future__ import annotations
@@ -15,23 +18,40 @@ from datetime import datetime, timedelta
 
 from django.db import connection
 from django.db.models import Case, Count, Exists, IntegerField, Model, OuterRef, Q, Subquery, Value, When
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.timesince import timesince
 
-from crawladmin.models import Link, Page, Server, StatusCheck, Url
+from crawladmin.models import Page, Server, StatusCheck
+from crawladmin.selectors import check_category_counts
 from crawler.lifecycle import Agent, State
 from crawler.status import Category
 from monitoring.models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
-from monitoring.selectors import hour_floor
+from monitoring.selectors import hour_floor, uptime_counts, uptime_of
 
+from . import rollups
 from .cache import cached
+from .idrange import first_id_since
+from .models import BrokenLink, ServerRollup
+from .templatetags.dashboard_tags import ms
 
-FAILING = (State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value, State.DEAD.value)
+FAILING = rollups.FAILING
+SERVER_ANSWERS = rollups.SERVER_ANSWERS
 MAINTENANCE = "maintenance"
 UNMONITORED = "unmonitored"
 # Worst first: the grid shows servers in trouble at the top.
 GRID_STATUSES = ("error", "disconnect", "delay", MAINTENANCE, "unknown", "normal", UNMONITORED)
 RANGES = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
-COUNT_TTL = 30.0  # seconds a cached count may be old
+
+# How old each figure may be when a reader gets it (seconds). Beat refreshes the rollups well within
+# theirs (every 60 s, dead links every 300 s), so readers compute only when beat is late or absent.
+API_COUNTS_MAX_AGE = 5.0  # /api/summary: scripts poll it during a crawl and expect it to move
+PAGE_COUNTS_MAX_AGE = 60.0  # the crawl page and /metrics
+CHECK_TOTALS_MAX_AGE = 600.0  # plus the live count of the newest checks: exact whatever its age
+SERVER_ROLLUP_MAX_AGE = 300.0
+DEAD_LINKS_MAX_AGE = 900.0
+SHARED_VIEW_TTL = 5.0  # what every viewer sees alike (grid tiles, counts by status)
+DEAD_LINKS_PAGE = 50
 
 
 # --------------------------------------------------------------------------------------------------
@@ -51,43 +71,6 @@ def table_estimate(model: type[Model]) -> int:
     return model.objects.count()
 
 
-def first_id_since(model: type[Model], field: str, since: datetime, *, window: int = 32) -> int | None:
-    """The smallest id whose `field` is at or after `since`, for append-mostly tables whose ids grow with
-    `field` (StatusCheck.checked_at). Gallops back from the newest row, then bisects: a few dozen short
-    index range reads of the primary key, however big the table. Rows are not written in perfect order
-    (a check is stamped when it started, written when it ended), so each probe looks at the newest of
-    the `window` rows at or before it, and one late row cannot hide the recent ones. Approximate at the
-    edge, which is good enough for a rate. None: no recent row."""
-    qs = model.objects.order_by("-pk")
-
-    def newest_at_or_before(pk: int | None):
-        rows = qs if pk is None else qs.filter(pk__lte=pk)
-        stamps = [s for s in rows.values_list(field, flat=True)[:window] if s is not None]
-        return max(stamps) if stamps else None
-
-    top = qs.values_list("pk", flat=True).first()
-    if top is None or (newest_at_or_before(None) or since) < since:
-        return None
-    hi, step, lo = top, 1, None  # hi: an id with recent rows at or before it
-    for _ in range(64):
-        probe = hi - step
-        stamp = newest_at_or_before(probe) if probe > 0 else None
-        if stamp is None or stamp < since:
-            lo = max(probe, 0)
-            break
-        hi, step = probe, step * 2
-    if lo is None:
-        return hi
-    while hi - lo > 1:  # invariant: nothing recent at or before lo; something recent at or before hi
-        mid = (lo + hi) // 2
-        stamp = newest_at_or_before(mid)
-        if stamp is None or stamp < since:
-            lo = mid
-        else:
-            hi = mid
-    return max(hi - window + 1, lo + 1)  # the recent row may be any of the window's rows
-
-
 def recent_checks(*, seconds: float, now: datetime | None = None):
     """StatusCheck rows of the last `seconds`, as a queryset bounded by an id range."""
     now = now or timezone.now()
@@ -99,13 +82,12 @@ def recent_checks(*, seconds: float, now: datetime | None = None):
 
 
 def check_rates(*, seconds: float = 60.0) -> dict:
-    """Checks per second over the last `seconds`, by category and by agent."""
+    """Finished checks per second over the last `seconds`, by category and by agent."""
 
     def compute() -> dict:
         by = Counter()
-        for agent, category, n in (
-            recent_checks(seconds=seconds).values_list("agent", "category").annotate(n=Count("id")).order_by()
-        ):
+        recent = recent_checks(seconds=seconds).filter(category__in=SERVER_ANSWERS)
+        for agent, category, n in recent.values_list("agent", "category").annotate(n=Count("id")).order_by():
             by[("agent", agent)] += n
             by[("category", category)] += n
         return {
@@ -118,29 +100,45 @@ def check_rates(*, seconds: float = 60.0) -> dict:
     return cached(f"check_rates:{seconds}", 5.0, compute)
 
 
+# --------------------------------------------------------------------------------------------------
+# The crawl in numbers (snapshots kept by dashboard.rollups)
+
+
+def crawl_figures(*, max_age: float = PAGE_COUNTS_MAX_AGE) -> rollups.Figures:
+    """crawl_summary's counts (URLs by state and exclusion, failure kinds, servers, pages, links, work due)
+    at most `max_age` seconds old, shared by every process."""
+    return rollups.figures(rollups.CRAWL_SUMMARY, max_age=max_age, compute=rollups.crawl_summary_compute)
+
+
+def check_totals() -> dict[str, int]:
+    """Status checks by category, exact: the rollup of every settled check plus a live count of the newer
+    ones (an id range: the last few minutes of checks, whatever the table's size)."""
+    rollup = rollups.figures(rollups.CHECK_TOTALS, max_age=CHECK_TOTALS_MAX_AGE, compute=rollups.check_totals_compute)
+    totals = dict(rollup.data["categories"])
+    for category, n in check_category_counts(StatusCheck.objects.filter(pk__gt=rollup.data["through_id"])).items():
+        totals[category] = totals.get(category, 0) + n
+    return totals
+
+
+def summary_counts() -> dict:
+    """What /api/summary reports: crawl_summary's figures (at most API_COUNTS_MAX_AGE old; `as_of` says
+    when they were counted) and the check totals (exact)."""
+    crawl = crawl_figures(max_age=API_COUNTS_MAX_AGE)
+    return {"as_of": crawl.computed_at.isoformat(), **crawl.data, "checks": check_totals()}
+
+
 def url_state_counts() -> dict:
-    """URLs by state (excluded ones apart) and excluded by reason; cached COUNT_TTL seconds."""
-
-    def compute() -> dict:
-        states = {s.value: 0 for s in State}
-        excluded = 0
-        rows = Url.objects.values_list("state", "exclusion_reason").annotate(n=Count("id")).order_by()
-        reasons: Counter = Counter()
-        for state, reason, n in rows:
-            if reason:
-                excluded += n
-                reasons[reason] += n
-            else:
-                states[state] += n
-        return {
-            "states": states,
-            "excluded": excluded,
-            "reasons": dict(reasons.most_common()),
-            "total": sum(states.values()) + excluded,
-            "computed_at": timezone.now(),
-        }
-
-    return cached("url_state_counts", COUNT_TTL, compute)
+    """URLs by state (excluded ones apart) and excluded by reason, as of `computed_at` (at most
+    PAGE_COUNTS_MAX_AGE seconds ago)."""
+    crawl = crawl_figures()
+    reasons = dict(sorted(crawl.data["excluded"].items(), key=lambda kv: (-kv[1], kv[0])))
+    return {
+        "states": crawl.data["states"],
+        "excluded": sum(reasons.values()),
+        "reasons": reasons,
+        "total": crawl.data["urls"],
+        "computed_at": crawl.computed_at,
+    }
 
 
 def monitor_status_counts() -> dict[str, int]:
@@ -153,7 +151,7 @@ def monitor_status_counts() -> dict[str, int]:
             out[status] = n
         return out
 
-    return cached("monitor_status_counts", 5.0, compute)
+    return cached("monitor_status_counts", SHARED_VIEW_TTL, compute)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -186,6 +184,12 @@ class Tile:
     last_category: str
     latency_ms: float | None
     status_code: int | None
+    href: str = ""
+    ago: str = ""  # "3 minutes ago", as of when the tile was made
+
+    @property
+    def latency_text(self) -> str:
+        return ms(self.latency_ms)
 
     def as_json(self) -> dict:
         return {
@@ -199,13 +203,16 @@ class Tile:
 
 
 def grid_groups() -> list[str]:
-    return list(Server.objects.exclude(group="").order_by("group").values_list("group", flat=True).distinct())
+    def compute() -> list[str]:
+        return list(Server.objects.exclude(group="").order_by("group").values_list("group", flat=True).distinct())
+
+    return cached("grid_groups", 30.0, compute)
 
 
 def grid_tiles(*, status: str = "", group: str = "", limit: int = 300, offset: int = 0) -> tuple[int, list[Tile]]:
     """One page of servers for the grid, worst status first: (matching servers, tiles). Each tile's
-    last check is the server's newest StatusCheck (any agent), found through the (server, checked_at)
-    index, one probe per tile."""
+    last check is the server's newest finished StatusCheck (any agent), found through the
+    (server, checked_at) index, one probe per tile."""
     now = timezone.now()
     qs = _grid_queryset(now)
     if status:
@@ -215,7 +222,11 @@ def grid_tiles(*, status: str = "", group: str = "", limit: int = 300, offset: i
     severity = Case(
         *(When(grid_status=s, then=Value(i)) for i, s in enumerate(GRID_STATUSES)), output_field=IntegerField()
     )
-    newest = StatusCheck.objects.filter(server=OuterRef("pk")).order_by("-checked_at").values("pk")[:1]
+    newest = (
+        StatusCheck.objects.filter(server=OuterRef("pk"), category__in=SERVER_ANSWERS)
+        .order_by("-checked_at")
+        .values("pk")[:1]
+    )
     rows = list(
         qs.annotate(severity=severity, last_check_id=Subquery(newest))
         .order_by("severity", "host", "port", "id")
@@ -232,7 +243,13 @@ def grid_tiles(*, status: str = "", group: str = "", limit: int = 300, offset: i
             "monitor__status_since",
         )[offset : offset + limit]
     )
-    checks = StatusCheck.objects.in_bulk([r["last_check_id"] for r in rows if r["last_check_id"]])
+    checks = {
+        c["id"]: c
+        for c in StatusCheck.objects.filter(id__in=[r["last_check_id"] for r in rows if r["last_check_id"]]).values(
+            "id", "checked_at", "category", "latency_ms", "status_code"
+        )
+    }
+    server_href = reverse("dashboard:server", args=[0])[: -len("0/")]
     tiles = []
     for r in rows:
         check = checks.get(r["last_check_id"])
@@ -245,10 +262,12 @@ def grid_tiles(*, status: str = "", group: str = "", limit: int = 300, offset: i
                 enabled=r["enabled"],
                 status=r["grid_status"],
                 status_since=r["monitor__status_since"],
-                last_check_at=check.checked_at if check else None,
-                last_category=check.category if check else "",
-                latency_ms=check.latency_ms if check and check.status_code is not None else None,
-                status_code=check.status_code if check else None,
+                last_check_at=check["checked_at"] if check else None,
+                last_category=check["category"] if check else "",
+                latency_ms=check["latency_ms"] if check and check["status_code"] is not None else None,
+                status_code=check["status_code"] if check else None,
+                href=f"{server_href}{r['id']}/",
+                ago=f"{timesince(check['checked_at'], now)} ago" if check else "never checked",
             )
         )
     return qs.count(), tiles
@@ -264,7 +283,9 @@ def server_latency_series(*, server_id: int, range_name: str, now: datetime | No
     now = now or timezone.now()
     span = RANGES[range_name]
     if range_name == "1h":
-        checks = StatusCheck.objects.filter(server_id=server_id, checked_at__gte=now - span).order_by("checked_at")
+        checks = StatusCheck.objects.filter(
+            server_id=server_id, checked_at__gte=now - span, category__in=SERVER_ANSWERS
+        ).order_by("checked_at")
         monitor = checks.filter(agent=Agent.MONITOR.value)
         rows = list(
             (monitor if monitor.exists() else checks).values_list("checked_at", "latency_ms", "category")[:5000]
@@ -275,8 +296,8 @@ def server_latency_series(*, server_id: int, range_name: str, now: datetime | No
             "series": {"latency": [round(ms, 1) for _, ms, _ in rows]},
             "categories": [cat for _, _, cat in rows],
         }
-    rollups = HourlyRollup.objects.filter(server_id=server_id, hour__gt=hour_floor(now) - span).order_by("hour")
-    rows = list(rollups.values_list("hour", "latency_mean_ms", "latency_p95_ms", "latency_max_ms"))
+    rollups_ = HourlyRollup.objects.filter(server_id=server_id, hour__gt=hour_floor(now) - span).order_by("hour")
+    rows = list(rollups_.values_list("hour", "latency_mean_ms", "latency_p95_ms", "latency_max_ms"))
 
     def r(v):
         return None if v is None else round(v, 1)
@@ -293,44 +314,96 @@ def server_latency_series(*, server_id: int, range_name: str, now: datetime | No
     }
 
 
-def server_recent_checks(*, server_id: int, limit: int = 60) -> list[StatusCheck]:
-    """The server's newest checks, oldest first (the bar reads left to right)."""
+def server_recent_checks(*, server_id: int, limit: int = 60) -> list[dict]:
+    """The server's newest checks, oldest first (the bar reads left to right); each a dict of the
+    check's fields plus `summary`, the one line its bar segment shows on hover."""
     qs = StatusCheck.objects.filter(server_id=server_id).order_by("-checked_at", "-id")
-    return list(
-        reversed(
-            qs.only(
-                "checked_at",
-                "status_code",
-                "category",
-                "failure_kind",
-                "detail",
-                "latency_ms",
-                "agent",
-                "requested_url",
-            )[:limit]
-        )
+    rows = list(
+        qs.values(
+            "checked_at",
+            "status_code",
+            "category",
+            "failure_kind",
+            "detail",
+            "latency_ms",
+            "agent",
+            "requested_url",
+        )[:limit]
     )
+    rows.reverse()
+    for c in rows:  # formatted here once: the page shows each check twice, and template filters cost more
+        c["latency"] = ms(c["latency_ms"])
+        c["at"] = _local(c["checked_at"])
+        outcome = c["failure_kind"] if c["status_code"] is None else c["status_code"]
+        c["summary"] = (
+            f"{c['checked_at'].isoformat()} · {c['agent']} · {outcome} · {c['latency']} · {c['requested_url']}"
+        )
+    return rows
 
 
-def server_timeline_recent(*, server_id: int, limit: int = 100) -> list[StatusChange]:
-    return list(StatusChange.objects.filter(server_id=server_id).order_by("-at", "-id")[:limit])
+def _local(at: datetime) -> str:
+    return timezone.localtime(at).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def server_failure_kinds(*, server_id: int, days: int = 7, now: datetime | None = None) -> dict:
-    """Why this server's requests failed over the last `days` (checks), and its failing URLs by kind."""
-    now = now or timezone.now()
-    checks = StatusCheck.objects.filter(server_id=server_id, checked_at__gte=now - timedelta(days=days))
-    by_check = checks.exclude(failure_kind="").values_list("failure_kind").annotate(n=Count("id")).order_by("-n")
-    urls = Url.objects.filter(server_id=server_id, state__in=FAILING)
-    by_url = urls.values_list("failure_kind").annotate(n=Count("id")).order_by("-n")
-    return {"days": days, "checks": list(by_check), "urls": [(k or "(none)", n) for k, n in by_url]}
-
-
-def server_url_states(*, server_id: int) -> dict[str, int]:
-    out = {s.value: 0 for s in State}
-    for state, n in Url.objects.filter(server_id=server_id).values_list("state").annotate(n=Count("id")).order_by():
-        out[state] = n
+def server_timeline_recent(*, server_id: int, limit: int = 100) -> list[dict]:
+    """The server's confirmed status changes, newest first: at (formatted), from_status, to_status, reason."""
+    rows = StatusChange.objects.filter(server_id=server_id).order_by("-at", "-id")
+    out = list(rows.values("at", "from_status", "to_status", "reason")[:limit])
+    for row in out:
+        row["at"] = _local(row["at"])
     return out
+
+
+def server_with_status(*, server_id: int, now: datetime | None = None) -> Server | None:
+    """The server with its monitor row (`monitor`, absent when not monitored) and `status`: what
+    monitoring.selectors.server_status_now says ("maintenance" while a window is open, else the confirmed
+    status), or "unmonitored". One query."""
+    now = now or timezone.now()
+    open_window = MaintenanceWindow.objects.filter(server=OuterRef("pk"), starts_at__lte=now, ends_at__gt=now)
+    server = (
+        Server.objects.select_related("monitor")
+        .annotate(in_maintenance=Exists(open_window))
+        .filter(pk=server_id)
+        .first()
+    )
+    if server is not None:
+        monitor = getattr(server, "monitor", None)
+        if monitor is None:
+            server.status = UNMONITORED
+        else:
+            server.status = MAINTENANCE if server.in_maintenance else monitor.status
+    return server
+
+
+def server_figures(*, server_id: int, now: datetime | None = None) -> dict:
+    """The server's URLs by state (every state present), failing URLs and failed checks by failure kind,
+    uptime per window (monitoring's Uptime), as of `as_of`: from its ServerRollup (beat, every minute)
+    while that is younger than SERVER_ROLLUP_MAX_AGE, else counted now (a new server, beat late, the
+    embedded mode)."""
+    now = now or timezone.now()
+    fields = ("url_states", "failing_url_kinds", "check_failure_kinds", "check_days", "uptime_counts", "computed_at")
+    fresh = ServerRollup.objects.filter(
+        server_id=server_id, computed_at__gte=now - timedelta(seconds=SERVER_ROLLUP_MAX_AGE)
+    )
+    row = fresh.values(*fields).first()
+    if row is None:
+        live = rollups.server_figures_compute(server_ids=[server_id], now=now).get(server_id, {})
+        row = {
+            "url_states": live.get("url_states", {}),
+            "failing_url_kinds": live.get("failing_url_kinds", []),
+            "check_failure_kinds": live.get("check_failure_kinds", []),
+            "check_days": rollups.CHECK_FAILURE_DAYS,
+            "uptime_counts": uptime_counts(server_ids=[server_id], now=now).get(server_id, {}),
+            "computed_at": now,
+        }
+    return {
+        "url_states": {s.value: row["url_states"].get(s.value, 0) for s in State},
+        "failing_url_kinds": row["failing_url_kinds"],
+        "check_failure_kinds": row["check_failure_kinds"],
+        "days": row["check_days"],
+        "uptime": uptime_of(row["uptime_counts"]),
+        "as_of": row["computed_at"],
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -355,55 +428,56 @@ def heat_row(server_id: int, origin: str, profile: Sequence[float | None]) -> He
 
 
 def load_heatmap(*, group: str = "", limit: int = 200) -> list[HeatRow]:
-    qs = ServerMonitor.objects.filter(load_profile__isnull=False).select_related("server")
+    qs = ServerMonitor.objects.filter(load_profile__isnull=False)
     if group:
         qs = qs.filter(server__group=group)
-    rows = qs.order_by("server__host", "server__port").only(
+    rows = qs.order_by("server__host", "server__port").values_list(
         "server_id", "load_profile", "server__scheme", "server__host", "server__port"
     )[:limit]
-    return [heat_row(m.server_id, m.server.origin, m.load_profile) for m in rows if len(m.load_profile or []) == 24]
+    return [
+        heat_row(sid, Server(scheme=scheme, host=host, port=port).origin, profile)
+        for sid, profile, scheme, host, port in rows
+        if len(profile or []) == 24
+    ]
 
 
 # --------------------------------------------------------------------------------------------------
-# The dead-link report
+# The dead-link report (the BrokenLink rollup, dashboard.rollups)
+
+
+def dead_links_figures() -> rollups.Figures:
+    return rollups.figures(rollups.DEAD_LINKS, max_age=DEAD_LINKS_MAX_AGE, compute=rollups.dead_links_compute)
 
 
 def dead_link_sites() -> list[dict]:
     """Sites whose pages link to URLs that are Dead or failing: per site, broken links, the pages that
-    carry them and the distinct failing targets. Starts from the failing URLs (the state index) and
-    follows Link's to_url index, so it costs what there is to report, not the size of the link table."""
-
-    def compute() -> list[dict]:
-        rows = (
-            Link.objects.filter(to_url__state__in=FAILING, to_url__exclusion_reason="")
-            .values("from_url__server_id")
-            .annotate(
-                links=Count("id"),
-                pages=Count("from_url_id", distinct=True),
-                targets=Count("to_url_id", distinct=True),
-                dead=Count("to_url_id", distinct=True, filter=Q(to_url__state=State.DEAD.value)),
-            )
-            .order_by("-links")
-        )
-        rows = list(rows[:1000])
-        servers = Server.objects.in_bulk([r["from_url__server_id"] for r in rows])
-        return [
-            {"server_id": r["from_url__server_id"], "origin": servers[r["from_url__server_id"]].origin, **r}
-            for r in rows
-            if r["from_url__server_id"] in servers
-        ]
-
-    return cached("dead_link_sites", COUNT_TTL, compute)
+    carry them, the distinct failing targets and how many are Dead (as of dead_links_figures())."""
+    return dead_links_figures().data["sites"]
 
 
-def dead_links_of(*, server_id: int, limit: int = 2000) -> list[dict]:
-    """The site's pages that link to Dead or failing URLs, each link with the target's state and status."""
-    rows = (
-        Link.objects.filter(from_url__server_id=server_id, to_url__state__in=FAILING, to_url__exclusion_reason="")
-        .order_by("from_url__url", "to_url__url")
-        .values(
+def dead_links_count(*, server_id: int) -> int:
+    """The site's broken links as of the last refresh: from the report, or for a site beyond its busiest
+    DEAD_LINK_SITES_SHOWN, an index range count of its rollup rows."""
+    for site in dead_links_figures().data["sites"]:
+        if site["server_id"] == server_id:
+            return site["links"]
+    return BrokenLink.objects.filter(site_id=server_id).count()
+
+
+def dead_links_of(*, server_id: int, limit: int = DEAD_LINKS_PAGE, after: tuple[int, int] | None = None) -> list[dict]:
+    """One page of the site's links to failing URLs, by page then target (ids: the order the crawl found
+    them), from `after` (the last (page id, target id) of the previous page) on: the site's rows of the
+    broken-link rollup, an index range however big the site. Targets are read live: one that recovered
+    since the last refresh is left out, and each shows its current state and status."""
+    dead_links_figures()  # builds the rollup if it is missing or too old
+    rows = BrokenLink.objects.filter(site_id=server_id, to_url__state__in=FAILING, to_url__exclusion_reason="")
+    if after is not None:
+        rows = rows.filter(Q(from_url_id__gt=after[0]) | Q(from_url_id=after[0], to_url_id__gt=after[1]))
+    rows = list(
+        rows.order_by("from_url_id", "to_url_id").values(
             "from_url_id",
             "from_url__url",
+            "from_url__page__title",
             "to_url_id",
             "to_url__url",
             "to_url__state",
@@ -412,8 +486,12 @@ def dead_links_of(*, server_id: int, limit: int = 2000) -> list[dict]:
             "to_url__last_checked_at",
         )[:limit]
     )
-    rows = list(rows)
-    titles = dict(Page.objects.filter(url_id__in={r["from_url_id"] for r in rows}).values_list("url_id", "title"))
     for r in rows:
-        r["title"] = titles.get(r["from_url_id"], "")
+        r["title"] = r.pop("from_url__page__title") or ""
+        checked = r["to_url__last_checked_at"]
+        r["checked"] = timezone.localtime(checked).strftime("%Y-%m-%d %H:%M") if checked else "–"
     return rows
+
+
+def top_page_titles(url_ids: Sequence[int]) -> dict[int, str]:
+    return dict(Page.objects.filter(url_id__in=list(url_ids)).values_list("url_id", "title"))

@@ -1,33 +1,42 @@
 """The HTTP status dashboard: the server grid, a server's page, the crawl, the dead-link report, the
 load heatmap. Read-only; for logged-in users in the "viewer" or "operator" group (or superusers).
 
-Everything scraped (titles, URLs, reasons) reaches the page through Django's autoescaping, and data for
-the charts through `json_script`; no template here marks anything safe.
+Every page answers in a few milliseconds of work at a million URLs (bench/DASHBOARD.md): counts come
+from the rollups (dashboard.rollups, each page says "as of" when), and what every viewer sees alike (the
+grid's tiles, the heatmap, the dead-link table) is rendered once and kept a few seconds per process.
+
+Everything scraped (titles, URLs, reasons) reaches the page through Django's autoescaping or, in the
+tags that build long tables in Python, through format_html, which escapes the same way; data for the
+charts goes through `json_script`. The only markup marked safe unescaped is the heatmap's cells, which
+hold numbers formatted in dashboard_tags.heat_cells.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import wraps
 
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
 from django.urls import reverse_lazy
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
 from crawladmin.models import Server
-from monitoring.models import ServerMonitor
-from monitoring.selectors import server_load_profile, server_status_now, server_uptime
+from monitoring.selectors import server_load_profile
 from ranking.selectors import latest_run, top_pages
 
-from . import broker, selectors
+from . import broker, cache, selectors
+from .cache import cached
 
 DASHBOARD_GROUPS = ("viewer", "operator")
 PAGE_SIZE = 300
+HEATMAP_TTL = 60.0
 
 
 def may_view(user) -> bool:
@@ -66,22 +75,51 @@ def _grid_filters(request: HttpRequest) -> tuple[str, str]:
     return (status if status in selectors.GRID_STATUSES else ""), request.GET.get("group", "")[:100]
 
 
+def _shared_key(status: str, group: str, offset: int) -> str | None:
+    """The cache key of a grid page every viewer sees alike; None (not cached) for a group or offset no
+    grid link leads to, so requests cannot fill the cache with made-up keys."""
+    if (group and group not in selectors.grid_groups()) or offset % PAGE_SIZE:
+        return None
+    return f"{status}|{group}|{offset}"
+
+
+def _grid_page(status: str, group: str, offset: int) -> dict:
+    """One page of the grid, its tiles rendered: the same for every viewer, so kept SHARED_VIEW_TTL
+    seconds per process (twenty open grids refreshing cost one query round and one render per process)."""
+
+    def compute() -> dict:
+        now = timezone.now()
+        total, tiles = selectors.grid_tiles(status=status, group=group, limit=PAGE_SIZE, offset=offset)
+        return {
+            "as_of": now,
+            "total": total,
+            "counts": selectors.monitor_status_counts(),
+            "tiles": tiles,
+            "html": render_to_string("dashboard/_tiles.html", {"tiles": tiles}),
+        }
+
+    key = _shared_key(status, group, offset)
+    return compute() if key is None else cached(f"grid:{key}", selectors.SHARED_VIEW_TTL, compute)
+
+
 @dashboard_view
 def grid(request: HttpRequest) -> HttpResponse:
     status, group = _grid_filters(request)
     offset = _int(request, "offset")
-    total, tiles = selectors.grid_tiles(status=status, group=group, limit=PAGE_SIZE, offset=offset)
+    page = _grid_page(status, group, offset)
+    total = page["total"]
     return render(
         request,
         "dashboard/grid.html",
         {
-            "tiles": tiles,
+            "tiles_html": page["html"],
+            "as_of": page["as_of"],
             "total": total,
             "status": status,
             "group": group,
             "groups": selectors.grid_groups(),
             "statuses": selectors.GRID_STATUSES,
-            "counts": selectors.monitor_status_counts(),
+            "counts": page["counts"],
             "offset": offset,
             "next_offset": offset + PAGE_SIZE if offset + PAGE_SIZE < total else None,
             "prev_offset": max(offset - PAGE_SIZE, 0) if offset else None,
@@ -91,45 +129,54 @@ def grid(request: HttpRequest) -> HttpResponse:
 
 
 @dashboard_view
-def grid_json(request: HttpRequest) -> JsonResponse:
-    """What the grid's script polls: the same page of tiles, as data."""
+def grid_json(request: HttpRequest) -> HttpResponse:
+    """What the grid's script polls: the same page of tiles, as data (`generated_at`: as of when)."""
     status, group = _grid_filters(request)
-    total, tiles = selectors.grid_tiles(status=status, group=group, limit=PAGE_SIZE, offset=_int(request, "offset"))
-    return JsonResponse(
-        {
-            "generated_at": timezone.now().isoformat(),
-            "total": total,
-            "counts": selectors.monitor_status_counts(),
-            "tiles": [t.as_json() for t in tiles],
-        }
-    )
+    offset = _int(request, "offset")
+
+    def compute() -> bytes:
+        page = _grid_page(status, group, offset)
+        return json.dumps(
+            {
+                "generated_at": page["as_of"].isoformat(),
+                "total": page["total"],
+                "counts": page["counts"],
+                "tiles": [t.as_json() for t in page["tiles"]],
+            }
+        ).encode()
+
+    key = _shared_key(status, group, offset)
+    body = compute() if key is None else cached(f"grid.json:{key}", selectors.SHARED_VIEW_TTL, compute)
+    return HttpResponse(body, content_type="application/json")
 
 
 @dashboard_view
 def server(request: HttpRequest, server_id: int) -> HttpResponse:
-    srv = get_object_or_404(Server, pk=server_id)
+    srv = selectors.server_with_status(server_id=server_id)
+    if srv is None:
+        raise Http404("no such server")
     range_name = request.GET.get("range", "24h")
     if range_name not in selectors.RANGES:
         range_name = "24h"
-    monitor = ServerMonitor.objects.filter(server_id=server_id).first()
+    monitor = getattr(srv, "monitor", None)
     profile = (monitor.load_profile if monitor else None) or server_load_profile(server_id=server_id)
     checks = selectors.server_recent_checks(server_id=server_id)
+    figures = selectors.server_figures(server_id=server_id)
     return render(
         request,
         "dashboard/server.html",
         {
             "server": srv,
             "monitor": monitor,
-            "status": server_status_now(server_id=server_id) if monitor else selectors.UNMONITORED,
+            "status": srv.status,
             "range": range_name,
             "ranges": list(selectors.RANGES),
             "series": selectors.server_latency_series(server_id=server_id, range_name=range_name),
             "checks": checks,
             "latest_checks": list(reversed(checks[-20:])),
-            "uptime": server_uptime(server_id=server_id),
+            "uptime": figures["uptime"],
             "timeline": selectors.server_timeline_recent(server_id=server_id),
-            "failures": selectors.server_failure_kinds(server_id=server_id),
-            "url_states": selectors.server_url_states(server_id=server_id),
+            "figures": figures,
             "heat": selectors.heat_row(server_id, srv.origin, profile) if any(v is not None for v in profile) else None,
             "hours": range(24),
         },
@@ -139,8 +186,7 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
 @dashboard_view
 def crawl(request: HttpRequest) -> HttpResponse:
     top = top_pages(limit=20)
-    titles = selectors.Page.objects.filter(url_id__in=[p["url_id"] for p in top]).values_list("url_id", "title")
-    titles = dict(titles)
+    titles = selectors.top_page_titles([p["url_id"] for p in top])
     for p in top:
         p["title"] = titles.get(p["url_id"], "")
     return render(
@@ -148,6 +194,7 @@ def crawl(request: HttpRequest) -> HttpResponse:
         "dashboard/crawl.html",
         {
             "urls": selectors.url_state_counts(),
+            "max_age": int(selectors.PAGE_COUNTS_MAX_AGE),
             "rate_1m": selectors.check_rates(seconds=60),
             "rate_5m": selectors.check_rates(seconds=300),
             "queues": broker.queue_lengths(),
@@ -161,24 +208,73 @@ def crawl(request: HttpRequest) -> HttpResponse:
 
 @dashboard_view
 def dead_links(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/dead_links.html", {"sites": selectors.dead_link_sites()})
+    report = selectors.dead_links_figures()
+    # The table (up to a thousand sites) is rendered once per report and process: it changes only when
+    # the report is recomputed (every five minutes).
+    hit = cache.recent("dead_links_table", 3600.0)
+    if hit is not None and hit[0] == report.computed_at:
+        table = hit[1]
+    else:
+        table = render_to_string("dashboard/_dead_link_sites.html", {"sites": report.data["sites"]})
+        cache.remember("dead_links_table", (report.computed_at, table))
+    return render(request, "dashboard/dead_links.html", {"table": table, "as_of": report.computed_at})
+
+
+def _after(request: HttpRequest) -> tuple[int, int] | None:
+    """`?after=<page id>-<target id>`: where the previous page of a site's dead links ended."""
+    first, _, second = request.GET.get("after", "").partition("-")
+    if first.isdigit() and second.isdigit() and len(first) < 19 and len(second) < 19:
+        return int(first), int(second)
+    return None
 
 
 @dashboard_view
 def dead_links_site(request: HttpRequest, server_id: int) -> HttpResponse:
     srv = get_object_or_404(Server, pk=server_id)
-    links = selectors.dead_links_of(server_id=server_id)
-    return render(request, "dashboard/dead_links_site.html", {"server": srv, "links": links})
+    after = _after(request)
+    links = selectors.dead_links_of(server_id=server_id, after=after, limit=selectors.DEAD_LINKS_PAGE + 1)
+    more = len(links) > selectors.DEAD_LINKS_PAGE
+    links = links[: selectors.DEAD_LINKS_PAGE]
+    last = links[-1] if links else None
+    return render(
+        request,
+        "dashboard/dead_links_site.html",
+        {
+            "server": srv,
+            "links": links,
+            "total": selectors.dead_links_count(server_id=server_id),
+            "as_of": selectors.dead_links_figures().computed_at,
+            "first_page": after is None,
+            "next_after": f"{last['from_url_id']}-{last['to_url_id']}" if more and last else None,
+        },
+    )
+
+
+def _heatmap_table(group: str) -> dict:
+    """The heatmap's rows, rendered (4,800 cells for 200 servers): the same for every viewer and built
+    from profiles beat rebuilds hourly, so kept a minute per process."""
+
+    def compute() -> dict:
+        rows = selectors.load_heatmap(group=group)
+        html = render_to_string("dashboard/_heatmap_rows.html", {"rows": rows})
+        return {"html": html, "as_of": timezone.now(), "n": len(rows)}
+
+    if group and group not in selectors.grid_groups():
+        return compute()
+    return cached(f"heatmap:{group}", HEATMAP_TTL, compute)
 
 
 @dashboard_view
 def heatmap(request: HttpRequest) -> HttpResponse:
     group = request.GET.get("group", "")[:100]
+    table = _heatmap_table(group)
     return render(
         request,
         "dashboard/heatmap.html",
         {
-            "rows": selectors.load_heatmap(group=group),
+            "rows_html": table["html"],
+            "n_rows": table["n"],
+            "as_of": table["as_of"],
             "group": group,
             "groups": selectors.grid_groups(),
             "hours": range(24),

@@ -6,13 +6,24 @@ from celery import shared_task
 
 from crawladmin.services.dispatch import dispatch_due, reconcile
 
+from .retry import skip_without_database
+
 
 @shared_task(name="tasks.housekeeping.dispatch")
-def dispatch() -> int:
-    return dispatch_due()
+def dispatch() -> int | None:
+    return skip_without_database("dispatch", dispatch_due)
+
+
+def _reconcile() -> dict:
+    out = reconcile()
+    return {
+        "url_leases": out.url_leases,
+        "server_leases": out.server_leases,
+        "extracts": out.extracts,
+        "checks": out.checks,
+    }
 
 
 @shared_task(name="tasks.housekeeping.reconcile")
-def reconcile_leases() -> dict:
-    out = reconcile()
-    return {"url_leases": out.url_leases, "server_leases": out.server_leases, "extracts": out.extracts}
+def reconcile_leases() -> dict | None:
+    return skip_without_database("reconcile", _reconcile)

@@ -8,8 +8,14 @@ from crawladmin import embedded
 from crawladmin.services.common import worker_identity
 from crawladmin.services.load import load_server_batch
 
+from .retry import DATABASE_LOST, retry_after_database_loss
 
-@shared_task(name="tasks.load.load_server", acks_late=True)
-def load_server(server_id: int) -> dict | None:
-    outcome = load_server_batch(server_id=server_id, owner=worker_identity(), gate=embedded.gate())
+
+@shared_task(name="tasks.load.load_server", acks_late=True, bind=True)
+def load_server(self, server_id: int) -> dict | None:
+    owner = worker_identity()
+    try:
+        outcome = load_server_batch(server_id=server_id, owner=owner, gate=embedded.gate())
+    except DATABASE_LOST as exc:
+        raise retry_after_database_loss(self, exc, owner=owner) from exc
     return None if outcome is None else {"fetched": outcome.fetched, "failed": outcome.failed}

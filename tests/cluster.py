@@ -138,3 +138,180 @@ class Processes:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+# -- Services a test may restart (the chaos test, tests/test_chaos.py) --------------------------------
+
+
+def _wait_for_port(port: int, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what} is not listening on port {port}") from None
+            time.sleep(0.05)
+
+
+def _postgres_bindir() -> Path | None:
+    """The directory of initdb and pg_ctl: on PATH, or Debian's /usr/lib/postgresql/<version>/bin (newest)."""
+    found = shutil.which("pg_ctl")
+    if found:
+        return Path(found).parent
+    candidates = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"),
+        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+    )
+    return candidates[-1].parent if candidates else None
+
+
+class PrivatePostgres:
+    """A PostgreSQL cluster of the test's own (initdb into a temporary directory, a free port), so it can
+    be restarted without touching the shared server. PostgreSQL refuses to run as root: as root, the
+    cluster belongs to the `postgres` user and every pg_ctl runs through `runuser`."""
+
+    def __init__(self, bindir: Path, root: Path, port: int, as_user: list[str]):
+        self.bindir, self.root, self.port, self.as_user = bindir, root, port, as_user
+        self.datadir = root / "data"
+        self.logfile = root / "postgres.log"
+        self.url = f"postgres://postgres@127.0.0.1:{port}/crawladmin"
+
+    def _run(self, *args: str, timeout: float = 120) -> None:
+        proc = subprocess.run([*self.as_user, *args], capture_output=True, text=True, timeout=timeout)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+
+    def _pg_ctl(self, *args: str) -> None:
+        self._run(
+            str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-l", str(self.logfile), "-w", "-t", "60", *args
+        )
+
+    def init(self) -> None:
+        self._run(str(self.bindir / "initdb"), "-D", str(self.datadir), "-U", "postgres", "--auth=trust", "-E", "UTF8")
+        # Speed over durability: the machine does not crash in a test, and a `pg_ctl restart -m fast`
+        # (a clean shutdown) loses nothing without fsync.
+        conf = {
+            "port": self.port,
+            "listen_addresses": "'127.0.0.1'",
+            "unix_socket_directories": f"'{self.root}'",
+            "max_connections": 200,
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+            "shared_buffers": "'128MB'",
+        }
+        with open(self.datadir / "postgresql.conf", "a") as f:
+            f.write("".join(f"\n{k} = {v}" for k, v in conf.items()) + "\n")
+
+    def start(self) -> None:
+        self._pg_ctl("start")
+        _wait_for_port(self.port, "PostgreSQL")
+
+    def restart(self) -> None:
+        """`pg_ctl restart -m fast`: every session is cut, the server is back seconds later."""
+        self._pg_ctl("restart", "-m", "fast")
+        _wait_for_port(self.port, "PostgreSQL")
+
+    def stop(self) -> None:
+        self._pg_ctl("stop", "-m", "immediate")
+
+    def log(self) -> str:
+        return self.logfile.read_text(errors="replace") if self.logfile.exists() else ""
+
+
+@contextmanager
+def private_postgres(tmp: Path) -> Iterator[PrivatePostgres]:
+    """A private PostgreSQL cluster with an empty database `crawladmin`; `.url`, `.restart()`.
+
+    `tmp` is unused for the cluster's files when running as root: the `postgres` user needs a directory
+    it can reach, so the cluster lives in its own directory under the system temp dir (removed after)."""
+    import tempfile
+
+    import psycopg2
+
+    bindir = _postgres_bindir()
+    if bindir is None or not (bindir / "initdb").exists():
+        skip_or_fail("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+    as_root = os.geteuid() == 0
+    root = Path(tempfile.mkdtemp(prefix="crawladmin-pg-", dir=None if as_root else tmp))
+    as_user: list[str] = []
+    if as_root:
+        runuser = shutil.which("runuser")
+        if runuser is None:
+            skip_or_fail("running as root without runuser: cannot start PostgreSQL as the postgres user")
+        shutil.chown(root, "postgres", "postgres")
+        as_user = [runuser, "-u", "postgres", "--"]
+    pg = PrivatePostgres(bindir, root, _free_port(), as_user)
+    try:
+        pg.init()
+        pg.start()
+        con = psycopg2.connect(host="127.0.0.1", port=pg.port, user="postgres", dbname="postgres")
+        con.autocommit = True
+        with con.cursor() as cur:
+            cur.execute("CREATE DATABASE crawladmin")
+        con.close()
+        yield pg
+    finally:
+        try:
+            pg.stop()
+        except (RuntimeError, subprocess.TimeoutExpired):
+            pass
+        shutil.rmtree(root, ignore_errors=True)
+
+
+class AofRedis:
+    """A private redis-server with the append-only file on (fsync every second), restartable on the
+    same port and directory: what a production broker keeps across a restart, this one keeps too."""
+
+    def __init__(self, binary: str, datadir: Path, port: int):
+        self.binary, self.datadir, self.port = binary, datadir, port
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        args = ["--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.datadir), "--save", ""]
+        args += ["--appendonly", "yes", "--appendfsync", "everysec"]
+        self.log = open(self.datadir / "redis.log", "a")
+        self.proc = subprocess.Popen([self.binary, *args], stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while not self._pong():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start; see {self.datadir / 'redis.log'}")
+            time.sleep(0.05)
+
+    def _pong(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                s.sendall(b"PING\r\n")
+                return s.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        """SIGTERM: Redis fsyncs the append-only file and exits."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(30)
+        self.log.close()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@contextmanager
+def redis_server_aof(tmp: Path) -> Iterator[AofRedis]:
+    """A private redis-server with persistence (AOF, fsync every second); `.url`, `.restart()`."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        skip_or_fail("redis-server is not installed")
+    datadir = tmp / "redis"
+    datadir.mkdir(exist_ok=True)
+    server = AofRedis(binary, datadir, _free_port())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

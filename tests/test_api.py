@@ -10,11 +10,20 @@ from django.utils import timezone
 
 from crawladmin.models import Server, StatusCheck
 from crawladmin.services.urls import NewUrl, urls_insert
+from dashboard import cache
 from monitoring.models import MaintenanceWindow, ServerMonitor
 
 pytestmark = pytest.mark.django_db
 
 TOKEN = "test-token-\u00e9-not-secret"  # non-ASCII on purpose: compare_digest must not choke on it
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """The summary's figures are kept a moment per process: a previous test's must not show."""
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from crawladmin.models import Link, Page, Server, StatusCheck, Url
 from crawladmin.services.urls import NewUrl, urls_insert
+from dashboard import cache
 from dashboard.groups import groups_ensure
 from monitoring.models import HourlyRollup, ServerMonitor, StatusChange
 
@@ -83,6 +84,7 @@ def data():
     """An operator (staff), a server erroring with checks, rollups and a timeline, a page titled with a
     script that links to a Dead URL."""
     groups_ensure()  # this test's database was flushed by the previous one
+    cache.clear()  # and the dashboard's process-wide caches may hold the previous test's pages
     user = User.objects.create_user("op", password=PASSWORD, is_staff=True)
     user.groups.add(Group.objects.get(name="operator"))
     now = timezone.now()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -51,6 +51,23 @@ def test_canonicalize_raises_only_url_error_and_is_idempotent(href, base):
     assert canonicalize(url) == url
     assert canonicalize(url, base=base) == url  # an absolute URL ignores the base
     server_key(url)  # and it names a server we could fetch from
+
+
+@FAST
+@given(path=hrefs.map(lambda h: "/" + h.lstrip("/")), base=bases)
+@example(path="/a/../b?x#y", base="http://example.com/a/b?x=1")
+@example(path="/..///", base="http://example.com/a/b?x=1")
+def test_absolute_path_shortcut_resolves_like_urljoin(path, base):
+    """An absolute-path href is joined to the base's origin without urljoin (the common case, so it is
+    cheap); the outcome must be the same as resolving it with urljoin, error reason included."""
+
+    def outcome(href, base=None):
+        try:
+            return canonicalize(href, base=base)
+        except UrlError as exc:
+            return ("error", exc.reason)
+
+    assert outcome(path, base) == outcome(urljoin(base, path.replace("\t", "").replace("\n", "").replace("\r", "")))
 
 
 _TAGS = st.sampled_from(

@@ -1,9 +1,10 @@
 """Serve a :class:`~testweb.site.Web` on several loopback IPs, one port.
 
 One ``ThreadingHTTPServer`` per normal/slow IP plus a "silent" listener that
-accepts connections and never sends a byte.  Every answered request is kept in
-an in-memory access log (and optionally appended to a file) so tests can prove
-what the crawler did and did not fetch.
+accepts connections and never sends a byte.  Every answered request (also one
+whose client hung up before the answer reached it) is kept in an in-memory
+access log (and optionally appended to a file) so tests can prove what the
+crawler did and did not fetch.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class AccessRecord:
     bytes: int  # body bytes sent (0 for HEAD / 304)
     user_agent: str
     started: float = 0.0  # when the request line arrived (`time` is when the answer was sent)
+    delivered: bool = True  # False: not (yet) written whole; the client may have gone before it was
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -79,25 +81,32 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return  # shutting down: drop the request rather than hold stop()
         status, headers, body = site.web.response(self.server.host, self.path, self.command, dict(self.headers.items()))
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        if body:
-            self.wfile.write(body)
-        site.record(
-            AccessRecord(
-                time=time.time(),
-                client=self.client_address[0],
-                host=self.server.host,
-                method=self.command,
-                path=self.path,
-                status=status,
-                bytes=len(body),
-                user_agent=self.headers.get("User-Agent", ""),
-                started=started,
-            )
+        # Logged before the answer goes out, so a client never sees an answer its log does not show yet; and
+        # logged even when the client vanishes before the answer reaches it (a crawler killed mid-request):
+        # the server did receive the request, and the crawler's record must show it too.
+        rec = AccessRecord(
+            time=time.time(),
+            client=self.client_address[0],
+            host=self.server.host,
+            method=self.command,
+            path=self.path,
+            status=status,
+            bytes=len(body),
+            user_agent=self.headers.get("User-Agent", ""),
+            started=started,
+            delivered=False,
         )
+        site.record(rec)
+        try:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            if body:
+                self.wfile.write(body)
+            rec.delivered = True
+        finally:
+            rec.time = time.time()
 
     def _drain_body(self) -> None:
         # An unread request body would be parsed as the next request on a

@@ -1,8 +1,25 @@
-"""Recording status checks: every request the crawler makes becomes one StatusCheck row."""
+"""Recording status checks: every request the crawler makes becomes exactly one StatusCheck row.
+
+In two steps, so that neither a killed worker nor a lost database connection can lose a request from
+the record, nor record one twice:
+
+1. ``check_begin`` inserts the row in category ``pending`` and COMMITS it, before the request is sent;
+2. ``check_finish`` writes the outcome over it, inside the caller's transaction (the same commit as
+   the URL's move along the life-cycle).
+
+A worker killed between the two leaves the row pending; ``checks_interrupt_stale`` (run by the
+reconciler) finishes it as ``interrupted`` once no request can still be running: our side failed,
+not the server, so those rows stay out of the servers' statistics. The one gap left is a kill between
+the intent's commit and the send (microseconds): a row for a request that never went out.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from crawladmin.models import StatusCheck
@@ -10,14 +27,70 @@ from crawler.fetch import FetchResult
 from crawler.lifecycle import Agent
 from crawler.status import categorize
 
+from .sqlbulk import update_by_id
 
-def check_record(*, result: FetchResult, server_id: int, url_id: int | None, agent: Agent) -> StatusCheck:
-    t = result.timings
-    return StatusCheck.objects.create(
-        url_id=url_id,
+INTERRUPTED_KIND = "interrupted"
+# After its per-request deadline a request has ended one way or the other; the margin covers DNS (not
+# under the fetcher's deadlines) and the commit that records the outcome.
+PENDING_MARGIN_SECONDS = 30.0
+
+
+def request_deadline_seconds() -> float:
+    """The longest a request can take: the fetcher's absolute connect, header and body deadlines."""
+    return settings.CRAWL_CONNECT_TIMEOUT + settings.CRAWL_HEADER_TIMEOUT + settings.CRAWL_BODY_TIMEOUT
+
+
+# The intent row on PostgreSQL: one statement, so one round trip in autocommit, and set_config(..., true)
+# turns synchronous_commit off for its own transaction only: its commit does not wait for the WAL flush.
+# A killed worker or a dropped connection cannot lose a committed row; only a crash of PostgreSQL itself
+# within a fraction of a second could, and the outcome's own commit, which does wait, flushes it too.
+_INTENT_SQL = (
+    "WITH no_wait AS (SELECT set_config('synchronous_commit', 'off', true)) "
+    "INSERT INTO crawladmin_statuscheck (server_id, requested_url, method, checked_at, category, latency_ms, "
+    "agent, crawler_num, failure_kind, detail, bytes) "
+    "SELECT %s, %s, %s, %s, %s, 0, %s, %s, '', '', 0 FROM no_wait RETURNING id"
+)
+
+
+def check_begin(*, server_id: int, requested_url: str, method: str, agent: Agent) -> int:
+    """The intent row of a request about to be sent, committed at once; its id.
+
+    Never inside a caller's transaction, which a kill or a lost connection would roll back together with
+    the only trace of a request the server did receive (RuntimeError, as for a durable atomic block)."""
+    blocks = connection.atomic_blocks
+    if blocks and not getattr(blocks[-1], "_from_testcase", False):
+        raise RuntimeError(
+            "a status check's intent must be committed on its own, not inside a durable-less transaction"
+        )
+    now = timezone.now()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cur:
+            cur.execute(
+                _INTENT_SQL,
+                [server_id, requested_url, method, now, StatusCheck.PENDING, agent.value, settings.CRAWLER_NUM],
+            )
+            return cur.fetchone()[0]
+    check = StatusCheck.objects.create(
         server_id=server_id,
-        requested_url=result.url,
-        method=result.method,
+        requested_url=requested_url,
+        method=method,
+        checked_at=now,
+        category=StatusCheck.PENDING,
+        latency_ms=0.0,
+        agent=agent.value,
+        crawler_num=settings.CRAWLER_NUM,
+    )
+    return check.id
+
+
+def check_discard(*, check_id: int) -> None:
+    """No request went out after all (the private-address guard refused it): no check either."""
+    StatusCheck.objects.filter(id=check_id, category=StatusCheck.PENDING).delete()
+
+
+def _outcome(result: FetchResult) -> dict:
+    t = result.timings
+    return dict(
         checked_at=timezone.now(),
         status_code=result.status,
         # A response whose body never arrived whole is a disconnect, whatever its status line said.
@@ -32,6 +105,62 @@ def check_record(*, result: FetchResult, server_id: int, url_id: int | None, age
         first_byte_ms=t.first_byte_ms,
         body_ms=t.body_ms,
         bytes=result.bytes_received,
+    )
+
+
+# The outcome's columns in _outcome()'s order, with their PostgreSQL types (for sqlbulk.update_by_id).
+_OUTCOME_COLUMNS = (
+    ("url_id", "bigint"),
+    ("checked_at", "timestamptz"),
+    ("status_code", "integer"),
+    ("category", "text"),
+    ("failure_kind", "text"),
+    ("detail", "text"),
+    ("latency_ms", "double precision"),
+    ("dns_ms", "double precision"),
+    ("connect_ms", "double precision"),
+    ("first_byte_ms", "double precision"),
+    ("body_ms", "double precision"),
+    ("bytes", "integer"),
+)
+
+
+def checks_finish(*, outcomes: Sequence[tuple[int, FetchResult, int | None]]) -> set[int]:
+    """check_finish for many requests in one statement: `(check_id, result, url_id)` each. Returns the
+    check ids written (a missing one's row is gone)."""
+    rows = []
+    for check_id, result, url_id in outcomes:
+        values = _outcome(result)
+        rows.append((check_id, url_id, *(values[name] for name, _ in _OUTCOME_COLUMNS[1:])))
+    return set(update_by_id(StatusCheck._meta.db_table, _OUTCOME_COLUMNS, rows))
+
+
+def check_finish(*, check_id: int, result: FetchResult, url_id: int | None) -> bool:
+    """Write a request's outcome over its intent row; False if the row is gone. Unguarded on purpose: an
+    outcome that arrives after the reconciler gave the row up as interrupted is still the truth."""
+    return StatusCheck.objects.filter(id=check_id).update(url_id=url_id, **_outcome(result)) == 1
+
+
+def check_record(*, result: FetchResult, server_id: int, url_id: int | None, agent: Agent) -> StatusCheck:
+    """One finished request in one step: for results that did not come through ``check_begin``."""
+    return StatusCheck.objects.create(
+        url_id=url_id,
+        server_id=server_id,
+        requested_url=result.url,
+        method=result.method,
         agent=agent.value,
         crawler_num=settings.CRAWLER_NUM,
+        **_outcome(result),
+    )
+
+
+def checks_interrupt_stale(*, now: datetime | None = None) -> int:
+    """Finish the intent rows whose request can no longer be running: their worker was killed or lost
+    the database between the request and its record. Returns how many."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=request_deadline_seconds() + PENDING_MARGIN_SECONDS)
+    return StatusCheck.objects.filter(category=StatusCheck.PENDING, checked_at__lt=cutoff).update(
+        category=StatusCheck.INTERRUPTED,
+        failure_kind=INTERRUPTED_KIND,
+        detail="no outcome recorded: the worker or its database connection went away during the request",
     )

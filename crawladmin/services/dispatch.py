@@ -19,7 +19,8 @@ from django.utils import timezone
 from crawladmin.models import Page, Server, ServerLease, Url
 from crawler.lifecycle import State
 
-from .queue import enqueue_extract_on_commit, enqueue_load_on_commit
+from .checks import checks_interrupt_stale
+from .queue import enqueue_extract_on_commit, enqueue_load_on_commit, queue_backlog
 from .schedule import not_paused, server_release_paused, servers_in_policy_order, servers_pause
 
 log = logging.getLogger(__name__)
@@ -87,12 +88,15 @@ class ReconcileOutcome:
     url_leases: int = 0
     server_leases: int = 0
     extracts: int = 0
+    checks: int = 0  # status checks whose request was interrupted (crawladmin.services.checks)
 
 
 def reconcile(*, now: datetime | None = None) -> ReconcileOutcome:
-    """Free leases whose owner died, and re-send extraction of pages whose message was lost."""
+    """Free leases whose owner died, re-send extraction of pages whose message was lost, and finish the
+    status checks of requests whose worker died before recording them."""
     now = now or timezone.now()
     out = ReconcileOutcome()
+    out.checks = checks_interrupt_stale(now=now)
     out.url_leases = (
         Url.objects.exclude(lease_owner="")
         .filter(lease_expires_at__lt=now)
@@ -102,19 +106,31 @@ def reconcile(*, now: datetime | None = None) -> ReconcileOutcome:
         ServerLease.objects.exclude(owner="").filter(expires_at__lt=now).update(owner="", expires_at=None)
     )
     stale = now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER)
-    lost = list(
-        Page.objects.filter(extracted_at__isnull=True)
-        .filter(Q(extract_dispatched_at__isnull=True) | Q(extract_dispatched_at__lt=stale))
-        .values_list("id", flat=True)[:5000]
-    )
+    # While extract messages are still queued, an old undone page is most likely behind them, not lost:
+    # sending it again would only make the backlog longer. Lost ones are found once the queue has drained.
+    lost = []
+    if not queue_backlog("extract"):
+        lost = list(
+            Page.objects.filter(extracted_at__isnull=True)
+            .filter(Q(extract_dispatched_at__isnull=True) | Q(extract_dispatched_at__lt=stale))
+            .values_list("id", flat=True)[:5000]
+        )
     for i in range(0, len(lost), 20):
         group = lost[i : i + 20]
         Page.objects.filter(id__in=group).update(extract_dispatched_at=now)
         enqueue_extract_on_commit(page_ids=group)
     out.extracts = len(lost)
-    if out.url_leases or out.server_leases or out.extracts:
+    if out.url_leases or out.server_leases or out.extracts or out.checks:
         log.warning("reconciled: %s", out)
     return out
+
+
+def leases_release_owner(*, owner: str) -> int:
+    """Give back every URL and server slot `owner` (one worker thread) holds: its task failed half-way (the
+    database went away) and will not finish them. Returns the URLs freed."""
+    n = Url.objects.filter(lease_owner=owner).update(lease_owner="", lease_expires_at=None)
+    ServerLease.objects.filter(owner=owner).update(owner="", expires_at=None)
+    return n
 
 
 def leases_release_all() -> int:

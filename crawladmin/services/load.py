@@ -23,7 +23,7 @@ from crawler.urlnorm import UrlError, canonicalize
 from .queue import enqueue_extract_on_commit, enqueue_load_on_commit
 from .servers import server_merge_if_alias
 from .sqlbulk import update_by_id, upsert
-from .urls import new_url_from, url_exclude, url_transition, urls_claim, urls_insert, urls_release
+from .urls import Claimed, new_url_from, url_exclude, url_transition, urls_claim, urls_insert, urls_release
 from .visit import Gate, ServerVisit
 
 log = logging.getLogger(__name__)
@@ -86,15 +86,15 @@ def _visited_values(result: FetchResult, checksum: str, state: str, now) -> tupl
 class LoadBatch:
     """The load agent's side of a server visit: what to do with each response."""
 
-    def __init__(self, visit: ServerVisit, urls: list[Url]):
+    def __init__(self, visit: ServerVisit, urls: list[Claimed]):
         self.visit = visit
         self.owner = visit.owner
         self.outcome = LoadOutcome()
         self.pending = {u.id for u in urls}  # leased by us, no outcome written yet
-        self.fetched: list[tuple[Url, FetchResult]] = []  # plain pages waiting for flush()
+        self.fetched: list[tuple[Claimed, FetchResult]] = []  # plain pages waiting for flush()
         self.home = f"{visit.server.origin}/"
 
-    def fetch_one(self, url: Url) -> bool:
+    def fetch_one(self, url: Claimed) -> bool:
         """Fetch and record one URL. False when the batch must stop (server backs off or is excluded)."""
         result = self.visit.fetch(url.url)
         if result.failure == FailureKind.FORBIDDEN_ADDRESS:
@@ -135,8 +135,7 @@ class LoadBatch:
         new_state = next_state(State.INIT, Event.FETCHED, Agent.LOAD).value
         checksums = {url.id: hashlib.sha1(result.body).hexdigest() if result.body else "" for url, result in fetched}
         with transaction.atomic():
-            for url, result in fetched:
-                self.visit.record(result, url.id)
+            self.visit.record_many([(result, url.id) for url, result in fetched])
             moved = set(
                 update_by_id(
                     Url._meta.db_table,
@@ -174,7 +173,7 @@ class LoadBatch:
         self.outcome.fetched += len(done)
         self.outcome.page_ids.extend(page_ids)
 
-    def _store(self, url: Url, result: FetchResult) -> None:
+    def _store(self, url: Claimed, result: FetchResult) -> None:
         body = result.body
         checksum = hashlib.sha1(body).hexdigest() if body else ""
         redirect_to, failure = "", result.failure.value if result.failure else ""
@@ -209,7 +208,7 @@ class LoadBatch:
                 if alias is not None and alias.id == self.visit.server.id:
                     self.outcome.server_excluded = f"alias of {alias.alias_of}"
 
-    def _follow_redirect(self, url: Url, location: str, failure: str) -> tuple[str, str]:
+    def _follow_redirect(self, url: Claimed, location: str, failure: str) -> tuple[str, str]:
         """Record a redirect and queue its target as a new URL (not followed inline: the target may be
         another server, with its own politeness). Loops end by themselves: a known URL is not re-added."""
         try:
@@ -224,7 +223,7 @@ class LoadBatch:
             Link.objects.bulk_create([Link(from_url_id=url.id, to_url_id=ids[target])], ignore_conflicts=True)
         return target, failure
 
-    def _fail(self, url: Url, result: FetchResult, event: Event) -> None:
+    def _fail(self, url: Claimed, result: FetchResult, event: Event) -> None:
         final = event == Event.GONE
         moved = url_transition(
             url_id=url.id,
@@ -243,7 +242,7 @@ class LoadBatch:
         if moved:
             self.outcome.failed += 1
 
-    def fail_unanswered(self, urls: list[Url], result: FetchResult) -> None:
+    def fail_unanswered(self, urls: list[Claimed], result: FetchResult) -> None:
         """robots.txt did not answer: the server's URLs are not responding either. No request is made
         for them (each would wait out the same timeout); each moves to NoResponse1 with the reason."""
         for url in urls:
@@ -336,7 +335,7 @@ def load_server_batch(*, server_id: int, owner: str, gate: Gate | None = None) -
             _redispatch(visit.server)
 
 
-def _load(batch: LoadBatch, urls: list[Url]) -> None:
+def _load(batch: LoadBatch, urls: list[Claimed]) -> None:
     visit = batch.visit
     rules = visit.robots()
     if isinstance(rules, FetchResult):

@@ -39,3 +39,16 @@ def enqueue_scan_on_commit(*, queue: str, server_id: int, url_ids: Sequence[int]
     transaction.on_commit(
         lambda: current_app.send_task(task, args=[server_id, ids], queue=pinned_queue(queue, crawler_num))
     )
+
+
+def queue_backlog(name: str) -> int | None:
+    """Messages waiting in a queue (not those a worker holds), or None when the broker cannot tell."""
+    from django.conf import settings
+
+    if settings.CELERY_EMBEDDED:
+        return None
+    try:
+        with current_app.connection_for_read() as conn:
+            return conn.default_channel.queue_declare(queue=name, passive=True).message_count
+    except Exception:  # noqa: BLE001 - a broker that is down or a queue not declared yet: unknown
+        return None

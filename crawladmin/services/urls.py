@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -34,7 +35,7 @@ class NewUrl:
     exclusion_reason: str = ""
 
 
-def new_url_from(parent: Url, url: str, *, depth: int, redirect_hops: int = 0) -> NewUrl:
+def new_url_from(parent: Url | Claimed, url: str, *, depth: int, redirect_hops: int = 0) -> NewUrl:
     """A URL found on `parent` (a link or a redirect): it inherits the parent's scope, or is kept as
     excluded 'out of scope' — stored so the link graph is whole, but never fetched."""
     scope = Scope(parent.scope_mode, parent.scope_root, parent.offsite_hops)
@@ -106,9 +107,30 @@ def url_ids(*, hashes: Sequence[str], urls: Sequence[str]) -> dict[str, int]:
     return found
 
 
-def urls_claim(*, server_id: int, owner: str, limit: int, now: datetime | None = None) -> list[Url]:
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """A URL leased for loading: what the load agent reads of it (a model instance per row would cost
+    more than the claim itself: ~40 ms for 1,000 rows)."""
+
+    id: int
+    url: str
+    server_id: int
+    depth: int
+    redirect_hops: int
+    failure_count: int
+    scope_mode: str
+    scope_root: str
+    offsite_hops: int
+
+
+_CLAIMED = [f.name for f in dataclasses.fields(Claimed)]
+
+
+def urls_claim(*, server_id: int, owner: str, limit: int, now: datetime | None = None) -> list[Claimed]:
     """Lease up to `limit` due Init URLs of one server, shallowest first."""
     now = now or timezone.now()
+    if connection.vendor == "postgresql":
+        return _urls_claim_pg(server_id, owner, limit, now)
     free = Q(lease_owner="") | Q(lease_expires_at__lt=now)
     due = Url.objects.filter(server_id=server_id, state=State.INIT.value, next_check_at__lte=now).filter(free)
     ids = list(due.order_by("depth", "id").values_list("id", flat=True)[:limit])
@@ -119,7 +141,30 @@ def urls_claim(*, server_id: int, owner: str, limit: int, now: datetime | None =
     Url.objects.filter(id__in=ids, state=State.INIT.value).filter(free).update(
         lease_owner=owner, lease_expires_at=lease_deadline(now)
     )
-    return list(Url.objects.filter(id__in=ids, lease_owner=owner).order_by("depth", "id"))
+    rows = Url.objects.filter(id__in=ids, lease_owner=owner).order_by("depth", "id").values_list(*_CLAIMED)
+    return [Claimed(*row) for row in rows]
+
+
+def _urls_claim_pg(server_id: int, owner: str, limit: int, now: datetime) -> list[Claimed]:
+    """One statement: pick the due rows through url_claim_idx, skip those another claimer is locking right
+    now, lease them and return them. Two claimers never get the same row and never wait on each other."""
+    table = Url._meta.db_table
+    sql = f"""
+        UPDATE {table} SET lease_owner = %s, lease_expires_at = %s
+        WHERE id IN (
+            SELECT id FROM {table}
+            WHERE server_id = %s AND state = %s AND next_check_at <= %s
+              AND (lease_owner = '' OR lease_expires_at < %s)
+            ORDER BY depth, id LIMIT %s
+            FOR UPDATE SKIP LOCKED
+        )
+        RETURNING {", ".join(_CLAIMED)}"""
+    params = [owner, lease_deadline(now), server_id, State.INIT.value, now, now, limit]
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute(sql, params)
+        rows = [Claimed(*row) for row in cur.fetchall()]
+    rows.sort(key=lambda u: (u.depth, u.id))
+    return rows
 
 
 def urls_lease(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -21,7 +22,7 @@ from crawler.politeness import crawl_delay, retry_after_seconds
 from crawler.robots import DISALLOW_ALL, RobotsRules, product_token, rules_from_response, rules_from_text
 from crawler.urlnorm import UrlError, canonicalize
 
-from .checks import check_record
+from .checks import check_begin, check_discard, check_finish, check_record, checks_finish
 from .servers import (
     server_back_off,
     server_claim,
@@ -121,6 +122,11 @@ class ServerVisit:
         # The cluster-wide turn spaces the grants; this also spaces our own sends as measured where they
         # happen, so a thread descheduled between its grant and its send cannot crowd its next request.
         if self._last_send is not None:
+            if self.delay() <= 0:
+                # No spacing to keep (no delay configured, none asked by robots.txt): the server's slots
+                # alone bound its load. The first turn of the visit was taken, so a back-off another
+                # worker set (429, Retry-After) was honoured; no database round trip per request after it.
+                return True
             gap = self._last_send + self.delay() - time.monotonic()
             if gap > 0 and (self.elapsed() + gap > settings.CRAWL_TASK_BUDGET or not self._sleep(gap)):
                 return False
@@ -133,12 +139,33 @@ class ServerVisit:
 
     # -- requests -----------------------------------------------------------------------------------
     def fetch(self, url: str, *, method: str = "GET", headers: dict[str, str] | None = None) -> FetchResult:
-        """One request, under the guard. The caller has waited its turn and records the check."""
+        """One request, under the guard. The caller has waited its turn and records the check.
+
+        Its StatusCheck row is committed before the request goes out (crawladmin.services.checks), so a
+        worker killed before record() leaves a trace the reconciler finishes; must not be called inside
+        a transaction."""
+        check_id = check_begin(server_id=self.server.id, requested_url=url, method=method, agent=self.agent)
         self._last_send = time.monotonic()
-        return thread_fetcher().fetch(url, method=method, headers=headers, address_check=self._check)
+        # A time limit or a kill during the request leaves the row pending: the reconciler finishes it.
+        result = thread_fetcher().fetch(url, method=method, headers=headers, address_check=self._check)
+        if result.failure == FailureKind.FORBIDDEN_ADDRESS:
+            check_discard(check_id=check_id)  # refused before connecting: no request, no check
+        else:
+            result.check_id = check_id
+        return result
 
     def record(self, result: FetchResult, url_id: int | None) -> None:
+        """The outcome of a fetch(), written over its intent row (in the caller's transaction, if any)."""
+        if result.check_id is not None and check_finish(check_id=result.check_id, result=result, url_id=url_id):
+            return
         check_record(result=result, server_id=self.server.id, url_id=url_id, agent=self.agent)
+
+    def record_many(self, outcomes: Sequence[tuple[FetchResult, int | None]]) -> None:
+        """record() for many fetches, `(result, url_id)` each, their intent rows finished in one statement."""
+        finished = checks_finish(outcomes=[(r.check_id, r, url_id) for r, url_id in outcomes if r.check_id is not None])
+        for result, url_id in outcomes:
+            if result.check_id not in finished:
+                check_record(result=result, server_id=self.server.id, url_id=url_id, agent=self.agent)
 
     def back_off(self, result: FetchResult) -> datetime:
         """The server asked for patience (429, 503 + Retry-After): nobody in the cluster asks before then."""

@@ -121,7 +121,8 @@ class Command(BaseCommand):
             with bar:
                 while True:
                     elapsed = time.monotonic() - t0
-                    loaded = _loaded_since(started)
+                    # Counted only when needed: the count grows with the crawl and this loop runs often.
+                    loaded = _loaded_since(started) if max_pages is not None or not quiet else 0
                     if max_pages is not None and loaded >= max_pages:
                         return "max-pages"
                     if max_seconds is not None and elapsed >= max_seconds:
@@ -144,7 +145,8 @@ class Command(BaseCommand):
                     idle_rounds = idle_rounds + 1 if not any(progress.values()) else 0
                     if idle_rounds >= 2:
                         return "done"
-                    time.sleep(0.3)
+                    # Prompt at the start (short crawls, tests), then light on the database.
+                    time.sleep(0.3 if elapsed < 10 else 1.0)
         except KeyboardInterrupt:
             return "interrupted"
 

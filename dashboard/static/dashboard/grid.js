@@ -48,7 +48,8 @@
       if (c) { c.textContent = data.counts[s]; }
     });
     var stamp = document.getElementById("refreshed");
-    if (stamp) { stamp.textContent = new Date().toTimeString().slice(0, 8); }
+    // The figures are as of when the server counted them (it keeps them a few seconds), not of now.
+    if (stamp) { stamp.textContent = new Date(data.generated_at || Date.now()).toTimeString().slice(0, 8); }
   }
 
   function poll() {

@@ -1,0 +1,33 @@
+"""`python manage.py dashboard_refresh [--only rollups|dead_links] [--json]`: what the dashboard's two beat
+jobs do, once, now: the check totals and every server's figures (beat: every minute), the broken-link
+report (beat: every five minutes). For a cluster whose beat is not running yet, after a bulk import, and
+for the benchmark (bench/dashboard.py), which stands in for beat with it."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from django.core.management.base import BaseCommand
+
+from dashboard import rollups
+
+JOBS = {"rollups": rollups.rollups_refresh, "dead_links": rollups.dead_links_refresh}
+
+
+class Command(BaseCommand):
+    help = "Recompute the dashboard's rollups now (what beat does every minute and every five minutes)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--only", choices=sorted(JOBS), help="one of the two jobs (default: both)")
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args, **options) -> None:
+        t = time.perf_counter()
+        out = {name: job() for name, job in JOBS.items() if options["only"] in (None, name)}
+        out["seconds"] = round(time.perf_counter() - t, 3)
+        if options["json"]:
+            self.stdout.write(json.dumps(out))
+            return
+        for name, result in out.items():
+            self.stdout.write(f"{name}: {result}")

@@ -1,0 +1,55 @@
+"""What the dashboard precomputes so its pages never scan a big table per request (dashboard.rollups
+writes both; dashboard.selectors reads them).
+
+- Snapshot: one named set of figures (JSON) and when it was computed: counts that take seconds over
+  millions of rows, shared by every web process and machine, recomputed by beat or by the first reader
+  that finds them older than it accepts.
+- ServerRollup: one server's URLs by state, its failing URLs and its failed checks by failure kind, its
+  checks per uptime window: what its page would otherwise count over the server's thousands of URLs,
+  checks and hourly rollups on every view.
+- BrokenLink: the links whose target is failing or Dead, one row per link, by the site of the page
+  carrying it: the dead-link report reads a site's rows through one index range instead of walking the
+  site's whole link graph. Rebuilt by beat as a difference (rows come and go as targets fail and recover).
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from crawladmin.models import Server, Url
+
+
+class Snapshot(models.Model):
+    name = models.CharField(max_length=100, primary_key=True)
+    data = models.JSONField()
+    computed_at = models.DateTimeField(help_text="When the computation started: the figures are as of then")
+    seconds = models.FloatField(default=0.0, help_text="How long computing them took")
+
+    def __str__(self) -> str:
+        return f"{self.name} as of {self.computed_at:%Y-%m-%d %H:%M:%S}"
+
+
+# A derived table: no foreign-key constraints (nothing here may slow or block the crawl's own writes or
+# deletes; rows of deleted URLs drop out at the next refresh), and only the indexes the reads need.
+_DERIVED = {"on_delete": models.DO_NOTHING, "db_constraint": False, "db_index": False}
+
+
+class BrokenLink(models.Model):
+    site = models.ForeignKey(Server, related_name="+", **_DERIVED)
+    from_url = models.ForeignKey(Url, related_name="+", **_DERIVED)
+    to_url = models.ForeignKey(Url, related_name="+", **_DERIVED)
+    to_state = models.CharField(max_length=12, help_text="The target's state at the last refresh")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["from_url", "to_url"], name="brokenlink_unique")]
+        indexes = [models.Index(fields=["site", "from_url", "to_url"], name="brokenlink_site_idx")]
+
+
+class ServerRollup(models.Model):
+    server = models.OneToOneField(Server, primary_key=True, related_name="+", **_DERIVED)
+    url_states = models.JSONField(default=dict, help_text="URLs by state (excluded ones too)")
+    failing_url_kinds = models.JSONField(default=list, help_text="[kind, URLs] of its failing URLs, most first")
+    check_failure_kinds = models.JSONField(default=list, help_text="[kind, checks] over check_days, most first")
+    check_days = models.PositiveSmallIntegerField(default=7)
+    uptime_counts = models.JSONField(default=dict, help_text="Per uptime window: checks by category, from rollups")
+    computed_at = models.DateTimeField()

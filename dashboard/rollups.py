@@ -1,0 +1,330 @@
+"""The dashboard's precomputed figures, and the dashboard's only writes.
+
+A page must not count a million URLs or five million checks per request. Figures that take seconds
+are computed once and stored as a named Snapshot, which every web process (and machine) reads:
+`figures(name, max_age=…, compute=…)` returns the stored figures while they are younger than the
+reader accepts, else recomputes them. One computation at a time per name, cluster-wide (a PostgreSQL
+advisory lock; a process lock on SQLite): a reader that finds another computing gets the previous
+figures instead of queueing behind it, and only a reader that has none at all waits.
+
+Beat recomputes the slow, slowly changing ones ahead of the readers (dashboard.tasks: the check totals
+and every server's figures each minute, the broken-link rollup every five); the figures that must be
+current (the crawl's counts) are computed when a reader wants them, at most once per few seconds. In
+the embedded mode, which runs no beat for these, the first reader after `max_age` computes (its tables
+are small).
+
+Besides the snapshots, two rollup tables: ServerRollup (a server's URL and failure counts) and
+BrokenLink (each link to a failing URL, by site), rewritten by beat as a difference.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Count, Max, Q
+from django.utils import timezone
+
+from crawladmin.models import Link, Server, StatusCheck, Url
+from crawladmin.selectors import check_category_counts, crawl_summary
+from crawler.lifecycle import State
+from crawler.status import Category
+from monitoring.selectors import uptime_counts
+
+from . import cache
+from .idrange import first_id_since
+from .models import BrokenLink, ServerRollup, Snapshot
+
+FAILING = (State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value, State.DEAD.value)
+MEMO_SECONDS = 2.0  # a process re-reads a snapshot at most this often
+LOCK_PREFIX = "crawladmin.dashboard:"
+
+CRAWL_SUMMARY = "crawl_summary"
+CHECK_TOTALS = "check_totals"
+DEAD_LINKS = "dead_links"
+# Checks are stamped when their request starts and written (or finished) when it ends, within the fetch
+# timeouts (45 s by default). The check totals are a rollup of every check older than this, plus a live
+# count of the newer ones, so a check still being written is never left out of both.
+CHECKS_SETTLE = timedelta(minutes=5)
+CHECK_TOTALS_RECOUNT = timedelta(hours=1)
+DEAD_LINK_SITES_SHOWN = 1000
+CHECK_FAILURE_DAYS = 7  # a server's failed checks by kind: over this many days
+SERVER_ROLLUPS = "server_rollups"  # the lock's name
+# What the server did; anything else a check row may hold (a request still in flight, one cut short on
+# our side) says nothing about the server.
+SERVER_ANSWERS = tuple(c.value for c in Category)
+
+
+@dataclass(frozen=True)
+class Figures:
+    name: str
+    data: Any
+    computed_at: datetime
+    seconds: float
+
+    @property
+    def age(self) -> float:
+        return (timezone.now() - self.computed_at).total_seconds()
+
+
+def _stored(name: str) -> Figures | None:
+    row = Snapshot.objects.filter(name=name).first()
+    return None if row is None else Figures(name, row.data, row.computed_at, row.seconds)
+
+
+@contextmanager
+def _lock(name: str, *, wait: bool) -> Iterator[bool]:
+    """Whether this caller may compute `name` now. Must run inside a transaction: on PostgreSQL the lock
+    is an advisory transaction lock, released at commit, held across processes and machines."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            if wait:
+                cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [LOCK_PREFIX + name])
+                got = True
+            else:
+                cursor.execute("SELECT pg_try_advisory_xact_lock(hashtext(%s))", [LOCK_PREFIX + name])
+                got = bool(cursor.fetchone()[0])
+        yield got
+        return
+    with _guard:
+        lock = _process_locks.setdefault(name, threading.Lock())
+    got = lock.acquire(blocking=wait)
+    try:
+        yield got
+    finally:
+        if got:
+            lock.release()
+
+
+_guard = threading.Lock()
+_process_locks: dict[str, threading.Lock] = {}
+
+
+def _gently() -> None:
+    """For the rest of this transaction (SET LOCAL), on PostgreSQL: a count over millions of rows should
+    not take every core from the pages being served meanwhile, so one process and no JIT compilation
+    (which costs more than it saves on these plain scans)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            cursor.execute("SET LOCAL jit = off")
+
+
+def _compute_and_store(name: str, compute: Callable[[], Any]) -> Figures:
+    _gently()
+    started, t = timezone.now(), time.perf_counter()
+    data = compute()
+    seconds = time.perf_counter() - t
+    Snapshot.objects.update_or_create(name=name, defaults={"data": data, "computed_at": started, "seconds": seconds})
+    figures_ = Figures(name, data, started, seconds)
+    cache.remember(f"figures:{name}", figures_)
+    return figures_
+
+
+def figures(name: str, *, max_age: float, compute: Callable[[], Any]) -> Figures:
+    """The figures stored under `name` if computed less than `max_age` seconds ago; else computed now
+    (by this caller, or by whoever is computing them already: then the previous ones are returned)."""
+    memo = cache.recent(f"figures:{name}", MEMO_SECONDS)
+    if isinstance(memo, Figures) and memo.age < max_age:
+        return memo
+    stored = _stored(name)
+    if stored is not None and stored.age < max_age:
+        cache.remember(f"figures:{name}", stored)
+        return stored
+    with transaction.atomic(), _lock(name, wait=stored is None) as got:
+        if not got:
+            return stored  # type: ignore[return-value]  # someone is computing; theirs come next time
+        if stored is None:  # we may have waited for another computation: use it if it is fresh
+            fresh = _stored(name)
+            if fresh is not None and fresh.age < max_age:
+                return fresh
+        return _compute_and_store(name, compute)
+
+
+def figures_refresh(name: str, compute: Callable[[], Any]) -> Figures | None:
+    """Compute and store `name` now (beat); None when another process is computing it right now."""
+    with transaction.atomic(), _lock(name, wait=False) as got:
+        return _compute_and_store(name, compute) if got else None
+
+
+# --------------------------------------------------------------------------------------------------
+# The figures
+
+
+def crawl_summary_compute() -> dict:
+    """What `manage.py crawl --json` counts, check categories apart (the check totals add those up)."""
+    return crawl_summary(checks=False)
+
+
+def check_totals_compute(*, now: datetime | None = None) -> dict:
+    """Checks by category, of every check up to `through_id`: the ones older than CHECKS_SETTLE, whose
+    category no longer changes. Adds the checks settled since the stored totals to them; recounts the
+    whole table when those are older than CHECK_TOTALS_RECOUNT, which also takes out the checks deleted
+    since (the daily prune of old monitor checks)."""
+    now = now or timezone.now()
+    first_recent = first_id_since(StatusCheck, "checked_at", now - CHECKS_SETTLE)
+    if first_recent is None:  # nothing recent: every check has settled
+        through = StatusCheck.objects.aggregate(top=Max("id"))["top"] or 0
+    else:
+        through = first_recent - 1
+    stored = _stored(CHECK_TOTALS)
+    previous = stored.data if stored is not None else {}
+    recounted = datetime.fromisoformat(previous["recounted_at"]) if "recounted_at" in previous else None
+    if recounted is None or now - recounted >= CHECK_TOTALS_RECOUNT or through < previous["through_id"]:
+        counts = check_category_counts(StatusCheck.objects.filter(pk__lte=through))
+        return {"through_id": through, "categories": counts, "recounted_at": now.isoformat()}
+    added = check_category_counts(StatusCheck.objects.filter(pk__gt=previous["through_id"], pk__lte=through))
+    counts = {k: previous["categories"].get(k, 0) + added.get(k, 0) for k in {*previous["categories"], *added}}
+    return {"through_id": through, "categories": counts, "recounted_at": previous["recounted_at"]}
+
+
+def broken_links_rebuild() -> tuple[int, int]:
+    """Bring BrokenLink up to date: drop the rows whose target is no longer failing (or whose link or URL
+    is gone), add the new ones, and note state changes (NoResponse → Dead). The failing links are joined
+    once, into a temporary table, and only the difference is written, so a refresh of an unchanged crawl
+    rewrites nothing. Run inside a transaction. Returns (rows removed, rows added or changed)."""
+    table, link, url = BrokenLink._meta.db_table, Link._meta.db_table, Url._meta.db_table
+    fresh = "dashboard_brokenlink_fresh"  # per session (TEMP): concurrent refreshes cannot see each other's
+    states = ", ".join(["%s"] * len(FAILING))
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {fresh}")
+        cursor.execute(
+            f"""CREATE TEMPORARY TABLE {fresh} AS
+                SELECT u.server_id AS site_id, l.from_url_id, l.to_url_id, t.state AS to_state
+                FROM {url} t JOIN {link} l ON l.to_url_id = t.id JOIN {url} u ON u.id = l.from_url_id
+                WHERE t.state IN ({states}) AND t.exclusion_reason = ''""",
+            FAILING,
+        )
+        cursor.execute(
+            f"""DELETE FROM {table} WHERE NOT EXISTS (
+                    SELECT 1 FROM {fresh} f
+                    WHERE f.from_url_id = {table}.from_url_id AND f.to_url_id = {table}.to_url_id)"""
+        )
+        removed = cursor.rowcount
+        # SQLite needs a WHERE in the SELECT to parse the ON CONFLICT after it; PostgreSQL does not mind.
+        cursor.execute(
+            f"""INSERT INTO {table} (site_id, from_url_id, to_url_id, to_state)
+                SELECT site_id, from_url_id, to_url_id, to_state FROM {fresh} WHERE true
+                ON CONFLICT (from_url_id, to_url_id) DO UPDATE
+                    SET site_id = excluded.site_id, to_state = excluded.to_state
+                    WHERE {table}.site_id <> excluded.site_id OR {table}.to_state <> excluded.to_state"""
+        )
+        changed = cursor.rowcount
+        cursor.execute(f"DROP TABLE {fresh}")
+    return removed, changed
+
+
+def dead_links_compute() -> dict:
+    """Rebuild the broken-link rollup, then sum it up per site: broken links, the pages carrying them, the
+    distinct failing targets and how many of those are Dead. The busiest DEAD_LINK_SITES_SHOWN sites."""
+    removed, changed = broken_links_rebuild()
+    rows = list(
+        BrokenLink.objects.values("site_id")
+        .annotate(
+            links=Count("id"),
+            pages=Count("from_url_id", distinct=True),
+            targets=Count("to_url_id", distinct=True),
+            dead=Count("to_url_id", distinct=True, filter=Q(to_state=State.DEAD.value)),
+        )
+        .order_by("-links", "site_id")[:DEAD_LINK_SITES_SHOWN]
+    )
+    servers = Server.objects.in_bulk([r["site_id"] for r in rows])
+    sites = [
+        {"server_id": r["site_id"], "origin": servers[r["site_id"]].origin, **{k: r[k] for k in r if k != "site_id"}}
+        for r in rows
+        if r["site_id"] in servers
+    ]
+    return {"sites": sites, "removed": removed, "changed": changed}
+
+
+def server_figures_compute(*, server_ids: Sequence[int] | None = None, now: datetime | None = None) -> dict[int, dict]:
+    """Per server (all, or these): URLs by state, failing URLs by failure kind, and failed checks of the
+    last CHECK_FAILURE_DAYS by failure kind, kinds most frequent first. Three GROUP BYs: over the URLs,
+    the failing URLs, and the recent checks (an id range, so older checks are never read)."""
+    now = now or timezone.now()
+    since = now - timedelta(days=CHECK_FAILURE_DAYS)
+    urls, checks = Url.objects.all(), StatusCheck.objects.filter(checked_at__gte=since, category__in=SERVER_ANSWERS)
+    if server_ids is not None:
+        urls, checks = urls.filter(server_id__in=server_ids), checks.filter(server_id__in=server_ids)
+    else:
+        first = first_id_since(StatusCheck, "checked_at", since)
+        checks = checks.filter(pk__gte=first) if first is not None else checks.none()
+    out: dict[int, dict] = defaultdict(lambda: {"url_states": {}, "failing_url_kinds": [], "check_failure_kinds": []})
+    for sid, state, n in urls.values_list("server_id", "state").annotate(n=Count("id")).order_by():
+        out[sid]["url_states"][state] = n
+    failing = urls.filter(state__in=FAILING).values_list("server_id", "failure_kind").annotate(n=Count("id"))
+    for sid, kind, n in failing.order_by("server_id", "-n", "failure_kind"):
+        out[sid]["failing_url_kinds"].append([kind or "(none)", n])
+    failed = checks.exclude(failure_kind="").values_list("server_id", "failure_kind").annotate(n=Count("id"))
+    for sid, kind, n in failed.order_by("server_id", "-n", "failure_kind"):
+        out[sid]["check_failure_kinds"].append([kind, n])
+    return dict(out)
+
+
+def server_rollups_refresh(*, now: datetime | None = None) -> int | None:
+    """Recompute every server's ServerRollup in one pass (its URL and failure figures, and its uptime
+    windows' check counts from the hourly rollups) and write them in one upsert; rollups of servers no
+    longer there are dropped. Returns servers written (None: another process is refreshing)."""
+    now = now or timezone.now()
+    with transaction.atomic(), _lock(SERVER_ROLLUPS, wait=False) as got:
+        if not got:
+            return None
+        _gently()
+        figures_ = server_figures_compute(now=now)
+        uptimes = uptime_counts(now=now)
+        ids = list(Server.objects.values_list("id", flat=True))
+        rows = [
+            ServerRollup(
+                server_id=sid,
+                url_states=figures_.get(sid, {}).get("url_states", {}),
+                failing_url_kinds=figures_.get(sid, {}).get("failing_url_kinds", []),
+                check_failure_kinds=figures_.get(sid, {}).get("check_failure_kinds", []),
+                check_days=CHECK_FAILURE_DAYS,
+                uptime_counts=uptimes.get(sid, {}),
+                computed_at=now,
+            )
+            for sid in ids
+        ]
+        fields = [
+            "url_states",
+            "failing_url_kinds",
+            "check_failure_kinds",
+            "check_days",
+            "uptime_counts",
+            "computed_at",
+        ]
+        ServerRollup.objects.bulk_create(
+            rows, batch_size=1000, update_conflicts=True, unique_fields=["server"], update_fields=fields
+        )
+        ServerRollup.objects.filter(computed_at__lt=now).delete()
+        return len(rows)
+
+
+# --------------------------------------------------------------------------------------------------
+# Beat's entry points (dashboard.tasks, manage.py dashboard_refresh)
+
+
+def rollups_refresh() -> dict:
+    """Every minute: the check totals and the servers' figures."""
+    totals = figures_refresh(CHECK_TOTALS, check_totals_compute)
+    servers = server_rollups_refresh()
+    return {"check_totals_s": None if totals is None else round(totals.seconds, 3), "servers": servers}
+
+
+def dead_links_refresh() -> dict:
+    """Every five minutes: the broken-link rollup and the per-site report."""
+    done = figures_refresh(DEAD_LINKS, dead_links_compute)
+    if done is None:
+        return {"skipped": "another refresh is running"}
+    return {
+        "seconds": round(done.seconds, 3),
+        "sites": len(done.data["sites"]),
+        **{k: done.data[k] for k in ("removed", "changed")},
+    }

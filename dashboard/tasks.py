@@ -1,0 +1,18 @@
+"""The dashboard's beat jobs (queue `housekeeping`; schedule in dashboard/migrations/0003_periodic_tasks.py):
+thin shells over dashboard.rollups. Imported by DashboardConfig.ready(), so every worker registers them."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from . import rollups
+
+
+@shared_task(name="dashboard.tasks.refresh_rollups")
+def refresh_rollups() -> dict:
+    return rollups.rollups_refresh()
+
+
+@shared_task(name="dashboard.tasks.refresh_dead_links")
+def refresh_dead_links() -> dict:
+    return rollups.dead_links_refresh()

@@ -1,0 +1,176 @@
+"""The throughput benchmark's pieces (bench.webgen, bench.throughput), on a tiny web: 2 servers × 20 pages.
+The benchmark itself is not a test; these check that the web it crawls is what it claims to be."""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+
+from bench.throughput import check_ours, check_scrapy, parse_workers
+from bench.webgen import ROBOTS_TXT, NginxWeb, Web, WebSpec, ensure_written, find_nginx
+
+from .conftest import skip_or_fail
+
+TINY = WebSpec(servers=2, pages=20, links=15, onsite=0.8, page_bytes=3000, private=2, net="127.0.9", port=18099)
+
+
+class _Hrefs(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag, attrs) -> None:
+        if tag == "a":
+            self.hrefs += [v for k, v in attrs if k == "href" and v]
+
+
+def _links_in(path: Path, page_url: str) -> list[str]:
+    parser = _Hrefs()
+    parser.feed(path.read_text())
+    return [urljoin(page_url, h) for h in parser.hrefs]
+
+
+def _file_of(root: Path, url: str) -> Path:
+    parts = urlsplit(url)
+    return root / parts.hostname / ("index.html" if parts.path == "/" else parts.path.lstrip("/"))
+
+
+def _digest(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha1(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def tiny_web(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("web") / "www"
+    assert ensure_written(root, TINY) is not None
+    return root
+
+
+def test_generated_web_is_deterministic(tiny_web, tmp_path):
+    again = tmp_path / "again"
+    ensure_written(again, TINY)
+    assert _digest(again) == _digest(tiny_web)
+    other = tmp_path / "other"
+    ensure_written(other, WebSpec(**{**TINY.__dict__, "seed": TINY.seed + 1}))
+    assert _digest(other) != _digest(tiny_web)
+
+
+def test_same_manifest_is_reused_and_another_refused(tiny_web):
+    assert ensure_written(tiny_web, TINY) is None  # reused as it is
+    with pytest.raises(SystemExit, match="another web"):
+        ensure_written(tiny_web, WebSpec(**{**TINY.__dict__, "pages": 21}))
+
+
+def test_every_page_has_the_links_and_onsite_share_asked_for(tiny_web):
+    web = Web(TINY)
+    for s in range(TINY.servers):
+        for k in range(TINY.pages):
+            url = web.url(s, k)
+            links = _links_in(_file_of(tiny_web, url), url)
+            assert len(links) == len(set(links)) == TINY.links, url
+            assert url not in links
+            onsite = [u for u in links if urlsplit(u).hostname == web.hosts[s]]
+            assert len(onsite) == round(TINY.links * TINY.onsite), url
+            size = _file_of(tiny_web, url).stat().st_size
+            assert 0.8 * TINY.page_bytes < size < 1.25 * TINY.page_bytes, (url, size)
+
+
+def test_every_page_is_reachable_from_the_home_pages_and_private_ones_are_linked(tiny_web):
+    """Breadth-first over the written files themselves (not the model), not entering /private/."""
+    web = Web(TINY)
+    seen = set(web.seeds())
+    todo = list(seen)
+    private = set()
+    while todo:
+        url = todo.pop()
+        for link in _links_in(_file_of(tiny_web, url), url):
+            if urlsplit(link).path.startswith("/private/"):
+                private.add(link)
+            elif link not in seen:
+                seen.add(link)
+                todo.append(link)
+    assert seen == {web.url(s, k) for s in range(TINY.servers) for k in range(TINY.pages)}
+    assert len(private) == web.expected()["excluded"] > 0
+    for link in private:
+        assert _file_of(tiny_web, link).exists()  # there to be fetched: only robots.txt keeps crawlers out
+    for host in web.hosts:
+        assert (tiny_web / host / "robots.txt").read_text() == ROBOTS_TXT
+
+
+def test_expected_counts_match_the_files(tiny_web):
+    web = Web(TINY)
+    expected = web.expected()
+    assert expected["pages"] == len(list(tiny_web.glob("*/index.html"))) + len(list(tiny_web.glob("*/p/*.html")))
+    assert expected["links"] == TINY.servers * TINY.pages * TINY.links
+    assert expected["robots"] == TINY.servers
+
+
+def test_worker_layout_option():
+    workers = parse_workers("load:threads:40,extract+housekeeping:prefork:2")
+    assert [(w.queues, w.pool, w.concurrency) for w in workers] == [
+        ("load", "threads", 40),
+        ("extract,housekeeping", "prefork", 2),
+    ]
+    with pytest.raises(Exception, match="no worker consumes housekeeping"):
+        parse_workers("load:threads:4,extract:prefork:2")
+    with pytest.raises(Exception, match="QUEUES:POOL:N"):
+        parse_workers("load:threads")
+
+
+def _ours_result(**found) -> dict:
+    base = {"visited": 40, "pages": 40, "urls": {"visited": 40, "excluded: robots.txt": 2}, "links": 600}
+    base.update(unextracted=0, leased=0, checks=42)
+    base.update(found)
+    requests = {"requests": 42, "pages": 40, "robots": 2, "repeated": 0, "private": 0}
+    return {"stopped": "done", "found": base, "requests": requests, "log_errors": {"w0-load": 0}}
+
+
+def test_a_crawl_that_matches_the_web_passes_and_a_short_one_is_reported():
+    expected = Web(TINY).expected()
+    assert check_ours(_ours_result(), expected) == []
+    problems = check_ours(_ours_result(links=599, checks=41), expected)
+    assert any(p.startswith("Link rows: 599") for p in problems)
+    assert any(p.startswith("StatusCheck rows vs nginx requests") for p in problems)
+    scrapy = {"stopped": "finished", "pages": 40, "items": 40, "requests": {**_ours_result()["requests"], "private": 1}}
+    assert check_scrapy(scrapy, expected) == ["requests of /private/ (robots.txt disallows): 1 (expected 0)"]
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.integration
+def test_nginx_serves_the_generated_web(tmp_path):
+    if find_nginx() is None:
+        skip_or_fail("nginx is not installed (apt-get install -y nginx-light)")
+    spec = WebSpec(**{**TINY.__dict__, "port": _free_port("127.0.9.1")})
+    www = tmp_path / "www"
+    ensure_written(www, spec)
+    web = Web(spec)
+    run = tmp_path / "nginx"
+    run.mkdir()
+    with NginxWeb(www, spec, run) as nginx:
+        for s in range(spec.servers):
+            with urllib.request.urlopen(web.url(s, 0), timeout=5) as r:
+                assert r.status == 200 and r.headers["Content-Type"].startswith("text/html")
+                assert r.read() == web.render(s, 0)
+            with urllib.request.urlopen(web.origin(s) + "/robots.txt", timeout=5) as r:
+                assert r.read().decode() == ROBOTS_TXT
+        with urllib.request.urlopen(web.url(1, 7), timeout=5) as r:
+            assert r.read() == (www / web.hosts[1] / "p" / "7.html").read_bytes()
+        logged = nginx.requests_since(0)
+    assert [(a, m, p, st) for a, m, p, st, _ua in logged][-1] == (web.hosts[1], "GET", "/p/7.html", 200)
+    assert len(logged) == 2 * spec.servers + 1
+    assert nginx.proc is not None and nginx.proc.poll() is not None  # stopped by its PID

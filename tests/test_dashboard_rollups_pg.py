@@ -1,0 +1,99 @@
+"""The dashboard's rollups on real PostgreSQL: the broken-link upsert and its difference, the snapshots,
+the check totals against an exact count, and the advisory lock that keeps one refresh at a time —
+through `manage.py dashboard_refresh` in a subprocess against a fresh database."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from .cluster import manage, postgres_database
+
+pytestmark = pytest.mark.integration
+
+# Two servers; a.example's home page links to a Dead URL, a NoResponse1 URL, a live URL and an excluded
+# Dead one; old and recent checks.
+MAKE_CRAWL = """
+import hashlib
+from datetime import timedelta
+from django.utils import timezone
+from crawladmin.models import Link, Server, StatusCheck, Url
+a = Server.objects.create(scheme="http", host="a.example", port=80)
+b = Server.objects.create(scheme="http", host="b.example", port=80)
+def url(server, path, state, reason=""):
+    u = f"http://{server.host}{path}"
+    return Url.objects.create(url=u, url_hash=hashlib.sha1(u.encode()).hexdigest(), server=server, state=state,
+                              exclusion_reason=reason)
+home = url(a, "/", "visited")
+targets = [url(b, "/gone", "dead"), url(b, "/slow", "noresponse1"), url(b, "/", "visited"),
+           url(b, "/robots", "dead", "robots.txt")]
+Link.objects.bulk_create([Link(from_url=home, to_url=t) for t in targets])
+now = timezone.now()
+for i, category in enumerate(["normal"] * 5 + ["error"] * 2 + ["delay"]):
+    StatusCheck.objects.create(server=a, requested_url="http://a.example/", category=category, latency_ms=5,
+                               agent="monitor", checked_at=now - timedelta(hours=3 - i * 0.3))
+"""
+
+CHANGE_CRAWL = """
+from crawladmin.models import Url
+Url.objects.filter(url="http://b.example/slow").update(state="visited")
+Url.objects.filter(url="http://b.example/").update(state="noresponse2")
+"""
+
+SUMMARY = """
+import json
+from crawladmin.selectors import crawl_summary
+from dashboard.selectors import summary_counts
+got, expected = summary_counts(), crawl_summary()
+print(json.dumps({"same": {k: got[k] for k in expected} == expected, "checks": got["checks"]}))
+"""
+
+
+def _rows(url: str, sql: str) -> list[tuple]:
+    import psycopg2
+
+    with psycopg2.connect(url) as conn, conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetchall()
+
+
+def test_refresh_on_postgres_writes_the_difference_and_runs_once_at_a_time(tmp_path):
+    import psycopg2
+
+    with postgres_database() as url:
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "DJANGO_SECRET_KEY": "dashboard-test",
+            "CRAWLADMIN_DATA_DIR": str(tmp_path),
+        }
+        manage(env, "migrate", "--verbosity", "0")
+        manage(env, "shell", "-c", MAKE_CRAWL)
+        first = json.loads(manage(env, "dashboard_refresh", "--json").stdout)
+        assert first["dead_links"]["changed"] == 2 and first["rollups"]["servers"] == 2
+        broken = "SELECT t.url, b.to_state FROM dashboard_brokenlink b JOIN crawladmin_url t ON t.id = b.to_url_id"
+        assert sorted(_rows(url, broken)) == [
+            ("http://b.example/gone", "dead"),
+            ("http://b.example/slow", "noresponse1"),
+        ]
+        totals = _rows(url, "SELECT data FROM dashboard_snapshot WHERE name = 'check_totals'")[0][0]
+        assert totals["categories"] == {"normal": 5, "delay": 1, "disconnect": 0, "error": 2}
+
+        manage(env, "shell", "-c", CHANGE_CRAWL)
+        second = json.loads(manage(env, "dashboard_refresh", "--json").stdout)
+        assert (second["dead_links"]["removed"], second["dead_links"]["changed"]) == (1, 1)
+        assert sorted(_rows(url, broken)) == [("http://b.example/", "noresponse2"), ("http://b.example/gone", "dead")]
+        summary = json.loads(manage(env, "shell", "-c", SUMMARY).stdout.strip().splitlines()[-1])
+        assert summary["same"] and summary["checks"]["normal"] == 5
+
+        # A refresh already running (we hold its advisory lock): the next one skips instead of queueing.
+        holder = psycopg2.connect(url)
+        try:
+            with holder.cursor() as cur:
+                cur.execute("SELECT pg_advisory_lock(hashtext('crawladmin.dashboard:dead_links'))")
+            skipped = json.loads(manage(env, "dashboard_refresh", "--json").stdout)
+            assert skipped["dead_links"] == {"skipped": "another refresh is running"}
+        finally:
+            holder.close()
