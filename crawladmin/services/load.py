@@ -119,10 +119,12 @@ class LoadBatch:
         self.pending.discard(url.id)
         with transaction.atomic():
             self.visit.record(result, url.id)
-            if event == Event.FETCHED:
-                self._store(url, result)
-            else:
-                self._fail(url, result, event)
+            # A savepoint: when another agent got there first, _store undoes our move, not the check's outcome.
+            with transaction.atomic():
+                if event == Event.FETCHED:
+                    self._store(url, result)
+                else:
+                    self._fail(url, result, event)
         return not self.outcome.server_excluded
 
     def flush(self) -> None:
