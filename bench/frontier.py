@@ -196,7 +196,10 @@ def measure_claims(*, servers: int, claims: int, size: int, seed: int = 1) -> di
     per_statement = []
     for i in range(min(len(s) for s in statements)):
         per_statement.append(
-            {"sql": statements[0][i][0][:300], "median_ms": round(statistics.median(s[i][1] for s in statements), 2)}
+            {
+                "sql": " ".join(statements[0][i][0].split())[:300],
+                "median_ms": round(statistics.median(s[i][1] for s in statements), 2),
+            }
         )
     out = {
         "claims": len(times),
@@ -347,7 +350,7 @@ def print_report(r: dict) -> None:
     if "explain" in c:
         print("  EXPLAIN (ANALYZE, BUFFERS) of the claim's statements, the slowest first:")
         for e in c["explain"]:
-            print(f"    -- {e['ms']} ms: " + _short(e["sql"]))
+            print(f"    -- {e['ms']} ms: " + _short(" ".join(e["sql"].split())))
             for line in e["plan"].splitlines():
                 print("    " + _short(line))
     runs = li["runs"]
