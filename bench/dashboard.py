@@ -4,7 +4,7 @@ Target: p95 under 300 ms per page with 20 concurrent clients.
     python -m bench.dashboard [--urls 1000000] [--checks 5000000] [--servers 500] [--links 2000000]
                               [--clients 20] [--requests 400] [--runs 2] [--page-budget 90]
                               [--workers N] [--threads N] [--refresh-every 60] [--only PAGE,...]
-                              [--keep-db | --db URL]
+                              [--keep-db | --db URL] [--web-root DIR]
 
 Creates a fresh database on the local PostgreSQL (127.0.0.1:5432, user postgres), migrates it, loads it
 with set-based SQL (generate_series; no Python row loop): servers with their ServerMonitor rows, URLs in
@@ -21,7 +21,9 @@ for it as they would in production. It logs in once, and for every page runs --r
 --page-budget seconds run out; each line also shows the machine's 1-minute load average, since other
 processes on the box take CPU from the run. Also one short serial pass per page (1 client) for the
 service time without queueing. Stops gunicorn by its PID and drops the database, also on failure;
---keep-db keeps it (and prints its URL) for later runs with --db URL, which skip the load.
+--keep-db keeps it (and prints its URL) for later runs with --db URL, which skip the load. --web-root
+serves the pages from another checkout against the same data (bench/DASHBOARD.md compares the code before
+issue 7's work with it).
 """
 
 from __future__ import annotations
@@ -482,8 +484,9 @@ def _start_web(env: dict, port: int, args, log) -> subprocess.Popen:
         web_env["WEB_WORKERS"] = str(args.workers)
     if args.threads is not None:
         web_env["WEB_THREADS"] = str(args.threads)
+    root = Path(args.web_root) if args.web_root else ROOT
     return subprocess.Popen(
-        [str(ROOT / "docker" / "web.sh")], cwd=ROOT, env=web_env, stdout=log, stderr=subprocess.STDOUT
+        [str(root / "docker" / "web.sh")], cwd=root, env=web_env, stdout=log, stderr=subprocess.STDOUT
     )
 
 
@@ -517,6 +520,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--only", default="", help="comma-separated page names to measure (default: every page)")
     ap.add_argument("--db", default="", help="reuse this database, loaded by an earlier --keep-db run (no load)")
     ap.add_argument("--keep-db", action="store_true", help="keep the new database and print its URL")
+    ap.add_argument(
+        "--web-root",
+        default="",
+        help="serve the pages from another checkout (e.g. an older commit's `git archive`) to compare code",
+    )
     args = ap.parse_args(argv)
     try:
         import psycopg2

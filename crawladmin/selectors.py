@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime, timedelta
 
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from crawladmin.models import Link, Page, Server, ServerLease, StatusCheck, Url
@@ -17,11 +17,15 @@ def _counts(qs, field: str) -> dict[str, int]:
     return {row[field]: row["n"] for row in qs.values(field).annotate(n=Count("id")).order_by(field)}
 
 
-def crawl_progress(*, now: datetime | None = None, recheck_within: float = 0.0) -> dict[str, int]:
+def crawl_progress(
+    *, now: datetime | None = None, recheck_within: float = 0.0, count_leased: bool = True
+) -> dict[str, int]:
     """The few numbers the crawl loop watches: it is finished when they are all 0.
 
     `rechecks`: NoResponse URLs whose back-off ends within `recheck_within` seconds (scan work in hand
     shows as leased). Visited URLs due for an active re-check do not count: they are always coming due.
+    `count_leased=False` leaves `leased` at 0 for a caller that counts it itself (the lease columns have
+    no index: counting them reads the whole URL table).
     """
     now = now or timezone.now()
     failing = [State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value]
@@ -32,7 +36,7 @@ def crawl_progress(*, now: datetime | None = None, recheck_within: float = 0.0) 
     return {
         "due": Url.objects.filter(state=State.INIT.value, next_check_at__lte=now).count(),
         "rechecks": rechecks.count(),
-        "leased": Url.objects.exclude(lease_owner="").count(),
+        "leased": Url.objects.exclude(lease_owner="").count() if count_leased else 0,
         "unextracted": Page.objects.filter(extracted_at__isnull=True).count(),
         "busy_servers": ServerLease.objects.exclude(owner="").values("server").distinct().count(),
     }
@@ -50,12 +54,18 @@ def check_category_counts(checks=None) -> dict[str, int]:
 def crawl_summary(*, since: datetime | None = None, checks: bool = True) -> dict:
     """Counts by state (excluded URLs apart), exclusion reason, check category and failure kind.
     `checks=False` leaves the check counts out (the costliest part: the API takes them from a rollup)."""
-    # One pass over the URLs, grouped by everything the summary splits them by (a few dozen groups).
+    # One pass over the URLs, grouped by everything the summary splits them by (a few dozen groups), the
+    # leased ones counted on the way.
     failing = {State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value, State.DEAD.value}
-    total, states, excluded, kinds = 0, {s.value: 0 for s in State}, Counter(), Counter()
-    groups = Url.objects.values_list("state", "exclusion_reason", "failure_kind").annotate(n=Count("id")).order_by()
-    for state, reason, kind, n in groups:
+    total, leased, states, excluded, kinds = 0, 0, {s.value: 0 for s in State}, Counter(), Counter()
+    groups = (
+        Url.objects.values_list("state", "exclusion_reason", "failure_kind")
+        .annotate(n=Count("id"), leased=Count("id", filter=~Q(lease_owner="")))
+        .order_by()
+    )
+    for state, reason, kind, n, held in groups:
         total += n
+        leased += held
         if reason:
             excluded[reason] += n
         else:
@@ -72,5 +82,6 @@ def crawl_summary(*, since: datetime | None = None, checks: bool = True) -> dict
         "servers": Server.objects.count(),
         "pages": Page.objects.count(),
         "links": Link.objects.count(),
-        **crawl_progress(),
+        **crawl_progress(count_leased=False),
+        "leased": leased,
     }

@@ -11,25 +11,26 @@ from here is a stale rollup's read-through refresh (dashboard.rollups.figures).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import connection
-from django.db.models import Case, Count, Exists, IntegerField, Model, OuterRef, Q, Subquery, Value, When
+from django.db.models import Case, Count, Exists, IntegerField, Model, OuterRef, Subquery, Value, When
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.timesince import timesince
 
-from crawladmin.models import Page, Server, StatusCheck
+from crawladmin.models import Page, Server, StatusCheck, Url
 from crawladmin.selectors import check_category_counts
 from crawler.lifecycle import Agent, State
 from crawler.status import Category
 from monitoring.models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
 from monitoring.selectors import hour_floor, uptime_counts, uptime_of
 
-from . import rollups
+from . import rawsql, rollups
 from .cache import cached
 from .idrange import first_id_since
 from .models import BrokenLink, ServerRollup
@@ -274,66 +275,103 @@ def grid_tiles(*, status: str = "", group: str = "", limit: int = 300, offset: i
 
 
 # --------------------------------------------------------------------------------------------------
-# One server
+# One server (its page makes these reads on every view: hand-written SQL, dashboard.rawsql)
 
 
 def server_latency_series(*, server_id: int, range_name: str, now: datetime | None = None) -> dict:
-    """Latency points for the chart: the raw checks over the last hour, hourly rollups (mean, p95,
-    max) over longer ranges. Labels are ISO times (UTC)."""
+    """Latency points for the chart: the raw checks over the last hour (the monitor's, when it has any),
+    hourly rollups (mean, p95, max) over longer ranges. Labels are ISO times (UTC)."""
     now = now or timezone.now()
     span = RANGES[range_name]
     if range_name == "1h":
-        checks = StatusCheck.objects.filter(
-            server_id=server_id, checked_at__gte=now - span, category__in=SERVER_ANSWERS
-        ).order_by("checked_at")
-        monitor = checks.filter(agent=Agent.MONITOR.value)
-        rows = list(
-            (monitor if monitor.exists() else checks).values_list("checked_at", "latency_ms", "category")[:5000]
+        answers = rawsql.placeholders(SERVER_ANSWERS)
+        sql = (
+            f"SELECT checked_at, latency_ms, category FROM {rawsql.table(StatusCheck)}"
+            f" WHERE server_id = %s AND checked_at >= %s AND category IN ({answers}) {{agent}}"
+            " ORDER BY checked_at LIMIT 5000"
         )
+        params = [server_id, now - span, *SERVER_ANSWERS]
+        rows = rawsql.fetch(
+            sql.format(agent="AND agent = %s"), [*params, Agent.MONITOR.value], datetimes=["checked_at"]
+        )
+        if not rows:
+            rows = rawsql.fetch(sql.format(agent=""), params, datetimes=["checked_at"])
         return {
             "kind": "checks",
-            "labels": [at.isoformat() for at, _, _ in rows],
-            "series": {"latency": [round(ms, 1) for _, ms, _ in rows]},
-            "categories": [cat for _, _, cat in rows],
+            "labels": [r["checked_at"].isoformat() for r in rows],
+            "series": {"latency": [round(r["latency_ms"], 1) for r in rows]},
+            "categories": [r["category"] for r in rows],
         }
-    rollups_ = HourlyRollup.objects.filter(server_id=server_id, hour__gt=hour_floor(now) - span).order_by("hour")
-    rows = list(rollups_.values_list("hour", "latency_mean_ms", "latency_p95_ms", "latency_max_ms"))
+    rows = rawsql.fetch_rows(
+        f"SELECT {rawsql.iso_utc('hour')}, latency_mean_ms, latency_p95_ms, latency_max_ms"
+        f" FROM {rawsql.table(HourlyRollup)} WHERE server_id = %s AND hour > %s ORDER BY hour",
+        [server_id, hour_floor(now) - span],
+    )
+    # A month is 720 points: one pass over plain tuples, the labels already text.
+    labels, mean, p95, top = [], [], [], []
+    for label, m, p, x in rows:
+        labels.append(label)
+        mean.append(None if m is None else round(m, 1))
+        p95.append(None if p is None else round(p, 1))
+        top.append(None if x is None else round(x, 1))
+    return {"kind": "rollups", "labels": labels, "series": {"mean": mean, "p95": p95, "max": top}, "categories": []}
 
-    def r(v):
-        return None if v is None else round(v, 1)
 
-    return {
-        "kind": "rollups",
-        "labels": [h.isoformat() for h, *_ in rows],
-        "series": {
-            "mean": [r(m) for _, m, _, _ in rows],
-            "p95": [r(p) for _, _, p, _ in rows],
-            "max": [r(x) for _, _, _, x in rows],
-        },
-        "categories": [],
-    }
+_JSON_SCRIPT_ESCAPES = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}
+
+
+@dataclass(frozen=True)
+class ChartData:
+    """A chart's data as JSON text ready for a <script type="application/json"> element (escaped as
+    Django's json_script escapes), and what the template needs to know about it."""
+
+    kind: str
+    points: int
+    json: str
+
+
+def server_latency_chart(*, server_id: int, range_name: str, now: datetime | None = None) -> ChartData:
+    """server_latency_series as JSON. On PostgreSQL the hourly ranges are written as JSON by the database
+    itself: a month is 720 points in three series, and rounding and encoding them in Python was a third of
+    the server page's cost (issue 7's benchmark). The values are server_latency_series's, rounded by
+    PostgreSQL's numeric rounding (1092.55 → 1092.6 where Python's float gives 1092.5)."""
+    now = now or timezone.now()
+    if range_name == "1h" or connection.vendor != "postgresql":
+        series = server_latency_series(server_id=server_id, range_name=range_name, now=now)
+        text = json.dumps(series, separators=(",", ":"))
+        return ChartData(series["kind"], len(series["labels"]), text.translate(_JSON_SCRIPT_ESCAPES))
+
+    def agg(expr: str) -> str:
+        return f"coalesce(json_agg({expr} ORDER BY hour), '[]')::text"
+
+    def rounded(column: str) -> str:
+        return f"round({column}::numeric, 1)"
+
+    [(points, labels, mean, p95, top)] = rawsql.fetch_rows(
+        f"SELECT count(*), {agg(rawsql.iso_utc('hour'))}, {agg(rounded('latency_mean_ms'))},"
+        f" {agg(rounded('latency_p95_ms'))}, {agg(rounded('latency_max_ms'))}"
+        f" FROM {rawsql.table(HourlyRollup)} WHERE server_id = %s AND hour > %s",
+        [server_id, hour_floor(now) - RANGES[range_name]],
+    )
+    text = (
+        f'{{"kind":"rollups","labels":{labels},"series":{{"mean":{mean},"p95":{p95},"max":{top}}},'
+        f'"categories":[]}}'
+    )
+    return ChartData("rollups", points, text.translate(_JSON_SCRIPT_ESCAPES))
 
 
 def server_recent_checks(*, server_id: int, limit: int = 60) -> list[dict]:
-    """The server's newest checks, oldest first (the bar reads left to right); each a dict of the
-    check's fields plus `summary`, the one line its bar segment shows on hover."""
-    qs = StatusCheck.objects.filter(server_id=server_id).order_by("-checked_at", "-id")
-    rows = list(
-        qs.values(
-            "checked_at",
-            "status_code",
-            "category",
-            "failure_kind",
-            "detail",
-            "latency_ms",
-            "agent",
-            "requested_url",
-        )[:limit]
+    """The server's newest checks, oldest first (the bar reads left to right): each a dict of the check's
+    fields, plus `latency` formatted and `summary`, the line its bar segment shows on hover."""
+    rows = rawsql.fetch(
+        "SELECT checked_at, status_code, category, failure_kind, detail, latency_ms, agent, requested_url"
+        f" FROM {rawsql.table(StatusCheck)} WHERE server_id = %s ORDER BY checked_at DESC, id DESC LIMIT %s",
+        [server_id, limit],
+        datetimes=["checked_at"],
     )
     rows.reverse()
     for c in rows:  # formatted here once: the page shows each check twice, and template filters cost more
         c["latency"] = ms(c["latency_ms"])
-        c["at"] = _local(c["checked_at"])
         outcome = c["failure_kind"] if c["status_code"] is None else c["status_code"]
         c["summary"] = (
             f"{c['checked_at'].isoformat()} · {c['agent']} · {outcome} · {c['latency']} · {c['requested_url']}"
@@ -347,32 +385,52 @@ def _local(at: datetime) -> str:
 
 def server_timeline_recent(*, server_id: int, limit: int = 100) -> list[dict]:
     """The server's confirmed status changes, newest first: at (formatted), from_status, to_status, reason."""
-    rows = StatusChange.objects.filter(server_id=server_id).order_by("-at", "-id")
-    out = list(rows.values("at", "from_status", "to_status", "reason")[:limit])
-    for row in out:
-        row["at"] = _local(row["at"])
-    return out
-
-
-def server_with_status(*, server_id: int, now: datetime | None = None) -> Server | None:
-    """The server with its monitor row (`monitor`, absent when not monitored) and `status`: what
-    monitoring.selectors.server_status_now says ("maintenance" while a window is open, else the confirmed
-    status), or "unmonitored". One query."""
-    now = now or timezone.now()
-    open_window = MaintenanceWindow.objects.filter(server=OuterRef("pk"), starts_at__lte=now, ends_at__gt=now)
-    server = (
-        Server.objects.select_related("monitor")
-        .annotate(in_maintenance=Exists(open_window))
-        .filter(pk=server_id)
-        .first()
+    rows = rawsql.fetch(
+        f"SELECT at, from_status, to_status, reason FROM {rawsql.table(StatusChange)}"
+        " WHERE server_id = %s ORDER BY at DESC, id DESC LIMIT %s",
+        [server_id, limit],
+        datetimes=["at"],
     )
-    if server is not None:
-        monitor = getattr(server, "monitor", None)
-        if monitor is None:
-            server.status = UNMONITORED
-        else:
-            server.status = MAINTENANCE if server.in_maintenance else monitor.status
-    return server
+    for row in rows:
+        row["at"] = _local(row["at"])
+    return rows
+
+
+@dataclass
+class ServerHead:
+    """What the top of a server's page shows: the server, its monitor row (None: not monitored) and its
+    status, as monitoring.selectors.server_status_now says ("maintenance" while a window is open, else
+    the confirmed status), or "unmonitored"."""
+
+    server: Server
+    monitor: dict | None  # status, status_since, load_profile
+    status: str
+
+
+def server_head(*, server_id: int, now: datetime | None = None) -> ServerHead | None:
+    """The server, its monitor and its status now, in one query; None when there is no such server."""
+    now = now or timezone.now()
+    rows = rawsql.fetch(
+        'SELECT s.id, s.scheme, s.host, s.port, s.ip, s."group", s.crawler_num, s.enabled, s.excluded_reason,'
+        " m.server_id AS monitored, m.status, m.status_since, m.load_profile,"
+        f" EXISTS (SELECT 1 FROM {rawsql.table(MaintenanceWindow)} w"
+        "          WHERE w.server_id = s.id AND w.starts_at <= %s AND w.ends_at > %s) AS in_maintenance"
+        f" FROM {rawsql.table(Server)} s LEFT JOIN {rawsql.table(ServerMonitor)} m ON m.server_id = s.id"
+        " WHERE s.id = %s",
+        [now, now, server_id],
+        datetimes=["status_since"],
+        jsons=["load_profile"],
+    )
+    if not rows:
+        return None
+    row = rows[0]
+    fields = ("id", "scheme", "host", "port", "ip", "group", "crawler_num", "enabled", "excluded_reason")
+    server = Server(**{f: row[f] for f in fields})
+    server.enabled = bool(server.enabled)  # SQLite: 0/1
+    if row["monitored"] is None:
+        return ServerHead(server, None, UNMONITORED)
+    monitor = {k: row[k] for k in ("status", "status_since", "load_profile")}
+    return ServerHead(server, monitor, MAINTENANCE if row["in_maintenance"] else row["status"])
 
 
 def server_figures(*, server_id: int, now: datetime | None = None) -> dict:
@@ -381,12 +439,17 @@ def server_figures(*, server_id: int, now: datetime | None = None) -> dict:
     while that is younger than SERVER_ROLLUP_MAX_AGE, else counted now (a new server, beat late, the
     embedded mode)."""
     now = now or timezone.now()
-    fields = ("url_states", "failing_url_kinds", "check_failure_kinds", "check_days", "uptime_counts", "computed_at")
-    fresh = ServerRollup.objects.filter(
-        server_id=server_id, computed_at__gte=now - timedelta(seconds=SERVER_ROLLUP_MAX_AGE)
+    figures = ("url_states", "failing_url_kinds", "check_failure_kinds", "uptime_counts")
+    rows = rawsql.fetch(
+        f"SELECT {', '.join(figures)}, check_days, computed_at FROM {rawsql.table(ServerRollup)}"
+        " WHERE server_id = %s AND computed_at >= %s",
+        [server_id, now - timedelta(seconds=SERVER_ROLLUP_MAX_AGE)],
+        datetimes=["computed_at"],
+        jsons=figures,
     )
-    row = fresh.values(*fields).first()
-    if row is None:
+    if rows:
+        row = rows[0]
+    else:
         live = rollups.server_figures_compute(server_ids=[server_id], now=now).get(server_id, {})
         row = {
             "url_states": live.get("url_states", {}),
@@ -470,24 +533,25 @@ def dead_links_of(*, server_id: int, limit: int = DEAD_LINKS_PAGE, after: tuple[
     broken-link rollup, an index range however big the site. Targets are read live: one that recovered
     since the last refresh is left out, and each shows its current state and status."""
     dead_links_figures()  # builds the rollup if it is missing or too old
-    rows = BrokenLink.objects.filter(site_id=server_id, to_url__state__in=FAILING, to_url__exclusion_reason="")
+    url, page = rawsql.table(Url), rawsql.table(Page)
+    where, params = "b.site_id = %s", [server_id]
     if after is not None:
-        rows = rows.filter(Q(from_url_id__gt=after[0]) | Q(from_url_id=after[0], to_url_id__gt=after[1]))
-    rows = list(
-        rows.order_by("from_url_id", "to_url_id").values(
-            "from_url_id",
-            "from_url__url",
-            "from_url__page__title",
-            "to_url_id",
-            "to_url__url",
-            "to_url__state",
-            "to_url__last_status",
-            "to_url__failure_kind",
-            "to_url__last_checked_at",
-        )[:limit]
+        where += " AND (b.from_url_id > %s OR (b.from_url_id = %s AND b.to_url_id > %s))"
+        params += [after[0], after[0], after[1]]
+    rows = rawsql.fetch(
+        'SELECT b.from_url_id, f.url AS "from_url__url", p.title, b.to_url_id, t.url AS "to_url__url",'
+        ' t.state AS "to_url__state", t.last_status AS "to_url__last_status",'
+        ' t.failure_kind AS "to_url__failure_kind", t.last_checked_at AS "to_url__last_checked_at"'
+        f" FROM {rawsql.table(BrokenLink)} b"
+        f" JOIN {url} t ON t.id = b.to_url_id JOIN {url} f ON f.id = b.from_url_id"
+        f" LEFT JOIN {page} p ON p.url_id = b.from_url_id"
+        f" WHERE {where} AND t.state IN ({rawsql.placeholders(FAILING)}) AND t.exclusion_reason = ''"
+        " ORDER BY b.from_url_id, b.to_url_id LIMIT %s",
+        [*params, *FAILING, limit],
+        datetimes=["to_url__last_checked_at"],
     )
     for r in rows:
-        r["title"] = r.pop("from_url__page__title") or ""
+        r["title"] = r["title"] or ""
         checked = r["to_url__last_checked_at"]
         r["checked"] = timezone.localtime(checked).strftime("%Y-%m-%d %H:%M") if checked else "–"
     return rows

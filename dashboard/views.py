@@ -152,14 +152,14 @@ def grid_json(request: HttpRequest) -> HttpResponse:
 
 @dashboard_view
 def server(request: HttpRequest, server_id: int) -> HttpResponse:
-    srv = selectors.server_with_status(server_id=server_id)
-    if srv is None:
+    head = selectors.server_head(server_id=server_id)
+    if head is None:
         raise Http404("no such server")
     range_name = request.GET.get("range", "24h")
     if range_name not in selectors.RANGES:
         range_name = "24h"
-    monitor = getattr(srv, "monitor", None)
-    profile = (monitor.load_profile if monitor else None) or server_load_profile(server_id=server_id)
+    srv, monitor = head.server, head.monitor
+    profile = (monitor["load_profile"] if monitor else None) or server_load_profile(server_id=server_id)
     checks = selectors.server_recent_checks(server_id=server_id)
     figures = selectors.server_figures(server_id=server_id)
     return render(
@@ -168,10 +168,10 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
         {
             "server": srv,
             "monitor": monitor,
-            "status": srv.status,
+            "status": head.status,
             "range": range_name,
             "ranges": list(selectors.RANGES),
-            "series": selectors.server_latency_series(server_id=server_id, range_name=range_name),
+            "chart": selectors.server_latency_chart(server_id=server_id, range_name=range_name),
             "checks": checks,
             "latest_checks": list(reversed(checks[-20:])),
             "uptime": figures["uptime"],

@@ -97,3 +97,46 @@ def test_refresh_on_postgres_writes_the_difference_and_runs_once_at_a_time(tmp_p
             assert skipped["dead_links"] == {"skipped": "another refresh is running"}
         finally:
             holder.close()
+
+
+CHART = """
+import json, math
+from datetime import timedelta
+from django.utils import timezone
+from crawladmin.models import Server
+from dashboard.selectors import server_latency_chart, server_latency_series
+from monitoring.models import HourlyRollup
+from monitoring.selectors import hour_floor
+a = Server.objects.get(host="a.example")
+top = hour_floor(timezone.now())
+HourlyRollup.objects.bulk_create([
+    HourlyRollup(server=a, hour=top - timedelta(hours=h), timed=1, latency_mean_ms=10 + h / 7,
+                 latency_p95_ms=None if h % 5 == 0 else 100 + h / 3, latency_max_ms=1000 + h * 1.234)
+    for h in range(0, 200, 3)
+])
+out = {}
+for name in ("24h", "7d", "30d"):
+    chart, series = server_latency_chart(server_id=a.id, range_name=name), server_latency_series(server_id=a.id, range_name=name)
+    data = json.loads(chart.json)
+    same = data["labels"] == series["labels"] and data["kind"] == series["kind"] == chart.kind
+    for key, values in series["series"].items():
+        got = data["series"][key]
+        same = same and len(got) == len(values) and all(
+            (x is None and y is None) or (x is not None and y is not None and math.isclose(x, y, abs_tol=0.1001))
+            for x, y in zip(got, values))
+    out[name] = {"points": chart.points, "labels": len(series["labels"]), "same": same, "script_safe": "<" not in chart.json}
+print(json.dumps(out))
+"""
+
+
+def test_latency_chart_json_built_by_postgres_matches_the_python_series(tmp_path):
+    with postgres_database() as url:
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "dashboard-test",
+               "CRAWLADMIN_DATA_DIR": str(tmp_path)}
+        manage(env, "migrate", "--verbosity", "0")
+        manage(env, "shell", "-c", MAKE_CRAWL)
+        out = json.loads(manage(env, "shell", "-c", CHART).stdout.strip().splitlines()[-1])
+        # 24 h holds the hours 0, 3, … 21 (8 rollups); 7 d 56; 30 d all 67.
+        assert {name: (o["points"], o["labels"]) for name, o in out.items()} == {
+            "24h": (8, 8), "7d": (56, 56), "30d": (67, 67)}
+        assert all(o["same"] and o["script_safe"] for o in out.values()), out

@@ -1,0 +1,77 @@
+"""Hand-written SQL for the dashboard's hottest reads: the queries of a server's page and of a site's dead
+links, run on every view.
+
+Each is an indexed lookup that PostgreSQL answers in a tenth of a millisecond, while building it through the
+ORM costs about a millisecond of CPU. A server page makes six of them, which made the ORM the biggest part of
+the page's cost. Parameters are always bound, never formatted into the SQL. Table and column names come from
+the models' _meta, so a renamed table fails loudly rather than silently. Results come back as dicts, with
+datetimes made aware (SQLite returns text) and JSON decoded (both backends return text).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+
+from django.db import connection
+from django.utils.dateparse import parse_datetime
+
+
+def table(model) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _param(value):
+    if isinstance(value, datetime):  # as the ORM would pass it (SQLite: naive UTC text)
+        return connection.ops.adapt_datetimefield_value(value)
+    return value
+
+
+def _datetime(value) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        value = parse_datetime(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _json(value):
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def fetch(sql: str, params: Sequence = (), *, datetimes: Iterable[str] = (), jsons: Iterable[str] = ()) -> list[dict]:
+    """Rows of `sql` as dicts; the columns named in `datetimes` and `jsons` converted."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_param(p) for p in params])
+        names = [column[0] for column in cursor.description]
+        rows = cursor.fetchall()
+    datetimes, jsons = tuple(datetimes), tuple(jsons)
+    out = []
+    for row in rows:
+        item = dict(zip(names, row, strict=True))
+        for name in datetimes:
+            item[name] = _datetime(item[name])
+        for name in jsons:
+            item[name] = _json(item[name])
+        out.append(item)
+    return out
+
+
+def fetch_rows(sql: str, params: Sequence = ()) -> list[tuple]:
+    """Rows of `sql` as tuples, unconverted (for long lists of numbers; see iso_utc for times)."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_param(p) for p in params])
+        return cursor.fetchall()
+
+
+def iso_utc(column: str) -> str:
+    """SQL for a timestamp column as ISO 8601 text in UTC ("2026-01-31T13:00:00+00:00", as Python's
+    isoformat writes an aware UTC datetime): cheaper than turning hundreds of them into datetimes."""
+    if connection.vendor == "postgresql":
+        return f"""to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')"""
+    return f"strftime('%Y-%m-%dT%H:%M:%S+00:00', {column})"  # SQLite keeps naive UTC text
+
+
+def placeholders(values: Sequence) -> str:
+    return ", ".join(["%s"] * len(values))
