@@ -7,7 +7,7 @@ import os
 import threading
 
 from celery import Celery, Task
-from celery.signals import celeryd_after_setup
+from celery.signals import celeryd_after_setup, task_postrun, task_prerun
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
 
@@ -127,6 +127,20 @@ class RedisTransport(kombu_redis.Transport):
 app = Celery("crawladmin", task_cls=CrawlTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.imports = ("tasks.load", "tasks.extract", "tasks.housekeeping", "tasks.monitor", "tasks.scan", "tasks.rank")
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _recycle_database(sender=None, **kwargs) -> None:
+    """Around each task, what Django does around each web request: close this thread's connection only
+    when it is broken or older than CONN_MAX_AGE (settings.CELERY_DB_REUSE_MAX explains why). Not for
+    eager tasks, which run inside their caller's transaction."""
+    request = getattr(sender, "request", None)
+    if getattr(request, "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()
 
 
 @celeryd_after_setup.connect

@@ -299,6 +299,13 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 12, "interval_start": 0, "int
 # On a lost broker connection running tasks finish (they cannot be cancelled in a thread pool anyway):
 # their ack may fail and the message come back, which then finds its work done.
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+# Workers keep their database connections across tasks, as the web app keeps them across requests
+# (CONN_MAX_AGE with health checks; crawladmin.celery closes a broken or expired one around each task).
+# Celery's Django fixup would otherwise close every connection before and after each task: a new
+# PostgreSQL backend per task, 9,000-13,000 of them in one benchmark crawl, whose start-up cost the
+# database more CPU than the tasks' own queries (issue 9). The fixup still recycles them every
+# CELERY_DB_REUSE_MAX tasks of a worker process.
+CELERY_DB_REUSE_MAX = 1000
 CELERY_TASK_DEFAULT_QUEUE = "housekeeping"
 # Celery tries these glob patterns in order: the specific scan tasks before the sweeps' pattern.
 CELERY_TASK_ROUTES = {
