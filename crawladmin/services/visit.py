@@ -28,6 +28,7 @@ from .servers import (
     server_claim,
     server_exclude,
     server_release,
+    server_robots_lock,
     server_save_robots,
     server_take_turn,
 )
@@ -181,14 +182,32 @@ class ServerVisit:
         """The server's rules, cached for CRAWL_ROBOTS_TTL; or, when robots.txt did not answer or
         answered 5xx (RFC 9309: assume complete disallow), the failed fetch — for a while the server
         then counts as not responding, and nothing else of it is requested."""
+        known = self._robots_known()
+        if known is not None:
+            return known
+        with server_robots_lock(server_id=self.server.id, wait=self._robots_wait()):
+            # Another visit of this server may have fetched them while this one waited for the lock.
+            self.server.refresh_from_db(fields=_ROBOTS_FIELDS)
+            known = self._robots_known()
+            return known if known is not None else self._robots_fetch()
+
+    def _robots_known(self) -> RobotsRules | FetchResult | None:
         s = self.server
-        now = timezone.now()
         if s.robots_fetched_at is not None and s.robots_kind:
-            age = (now - s.robots_fetched_at).total_seconds()
+            age = (timezone.now() - s.robots_fetched_at).total_seconds()
             if s.robots_kind == "unreachable" and age < settings.CRAWL_ROBOTS_RETRY:
                 return _unreachable(s, age)
             if s.robots_kind != "unreachable" and age < settings.CRAWL_ROBOTS_TTL:
                 return rules_from_text(s.robots_txt) if s.robots_kind == "parsed" else RobotsRules(kind=s.robots_kind)
+        return None
+
+    def _robots_wait(self) -> float:
+        """As long as one robots.txt request may take (its deadlines); a longer redirect chain is not waited
+        for, so a waiting visit stays within its task's time limit."""
+        return settings.CRAWL_CONNECT_TIMEOUT + settings.CRAWL_HEADER_TIMEOUT + settings.CRAWL_BODY_TIMEOUT
+
+    def _robots_fetch(self) -> RobotsRules | FetchResult:
+        s = self.server
         result = self._fetch_robots(f"{s.origin}/robots.txt")
         if result.failure == FailureKind.FORBIDDEN_ADDRESS:
             return result
@@ -228,6 +247,9 @@ class ServerVisit:
                 break
         assert result is not None
         return result
+
+
+_ROBOTS_FIELDS = ["robots_kind", "robots_txt", "robots_fetched_at", "crawl_delay", "ip"]
 
 
 def _unreachable(server: Server, age: float) -> FetchResult:
