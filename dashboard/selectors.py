@@ -326,7 +326,7 @@ class ChartData:
     Django's json_script escapes), and what the template needs to know about it."""
 
     kind: str
-    points: int
+    points: int  # points with a latency: 0 draws no chart
     json: str
 
 
@@ -339,7 +339,9 @@ def server_latency_chart(*, server_id: int, range_name: str, now: datetime | Non
     if range_name == "1h" or connection.vendor != "postgresql":
         series = server_latency_series(server_id=server_id, range_name=range_name, now=now)
         text = json.dumps(series, separators=(",", ":"))
-        return ChartData(series["kind"], len(series["labels"]), text.translate(_JSON_SCRIPT_ESCAPES))
+        first = next(iter(series["series"].values()), [])
+        points = sum(value is not None for value in first)  # a server that only timed out has no latency
+        return ChartData(series["kind"], points, text.translate(_JSON_SCRIPT_ESCAPES))
 
     def agg(expr: str) -> str:
         return f"coalesce(json_agg({expr} ORDER BY hour), '[]')::text"
@@ -348,7 +350,7 @@ def server_latency_chart(*, server_id: int, range_name: str, now: datetime | Non
         return f"round({column}::numeric, 1)"
 
     [(points, labels, mean, p95, top)] = rawsql.fetch_rows(
-        f"SELECT count(*), {agg(rawsql.iso_utc('hour'))}, {agg(rounded('latency_mean_ms'))},"
+        f"SELECT count(latency_mean_ms), {agg(rawsql.iso_utc('hour'))}, {agg(rounded('latency_mean_ms'))},"
         f" {agg(rounded('latency_p95_ms'))}, {agg(rounded('latency_max_ms'))}"
         f" FROM {rawsql.table(HourlyRollup)} WHERE server_id = %s AND hour > %s",
         [server_id, hour_floor(now) - RANGES[range_name]],

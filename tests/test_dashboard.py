@@ -184,6 +184,19 @@ def test_server_page_escapes_scraped_text_and_embeds_chart_data(viewer, site):
     assert html.count('class="error"') >= 2  # the bar of last checks, coloured by category
 
 
+def test_server_that_never_answered_gets_a_note_not_an_empty_rollup_chart(viewer, site):
+    silent = Server.objects.create(scheme="http", host="silent.example", port=80)
+    now = timezone.now()
+    StatusCheck.objects.create(server=silent, requested_url="http://silent.example/", category="disconnect",
+                               latency_ms=2000, agent="monitor", checked_at=now - timedelta(minutes=5))
+    HourlyRollup.objects.create(server=silent, hour=now.replace(minute=0, second=0, microsecond=0), disconnect=1)
+    # The last hour draws each check, a timeout as a coloured point at the time it waited; the hourly
+    # rollups have no latency for a server that never answered.
+    assert 'id="latency-data"' in viewer.get(f"/dashboard/servers/{silent.id}/?range=1h").content.decode()
+    html = viewer.get(f"/dashboard/servers/{silent.id}/?range=24h").content.decode()
+    assert 'id="latency-data"' not in html and "No answered checks in this range" in html
+
+
 def test_crawl_page_in_the_embedded_mode(viewer, site):
     html = viewer.get("/dashboard/crawl/").content.decode()
     assert "n/a" in html and 'id="queues-na"' in html

@@ -116,7 +116,8 @@ HourlyRollup.objects.bulk_create([
 ])
 out = {}
 for name in ("24h", "7d", "30d"):
-    chart, series = server_latency_chart(server_id=a.id, range_name=name), server_latency_series(server_id=a.id, range_name=name)
+    chart = server_latency_chart(server_id=a.id, range_name=name)
+    series = server_latency_series(server_id=a.id, range_name=name)
     data = json.loads(chart.json)
     same = data["labels"] == series["labels"] and data["kind"] == series["kind"] == chart.kind
     for key, values in series["series"].items():
@@ -124,7 +125,8 @@ for name in ("24h", "7d", "30d"):
         same = same and len(got) == len(values) and all(
             (x is None and y is None) or (x is not None and y is not None and math.isclose(x, y, abs_tol=0.1001))
             for x, y in zip(got, values))
-    out[name] = {"points": chart.points, "labels": len(series["labels"]), "same": same, "script_safe": "<" not in chart.json}
+    out[name] = {"points": chart.points, "labels": len(series["labels"]), "same": same,
+                 "script_safe": "<" not in chart.json}
 print(json.dumps(out))
 """
 
