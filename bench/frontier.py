@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import json
 import os
 import random
@@ -36,27 +35,13 @@ import uuid
 import zlib
 from pathlib import Path
 
-from bench.pgdb import fill_defaults, fresh_database, manage
+from bench.pgdb import copy_lines, fill_defaults, fresh_database, manage
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAIM_TARGET_MS = 50.0
 LINKS_PER_PAGE = 30
 ONSITE = 24  # of the 30
 EXTRACT_GROUP = 10  # pages per extract message, as crawladmin.services.load sends them
-CHUNK = 200_000
-
-
-def _copy(cur, sql: str, lines) -> None:
-    buf, n = io.StringIO(), 0
-    for line in lines:
-        buf.write(line)
-        n += 1
-        if n % CHUNK == 0:
-            buf.seek(0)
-            cur.copy_expert(sql, buf)
-            buf = io.StringIO()
-    buf.seek(0)
-    cur.copy_expert(sql, buf)
 
 
 def _known_url(i: int, servers: int) -> str:
@@ -93,7 +78,7 @@ def load(db: str, *, urls: int, servers: int, link_pages: int, link_runs: int, k
             ("crawladmin_page", {"id", "url_id", "body_z", "content_type", "size", "checksum", "fetched_at"}),
         ):
             fill_defaults(cur, table, given)
-        _copy(
+        copy_lines(
             cur,
             "COPY crawladmin_server (id, scheme, host, port, enabled) FROM STDIN",
             (f"{i}\thttp\ts{i}.example\t80\ttrue\n" for i in range(1, servers + 1)),
@@ -105,7 +90,7 @@ def load(db: str, *, urls: int, servers: int, link_pages: int, link_runs: int, k
             return f"{i + 1}\t{url}\t{h}\t{server}\t{state}\t{depth}\t{due}\tany\ts{server}.example\n"
 
         cols = "id, url, url_hash, server_id, state, depth, next_check_at, scope_mode, scope_root"
-        _copy(
+        copy_lines(
             cur,
             f"COPY crawladmin_url ({cols}) FROM STDIN",
             (url_line(i, _known_url(i, servers), 1 + i % servers, "init", i * 7 % 5) for i in range(urls)),
@@ -123,8 +108,8 @@ def load(db: str, *, urls: int, servers: int, link_pages: int, link_runs: int, k
                     f"{page_id}\t{i + 1}\t\\\\x{zlib.compress(body, 6).hex()}\ttext/html\t{len(body)}"
                     f"\t{hashlib.sha1(body).hexdigest()}\t{due}\n"
                 )
-        _copy(cur, f"COPY crawladmin_url ({cols}) FROM STDIN", parents)
-        _copy(
+        copy_lines(cur, f"COPY crawladmin_url ({cols}) FROM STDIN", parents)
+        copy_lines(
             cur,
             "COPY crawladmin_page (id, url_id, body_z, content_type, size, checksum, fetched_at) FROM STDIN",
             pages,

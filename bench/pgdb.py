@@ -3,6 +3,7 @@ loading with COPY into tables whose Python-side defaults PostgreSQL does not kno
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -64,3 +65,20 @@ def fill_defaults(cur, table: str, given: set[str]) -> None:
         else:
             value = "0"
         cur.execute(f'ALTER TABLE {table} ALTER COLUMN "{column}" SET DEFAULT {value}')
+
+
+COPY_CHUNK = 200_000  # lines per COPY: a few tens of MB of text at a time, not the whole table
+
+
+def copy_lines(cur, sql: str, lines) -> None:
+    """Stream text lines (each ending in a newline) into `COPY … FROM STDIN`, COPY_CHUNK at a time."""
+    buf, n = io.StringIO(), 0
+    for line in lines:
+        buf.write(line)
+        n += 1
+        if n % COPY_CHUNK == 0:
+            buf.seek(0)
+            cur.copy_expert(sql, buf)
+            buf = io.StringIO()
+    buf.seek(0)
+    cur.copy_expert(sql, buf)

@@ -14,7 +14,6 @@ database (also on failure).
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import statistics
@@ -26,26 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.pgdb import fill_defaults, fresh_database
+from bench.pgdb import copy_lines, fill_defaults, fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PG = os.environ.get("CRAWLADMIN_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
-CHUNK = 200_000
 NULL = "\\N"  # COPY text format
-
-
-def _copy(cur, sql: str, lines) -> None:
-    buf = io.StringIO()
-    n = 0
-    for line in lines:
-        buf.write(line)
-        n += 1
-        if n % CHUNK == 0:
-            buf.seek(0)
-            cur.copy_expert(sql, buf)
-            buf = io.StringIO()
-    buf.seek(0)
-    cur.copy_expert(sql, buf)
 
 
 def load(url: str, *, urls: int, servers: int, age_days: float, seed: int = 0) -> float:
@@ -68,7 +52,7 @@ def load(url: str, *, urls: int, servers: int, age_days: float, seed: int = 0) -
             ("crawladmin_page", {"id", "url_id", "size", "checksum", "fetched_at"}),
         ):
             fill_defaults(cur, table, given)
-        _copy(
+        copy_lines(
             cur,
             "COPY crawladmin_server (id, scheme, host, port, enabled) FROM STDIN",
             (f"{i}\thttp\ts{i}.example\t80\ttrue\n" for i in range(1, servers + 1)),
@@ -76,7 +60,7 @@ def load(url: str, *, urls: int, servers: int, age_days: float, seed: int = 0) -
         base = rng.uniform(50, 2000, servers)
         swing = rng.uniform(0.0, 1.0, (servers, 24))
         profiles = (base[:, None] * (1 + 2 * swing)).round(1)
-        _copy(
+        copy_lines(
             cur,
             "COPY monitoring_servermonitor (server_id, load_profile) FROM STDIN",
             (f"{i + 1}\t{json.dumps(profiles[i].tolist())}\n" for i in range(servers)),
@@ -84,7 +68,7 @@ def load(url: str, *, urls: int, servers: int, age_days: float, seed: int = 0) -
         cur.execute("SELECT now()")
         (now,) = cur.fetchone()
         stamp = [now.timestamp() - a for a in age_s.tolist()]
-        _copy(
+        copy_lines(
             cur,
             "COPY crawladmin_url (id, url, url_hash, server_id, state, last_checked_at, content_length) FROM STDIN",
             (
@@ -95,7 +79,7 @@ def load(url: str, *, urls: int, servers: int, age_days: float, seed: int = 0) -
             ),
         )
         page_ids = np.flatnonzero(has_page)
-        _copy(
+        copy_lines(
             cur,
             "COPY crawladmin_page (id, url_id, size, checksum, fetched_at) FROM STDIN",
             (f"{i + 1}\t{j + 1}\t{page_size[j]}\tx\t{_ts(stamp[j])}\n" for i, j in enumerate(page_ids.tolist())),
