@@ -11,7 +11,8 @@ with set-based SQL (generate_series; no Python row loop): servers with their Ser
 mixed states (init / visited / noresponse1 / noresponse2 / dead, 1 % excluded), a Page per Visited URL,
 Links (two per source URL, targets anywhere), StatusChecks spread evenly over the last 30 days with ids
 growing with time (60 % agent=monitor), hourly rollups computed in SQL from the monitor checks (same
-figures as monitoring.services.history.rollups_build, p95 by percentile_cont), a few StatusChanges;
+figures as monitoring.services.history.rollups_build, p95 by percentile_cont), a few StatusChanges, a
+month of crawl samples (one a minute, for the crawl page's history chart);
 ANALYZE. Then creates a superuser and starts the web app with the production start script, docker/web.sh
 (gunicorn gthread; --workers / --threads override its WEB_WORKERS / WEB_THREADS), on a free loopback
 port. What beat does for the dashboard runs alongside, as `manage.py dashboard_refresh` in its own
@@ -226,8 +227,22 @@ def load(url: str, *, servers: int, urls: int, links: int, checks: int) -> float
     """,
         {"s": servers},
     )
+    _timed(
+        "crawl samples (a month, one a minute)",
+        cur,
+        """
+        INSERT INTO dashboard_crawlsample (at, states, excluded)
+        SELECT now() - m * interval '1 minute',
+               jsonb_build_object('init', (%(u)s * m / 43200)::int, 'visited', (%(u)s * (43200 - m) / 43200)::int,
+                                  'noresponse1', m %% 50, 'noresponse2', m %% 20, 'dead', m %% 300),
+               m %% 1000
+        FROM generate_series(1, 43200) m
+    """,
+        {"u": urls},
+    )
     for table in (
         "crawladmin_server",
+        "dashboard_crawlsample",
         "crawladmin_url",
         "crawladmin_page",
         "crawladmin_link",

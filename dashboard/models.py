@@ -10,6 +10,8 @@ writes both; dashboard.selectors reads them).
 - BrokenLink: the links whose target is failing or Dead, one row per link, by the site of the page
   carrying it: the dead-link report reads a site's rows through one index range instead of walking the
   site's whole link graph. Rebuilt by beat as a difference (rows come and go as targets fail and recover).
+- CrawlSample: the crawl's URLs by state at one moment, kept each time those counts are computed (beat
+  every minute, the crawl command as it runs): the crawl page's "URLs by state over time".
 """
 
 from __future__ import annotations
@@ -53,3 +55,15 @@ class ServerRollup(models.Model):
     check_days = models.PositiveSmallIntegerField(default=7)
     uptime_counts = models.JSONField(default=dict, help_text="Per uptime window: checks by category, from rollups")
     computed_at = models.DateTimeField()
+
+
+class CrawlSample(models.Model):
+    at = models.DateTimeField(db_index=True, help_text="When the counts were taken")
+    states = models.JSONField(help_text="URLs by state, excluded ones apart: {state: URLs}")
+    excluded = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["at"]
+
+    def __str__(self) -> str:
+        return f"crawl sample {self.at:%Y-%m-%d %H:%M:%S}"

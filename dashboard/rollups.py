@@ -7,14 +7,16 @@ reader accepts, else recomputes them. One computation at a time per name, cluste
 advisory lock; a process lock on SQLite): a reader that finds another computing gets the previous
 figures instead of queueing behind it, and only a reader that has none at all waits.
 
-Beat recomputes the slow, slowly changing ones ahead of the readers (dashboard.tasks: the check totals
-and every server's figures each minute, the broken-link rollup every five); the figures that must be
-current (the crawl's counts) are computed when a reader wants them, at most once per few seconds. In
+Beat recomputes them ahead of the readers (dashboard.tasks: the crawl's counts, the check totals and
+every server's figures each minute, the broken-link rollup every five); a reader that wants the crawl's
+counts fresher than that (the API's, at most 5 s old) computes them, at most once per few seconds. In
 the embedded mode, which runs no beat for these, the first reader after `max_age` computes (its tables
 are small).
 
 Besides the snapshots, two rollup tables: ServerRollup (a server's URL and failure counts) and
-BrokenLink (each link to a failing URL, by site), rewritten by beat as a difference.
+BrokenLink (each link to a failing URL, by site), rewritten by beat as a difference; and the crawl's
+history, CrawlSample: every computation of the crawl's counts (beat's each minute, a reader's, the crawl
+command's as it runs) leaves one sample, at most one per SAMPLE_MIN_GAP, kept SAMPLE_KEEP.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from monitoring.selectors import uptime_counts
 
 from . import cache
 from .idrange import first_id_since
-from .models import BrokenLink, ServerRollup, Snapshot
+from .models import BrokenLink, CrawlSample, ServerRollup, Snapshot
 
 FAILING = (State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value, State.DEAD.value)
 MEMO_SECONDS = 2.0  # a process re-reads a snapshot at most this often
@@ -55,6 +57,8 @@ DEAD_LINKS = "dead_links"
 CHECKS_SETTLE = timedelta(minutes=5)
 CHECK_TOTALS_RECOUNT = timedelta(hours=1)
 DEAD_LINK_SITES_SHOWN = 1000
+SAMPLE_MIN_GAP = timedelta(seconds=1)  # two computations closer than this (beat's and a crawl's) leave one
+SAMPLE_KEEP = timedelta(days=30)
 CHECK_FAILURE_DAYS = 7  # a server's failed checks by kind: over this many days
 SERVER_ROLLUPS = "server_rollups"  # the lock's name
 # What the server did; anything else a check row may hold (a request still in flight, one cut short on
@@ -123,6 +127,8 @@ def _compute_and_store(name: str, compute: Callable[[], Any]) -> Figures:
     data = compute()
     seconds = time.perf_counter() - t
     Snapshot.objects.update_or_create(name=name, defaults={"data": data, "computed_at": started, "seconds": seconds})
+    if name == CRAWL_SUMMARY:
+        crawl_sample_record(data, at=started)
     figures_ = Figures(name, data, started, seconds)
     cache.remember(f"figures:{name}", figures_)
     return figures_
@@ -161,6 +167,19 @@ def figures_refresh(name: str, compute: Callable[[], Any]) -> Figures | None:
 def crawl_summary_compute() -> dict:
     """What `manage.py crawl --json` counts, check categories apart (the check totals add those up)."""
     return crawl_summary(checks=False)
+
+
+def crawl_sample_record(summary: dict, *, at: datetime) -> CrawlSample | None:
+    """Keep the crawl's URLs by state from `summary` (crawl_summary's) as of `at`, unless a sample was
+    taken less than SAMPLE_MIN_GAP before."""
+    if CrawlSample.objects.filter(at__gt=at - SAMPLE_MIN_GAP, at__lte=at).exists():
+        return None
+    excluded = sum(summary["excluded"].values())
+    return CrawlSample.objects.create(at=at, states=summary["states"], excluded=excluded)
+
+
+def crawl_samples_prune(*, now: datetime | None = None) -> int:
+    return CrawlSample.objects.filter(at__lt=(now or timezone.now()) - SAMPLE_KEEP).delete()[0]
 
 
 def check_totals_compute(*, now: datetime | None = None) -> dict:
@@ -312,10 +331,17 @@ def server_rollups_refresh(*, now: datetime | None = None) -> int | None:
 
 
 def rollups_refresh() -> dict:
-    """Every minute: the check totals and the servers' figures."""
+    """Every minute: the crawl's counts (and so a sample of its history), the check totals and the
+    servers' figures."""
+    crawl = figures_refresh(CRAWL_SUMMARY, crawl_summary_compute)
+    crawl_samples_prune()
     totals = figures_refresh(CHECK_TOTALS, check_totals_compute)
     servers = server_rollups_refresh()
-    return {"check_totals_s": None if totals is None else round(totals.seconds, 3), "servers": servers}
+    return {
+        "crawl_summary_s": None if crawl is None else round(crawl.seconds, 3),
+        "check_totals_s": None if totals is None else round(totals.seconds, 3),
+        "servers": servers,
+    }
 
 
 def dead_links_refresh() -> dict:

@@ -25,6 +25,7 @@ from django.utils.timesince import timesince
 
 from crawladmin.models import Page, Server, StatusCheck, Url
 from crawladmin.selectors import check_category_counts
+from crawladmin.services.schedule import schedule_table
 from crawler.lifecycle import Agent, State
 from crawler.status import Category
 from monitoring.models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
@@ -33,7 +34,7 @@ from monitoring.selectors import hour_floor, uptime_counts, uptime_of
 from . import rawsql, rollups
 from .cache import cached
 from .idrange import first_id_since
-from .models import BrokenLink, ServerRollup
+from .models import BrokenLink, CrawlSample, ServerRollup
 from .templatetags.dashboard_tags import ms
 
 FAILING = rollups.FAILING
@@ -140,6 +141,82 @@ def url_state_counts() -> dict:
         "total": crawl.data["urls"],
         "computed_at": crawl.computed_at,
     }
+
+
+CRAWL_HISTORY = timedelta(hours=24)
+CRAWL_HISTORY_POINTS = 360  # a day of minute samples is 1,440: every fourth is plenty for a line chart
+
+
+def crawl_history(*, now: datetime | None = None) -> ChartData:
+    """The crawl's URLs by state over the last CRAWL_HISTORY, from its samples (dashboard.rollups keeps
+    one per computation of the counts), thinned to at most CRAWL_HISTORY_POINTS (every k-th, counted back
+    from the newest, which is always kept), as chart JSON: {"labels": [ISO times], "series": {state: [URLs]}}. Shared by
+    every viewer for a few seconds."""
+    now = now or timezone.now()
+
+    def compute() -> ChartData:
+        rows = list(
+            CrawlSample.objects.filter(at__gt=now - CRAWL_HISTORY, at__lte=now)
+            .order_by("at")
+            .values_list("at", "states", "excluded")
+        )
+        stride = -(-len(rows) // CRAWL_HISTORY_POINTS) or 1
+        kept = rows[::-1][::stride][::-1]  # counted back from the newest, so the newest is always drawn
+        names = [s.value for s in State]
+        series: dict[str, list[int]] = {name: [] for name in names}
+        series["excluded"] = []
+        for _, states, excluded in kept:
+            for name in names:
+                series[name].append(states.get(name, 0))
+            series["excluded"].append(excluded)
+        data = {"labels": [at.isoformat() for at, _, _ in kept], "series": series}
+        text = json.dumps(data, separators=(",", ":")).translate(_JSON_SCRIPT_ESCAPES)
+        return ChartData("samples", len(kept), text)
+
+    return cached("crawl_history", SHARED_VIEW_TTL, compute)
+
+
+PRIORITY_ROWS = 10  # the priority table's first rows: the servers sent first in each hour
+PRIORITY_LISTED = 20  # this hour's first servers, listed with their profiles
+PRIORITY_TTL = 60.0  # the table follows the hourly load profiles: a minute per process is fresh enough
+
+
+def crawl_priority(*, now: datetime | None = None) -> dict:
+    """The scheduler's priority table (seed 000) as the crawl page shows it: the active policy's server
+    order for each hour of the day (its first PRIORITY_ROWS rows; cells are server ids), and this hour's
+    first PRIORITY_LISTED servers with their best hour, their mean response time now and any pause."""
+
+    def compute() -> dict:
+        table = schedule_table(now=now)
+        # As the dispatcher orders them (ServerOrder.order): servers without a profile after the others.
+        columns = [col + [sid for sid in table.unprofiled if sid not in col] for col in table.columns]
+        depth = min(PRIORITY_ROWS, max((len(col) for col in columns), default=0))
+        rows = [[col[r] if r < len(col) else None for col in columns] for r in range(depth)]
+        origins = {sid: info["origin"] for sid, info in table.servers.items()}
+        listed = []
+        for sid in columns[table.hour][:PRIORITY_LISTED]:
+            info = table.servers[sid]
+            profile = info["profile_ms"]
+            listed.append(
+                {
+                    "id": sid,
+                    "origin": info["origin"],
+                    "best_hour": info["best_hour"],
+                    "ms_now": None if profile is None else profile[table.hour],
+                    "paused_until": datetime.fromisoformat(info["paused_until"]) if info["paused_until"] else None,
+                }
+            )
+        return {
+            "policy": table.policy,
+            "hour": table.hour,
+            "pause_lookahead": table.pause_lookahead,
+            "servers": len(table.servers),
+            "rows": [[(sid, origins.get(sid, "")) for sid in row] for row in rows],
+            "listed": listed,
+            "unprofiled": len(table.unprofiled),
+        }
+
+    return cached("crawl_priority", PRIORITY_TTL, compute)
 
 
 def monitor_status_counts() -> dict[str, int]:

@@ -194,6 +194,9 @@ def crawl(request: HttpRequest) -> HttpResponse:
         "dashboard/crawl.html",
         {
             "urls": selectors.url_state_counts(),
+            "history": selectors.crawl_history(),
+            "priority": selectors.crawl_priority(),
+            "hours": range(24),
             "max_age": int(selectors.PAGE_COUNTS_MAX_AGE),
             "rate_1m": selectors.check_rates(seconds=60),
             "rate_5m": selectors.check_rates(seconds=300),

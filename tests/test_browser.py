@@ -23,6 +23,7 @@ from crawladmin.models import Link, Page, Server, StatusCheck, Url
 from crawladmin.services.urls import NewUrl, urls_insert
 from dashboard import cache
 from dashboard.groups import groups_ensure
+from dashboard.models import CrawlSample
 from monitoring.models import HourlyRollup, ServerMonitor, StatusChange
 
 CHROMIUM = "/usr/bin/chromium"
@@ -145,6 +146,15 @@ def assert_no_alert(driver) -> None:
         driver.switch_to.alert  # noqa: B018  (the property raises when there is none)
 
 
+def _painted(driver, canvas) -> int:
+    """Pixels of the canvas something was drawn on."""
+    return driver.execute_script(
+        "const c = arguments[0]; const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+        "let n = 0; for (let i = 3; i < px.length; i += 4) { if (px[i] !== 0) n++; } return n;",
+        canvas,
+    )
+
+
 def test_grid_then_server_page_with_its_chart_drawn(browser, live_server, data, shots):
     log_in(browser, live_server.url)
     tile = browser.find_element(By.CSS_SELECTOR, f".tile[data-server='{data.id}']")
@@ -153,16 +163,30 @@ def test_grid_then_server_page_with_its_chart_drawn(browser, live_server, data, 
     tile.click()
     canvas = wait(browser, ec.presence_of_element_located((By.ID, "latency-chart")))
     wait(browser, lambda d: d.execute_script("return !!window.latencyChart"))
-    painted = browser.execute_script(
-        "const c = arguments[0]; const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
-        "let n = 0; for (let i = 3; i < px.length; i += 4) { if (px[i] !== 0) n++; } return n;",
-        canvas,
-    )
-    assert painted > 500, "the latency chart drew (almost) nothing"
+    assert _painted(browser, canvas) > 500, "the latency chart drew (almost) nothing"
     assert len(browser.find_elements(By.CSS_SELECTOR, "#checkbar span.error")) == 10
     assert XSS in browser.find_element(By.TAG_NAME, "body").text  # the change's reason, shown as text
     assert_no_alert(browser)
     browser.save_screenshot(str(shots / "2-server.png"))
+
+
+def test_crawl_page_draws_the_history_and_the_priority_table(browser, live_server, data, shots):
+    now = timezone.now()
+    CrawlSample.objects.bulk_create(
+        CrawlSample(at=now - timedelta(minutes=30 - m), states={"init": 300 - 10 * m, "visited": 10 * m}, excluded=0)
+        for m in range(30)
+    )
+    log_in(browser, live_server.url)
+    browser.get(f"{live_server.url}/dashboard/crawl/")
+    canvas = wait(browser, ec.presence_of_element_located((By.ID, "history-chart")))
+    wait(browser, lambda d: d.execute_script("return !!window.historyChart"))
+    assert browser.execute_script("return window.historyChart.data.labels.length") == 31  # and the page's own
+    legend = browser.execute_script("return window.historyChart.data.datasets.map(d => d.label)")
+    assert "init" in legend and "visited" in legend and "noresponse2" not in legend  # never held a URL
+    assert _painted(browser, canvas) > 500, "the history chart drew (almost) nothing"
+    now_cells = browser.find_elements(By.CSS_SELECTOR, "#priority td.now a")
+    assert [a.text for a in now_cells] == [str(data.id)]
+    browser.save_screenshot(str(shots / "5-crawl.png"))
 
 
 def test_admin_action_disables_a_server(browser, live_server, data, shots):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import Counter
 
@@ -132,7 +133,14 @@ def test_demo_crawls_the_test_web_and_prints_a_fresh_admin_password(tmp_path):
     password = proc.stdout.split("password:", 1)[1].split()[0]
     con = sqlite3.connect(tmp_path / "crawladmin.sqlite3")
     (hashed,) = con.execute("SELECT password FROM auth_user WHERE username='admin'").fetchone()
+    # The crawl page's parts have data from the first look: the crawl's history and the ranked pages.
+    samples = con.execute("SELECT states FROM dashboard_crawlsample ORDER BY at").fetchall()
+    (ranked,) = con.execute("SELECT count(*) FROM ranking_pagerank").fetchone()
+    (visited,) = con.execute("SELECT count(*) FROM crawladmin_url WHERE state = 'visited'").fetchone()
     con.close()
+    assert len(samples) >= 2 and json.loads(samples[-1][0])["visited"] == visited
+    assert json.loads(samples[0][0])["visited"] < visited  # the first was taken as the crawl began
+    assert ranked >= visited and "pages ranked" in proc.stdout
     assert password not in hashed and hashed.startswith("pbkdf2_")
     from django.contrib.auth.hashers import check_password
 

@@ -13,9 +13,11 @@ from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
 from crawladmin.models import Link, Page, Server, StatusCheck, Url
+from crawladmin.services.schedule import policy_for
 from crawladmin.services.urls import NewUrl, urls_insert
-from dashboard import cache, selectors
+from dashboard import cache, rollups, selectors
 from dashboard.metrics import metrics_text
+from dashboard.models import CrawlSample
 from monitoring.models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
 
 pytestmark = pytest.mark.django_db
@@ -201,6 +203,72 @@ def test_crawl_page_in_the_embedded_mode(viewer, site):
     html = viewer.get("/dashboard/crawl/").content.decode()
     assert "n/a" in html and 'id="queues-na"' in html
     assert "<td>dead</td><td>1</td>" in html
+
+
+def _chart(html: str, element: str) -> dict:
+    return json.loads(re.search(rf'<script id="{element}" type="application/json">(.*?)</script>', html, re.S).group(1))
+
+
+def test_crawl_page_draws_urls_by_state_over_time_from_the_samples(viewer, site):
+    html = viewer.get("/dashboard/crawl/").content.decode()
+    # Showing the page took the counts, and so the first sample: one point is no line yet.
+    assert 'id="history-none"' in html and CrawlSample.objects.count() == 1
+    now = timezone.now()
+    for minutes, dead in ((20, 0), (10, 3)):
+        CrawlSample.objects.create(at=now - timedelta(minutes=minutes), states={"init": 9, "dead": dead}, excluded=2)
+    CrawlSample.objects.create(at=now - timedelta(hours=25), states={"init": 99}, excluded=0)  # out of the window
+    cache.clear()
+    html = viewer.get("/dashboard/crawl/").content.decode()
+    data = _chart(html, "history-data")
+    assert len(data["labels"]) == 3 and data["labels"] == sorted(data["labels"])
+    assert data["series"]["dead"] == [0, 3, 1] and data["series"]["init"][:2] == [9, 9]
+    assert data["series"]["excluded"] == [2, 2, 0] and data["series"]["visited"][:2] == [0, 0]
+    assert "dashboard/crawl.js" in html and "chart.umd.min.js" in html
+
+
+def test_crawl_samples_are_kept_once_per_computation_and_pruned_after_their_time(site):
+    now = timezone.now()
+    summary = {"states": {"init": 1}, "excluded": {"robots": 2}}
+    assert rollups.crawl_sample_record(summary, at=now - timedelta(seconds=10)).excluded == 2
+    assert rollups.crawl_sample_record(summary, at=now - timedelta(seconds=9.5)) is None  # too close
+    assert rollups.crawl_sample_record(summary, at=now - timedelta(seconds=8)) is not None
+    rollups.rollups_refresh()  # beat's minute: the crawl's counts, so a sample of the live figures
+    newest = CrawlSample.objects.order_by("at").last()
+    assert newest.states["dead"] == 1 and newest.states["noresponse1"] == 1 and newest.states["visited"] == 1
+    CrawlSample.objects.create(at=now - rollups.SAMPLE_KEEP - timedelta(minutes=1), states={}, excluded=0)
+    assert rollups.crawl_samples_prune(now=now) == 1 and CrawlSample.objects.count() == 3
+
+
+def test_crawl_history_is_thinned_to_its_point_limit_and_keeps_the_newest():
+    now = timezone.now()
+    CrawlSample.objects.bulk_create(
+        CrawlSample(at=now - timedelta(minutes=m), states={"visited": 2000 - m}, excluded=0) for m in range(1000)
+    )
+    chart = selectors.crawl_history(now=now)
+    data = json.loads(chart.json)
+    assert chart.points == len(data["labels"]) <= selectors.CRAWL_HISTORY_POINTS
+    assert chart.points > selectors.CRAWL_HISTORY_POINTS // 2  # thinned evenly, not cut short
+    assert data["series"]["visited"][-1] == 2000 and data["labels"][-1] == now.isoformat()
+    assert data["series"]["visited"] == sorted(data["series"]["visited"])
+
+
+def test_crawl_page_priority_table_is_the_schedulers_order_for_this_hour(viewer, site, settings):
+    settings.CRAWL_SCHEDULER = "sorting"
+    a, b = site
+    hour = timezone.localtime().hour
+    ServerMonitor.objects.filter(server=a).update(load_profile=[5.0] * 24)  # a is lighter now than b
+    ServerMonitor.objects.filter(server=b).update(load_profile=[50.0] * 24)
+    enabled = sorted(Server.objects.filter(enabled=True, excluded_reason="").values_list("id", flat=True))
+    expected = policy_for(enabled).order(hour, enabled)
+    html = viewer.get("/dashboard/crawl/").content.decode()
+    listed = re.search(r'<table id="priority-now">(.*?)</table>', html, re.S).group(1)
+    ids = [int(i) for i in re.findall(r'data-server="(\d+)"', listed)]
+    assert ids == expected and ids.index(a.id) < ids.index(b.id)
+    assert "Policy <b>sorting</b>" in html
+    grid = re.search(r'<table class="priority" id="priority">(.*?)</table>', html, re.S).group(1)
+    first_row = grid.split("</tr>")[1]
+    now_cell = re.findall(r"<td[^>]*>(.*?)</td>", first_row)[1 + hour]
+    assert f">{expected[0]}</a>" in now_cell
 
 
 def test_dead_link_report_lists_failing_targets_per_site(viewer, site):

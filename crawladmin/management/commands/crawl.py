@@ -33,9 +33,13 @@ from crawladmin.services.urls import NewUrl, urls_insert
 from crawler.lifecycle import Agent, State
 from crawler.scope import MODES, Scope
 from crawler.urlnorm import UrlError, canonicalize, server_key
+from dashboard import rollups
 
 RECONCILE_EVERY = 30.0
 SWEEP_EVERY = 2.0  # seconds between the scans' sweeps in the loop (beat's are a minute apart)
+# The crawl page's "URLs by state over time": a sample every few seconds at the start, where a short
+# crawl does most of its work, then every minute as beat takes them (each costs a grouped count of the URLs).
+SAMPLE_EVERY_EARLY, SAMPLE_EARLY_FOR, SAMPLE_EVERY = 5.0, 120.0, 60.0
 
 
 class Command(BaseCommand):
@@ -79,6 +83,7 @@ class Command(BaseCommand):
                 leases_release_all()  # we are the only worker: any lease left is from a dead run
                 stack.enter_context(embedded.embedded_worker(opts["threads"], max_pages=opts["max_pages"]))
             reason = self._run(opts, started)
+        _sample()  # where the crawl ended
         summary = crawl_summary(since=started)
         summary.update(
             stopped=reason,
@@ -112,7 +117,7 @@ class Command(BaseCommand):
 
     def _run(self, opts: dict, started) -> str:
         t0 = time.monotonic()
-        last_reconcile, last_sweep = 0.0, -SWEEP_EVERY
+        last_reconcile, last_sweep, next_sample = 0.0, -SWEEP_EVERY, 0.0
         max_pages, max_seconds = opts["max_pages"], opts["max_seconds"]
         quiet = opts["no_progress"] or not sys.stderr.isatty() and opts["json"]
         bar = nullcontext() if quiet else tqdm(desc="crawl", unit=" URLs", file=sys.stderr, dynamic_ncols=True)
@@ -137,6 +142,9 @@ class Command(BaseCommand):
                             scan_sweep(agent=Agent.INACTIVE_SCAN)
                             scan_sweep(agent=Agent.ACTIVE_SCAN)
                             last_sweep = elapsed
+                    if elapsed >= next_sample:
+                        _sample()
+                        next_sample = elapsed + (SAMPLE_EVERY_EARLY if elapsed < SAMPLE_EARLY_FOR else SAMPLE_EVERY)
                     progress = crawl_progress(recheck_within=opts["recheck_wait"])
                     if bar is not None and hasattr(bar, "update"):
                         bar.n = loaded
@@ -149,6 +157,12 @@ class Command(BaseCommand):
                     time.sleep(0.3 if elapsed < 10 else 1.0)
         except KeyboardInterrupt:
             return "interrupted"
+
+
+def _sample() -> None:
+    """The crawl's counts, computed and stored as the dashboard's (so its crawl page is current) and
+    kept as a sample of the crawl's history."""
+    rollups.figures_refresh(rollups.CRAWL_SUMMARY, rollups.crawl_summary_compute)
 
 
 def _loaded_since(started) -> int:
