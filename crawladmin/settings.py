@@ -243,6 +243,10 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+# WhiteNoise serves the apps' static files straight from their directories too, so the dashboard's
+# charts load where collectstatic never ran: `manage.py demo`, runserver in the embedded mode, a fresh
+# checkout (DEBUG is off by default, so Django's own static serving is off). The image collects them.
+WHITENOISE_USE_FINDERS = True
 LOGIN_URL = "admin:login"
 
 # --- Celery ----------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from .cache import cached
 DASHBOARD_GROUPS = ("viewer", "operator")
 PAGE_SIZE = 300
 HEATMAP_TTL = 60.0
+DEFAULT_RANGE = "24h"
 
 
 def may_view(user) -> bool:
@@ -155,9 +156,17 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
     head = selectors.server_head(server_id=server_id)
     if head is None:
         raise Http404("no such server")
-    range_name = request.GET.get("range", "24h")
-    if range_name not in selectors.RANGES:
-        range_name = "24h"
+    range_name = request.GET.get("range", "")
+    asked = range_name in selectors.RANGES
+    if not asked:
+        range_name = DEFAULT_RANGE
+    chart = selectors.server_latency_chart(server_id=server_id, range_name=range_name)
+    if not asked and chart.points < 2:
+        # Monitored for less than two hours: one hourly point at most. Its last hour, check by check,
+        # says more (a range asked for is shown as asked).
+        recent = selectors.server_latency_chart(server_id=server_id, range_name="1h")
+        if recent.points > chart.points:
+            range_name, chart = "1h", recent
     srv, monitor = head.server, head.monitor
     profile = (monitor["load_profile"] if monitor else None) or server_load_profile(server_id=server_id)
     checks = selectors.server_recent_checks(server_id=server_id)
@@ -171,7 +180,7 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
             "status": head.status,
             "range": range_name,
             "ranges": list(selectors.RANGES),
-            "chart": selectors.server_latency_chart(server_id=server_id, range_name=range_name),
+            "chart": chart,
             "checks": checks,
             "latest_checks": list(reversed(checks[-20:])),
             "uptime": figures["uptime"],

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.test import Client
 from django.utils import timezone
 
 from crawladmin.models import Link, Page, Server, StatusCheck, Url
@@ -120,6 +121,10 @@ def site():
     return a, b
 
 
+def _chart(html: str, element: str) -> dict:
+    return json.loads(re.search(rf'<script id="{element}" type="application/json">(.*?)</script>', html, re.S).group(1))
+
+
 def test_groups_exist_with_permissions():
     viewer, operator = Group.objects.get(name="viewer"), Group.objects.get(name="operator")
     assert viewer.permissions.filter(codename="view_url").exists()
@@ -197,16 +202,24 @@ def test_server_that_never_answered_gets_a_note_not_an_empty_rollup_chart(viewer
     assert 'id="latency-data"' in viewer.get(f"/dashboard/servers/{silent.id}/?range=1h").content.decode()
     html = viewer.get(f"/dashboard/servers/{silent.id}/?range=24h").content.decode()
     assert 'id="latency-data"' not in html and "No answered checks in this range" in html
+    # Opened from the grid (no range asked for): the last hour, which has something to draw.
+    assert _chart(viewer.get(f"/dashboard/servers/{silent.id}/").content.decode(), "latency-data")["kind"] == "checks"
+
+
+def test_server_page_opens_on_24h_unless_the_server_is_too_new_for_it(viewer, site):
+    a, b = site  # a: three hourly rollups; b: one check a moment ago, no rollup yet
+    html = viewer.get(f"/dashboard/servers/{a.id}/").content.decode()
+    assert _chart(html, "latency-data")["kind"] == "rollups" and "<b>24h</b>" in html
+    html = viewer.get(f"/dashboard/servers/{b.id}/").content.decode()
+    assert _chart(html, "latency-data")["series"]["latency"] == [12.0] and "<b>1h</b>" in html
+    html = viewer.get(f"/dashboard/servers/{b.id}/?range=24h").content.decode()  # asked for: shown as asked
+    assert "<b>24h</b>" in html and "No answered checks in this range" in html
 
 
 def test_crawl_page_in_the_embedded_mode(viewer, site):
     html = viewer.get("/dashboard/crawl/").content.decode()
     assert "n/a" in html and 'id="queues-na"' in html
     assert "<td>dead</td><td>1</td>" in html
-
-
-def _chart(html: str, element: str) -> dict:
-    return json.loads(re.search(rf'<script id="{element}" type="application/json">(.*?)</script>', html, re.S).group(1))
 
 
 def test_crawl_page_draws_urls_by_state_over_time_from_the_samples(viewer, site):
@@ -269,6 +282,15 @@ def test_crawl_page_priority_table_is_the_schedulers_order_for_this_hour(viewer,
     first_row = grid.split("</tr>")[1]
     now_cell = re.findall(r"<td[^>]*>(.*?)</td>", first_row)[1 + hour]
     assert f">{expected[0]}</a>" in now_cell
+
+
+def test_chart_library_is_served_without_collectstatic(settings, tmp_path):
+    """The demo serves the dashboard with DEBUG off from a fresh checkout: no collected static files."""
+    settings.STATIC_ROOT = tmp_path / "never-collected"
+    settings.DEBUG = False
+    response = Client().get("/static/dashboard/vendor/chart.umd.min.js")  # a new client loads the middleware anew
+    assert response.status_code == 200
+    assert b"Chart" in b"".join(response.streaming_content)
 
 
 def test_dead_link_report_lists_failing_targets_per_site(viewer, site):

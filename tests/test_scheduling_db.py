@@ -241,6 +241,7 @@ def test_schedule_table_shows_the_columns_profiles_and_pauses(settings):
     assert (table.policy, table.hour, table.unprofiled) == ("hybrid", 14, [c.id])
     assert table.columns[3] == [b.id, a.id] and table.columns[14] == [a.id, b.id]
     assert table.servers[b.id]["best_hour"] == 3 and table.servers[c.id]["profile_ms"] is None
+    assert table.servers[a.id]["best_hour"] is None  # flat: every hour alike
     assert table.servers[a.id]["paused_until"] == (NOW + timedelta(hours=1)).isoformat()
     assert table.as_json()["columns"]["3"] == [b.id, a.id]
 

@@ -192,7 +192,8 @@ def schedule_table(*, now: datetime | None = None, policy: str | None = None) ->
         paused = server.paused_until if server.paused_until and server.paused_until > now else None
         info[sid] = {
             "origin": server.origin,
-            "best_hour": best_hour(profile) if profile else None,
+            # A flat profile (one hour measured so far, say) has no best hour to show.
+            "best_hour": best_hour(profile) if profile and max(profile) > min(profile) else None,
             "profile_ms": [round(v, 1) for v in profile] if profile else None,
             "paused_until": paused.isoformat() if paused else None,
         }

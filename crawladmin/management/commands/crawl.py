@@ -37,9 +37,10 @@ from dashboard import rollups
 
 RECONCILE_EVERY = 30.0
 SWEEP_EVERY = 2.0  # seconds between the scans' sweeps in the loop (beat's are a minute apart)
-# The crawl page's "URLs by state over time": a sample every few seconds at the start, where a short
-# crawl does most of its work, then every minute as beat takes them (each costs a grouped count of the URLs).
-SAMPLE_EVERY_EARLY, SAMPLE_EARLY_FOR, SAMPLE_EVERY = 5.0, 120.0, 60.0
+# The crawl page's "URLs by state over time": a sample every second at the start, where a short crawl
+# does all its work, then every minute as beat takes them; each costs a grouped count of the URLs
+# (about a second at a million), so never more often than SAMPLE_COST_SHARE of the time allows.
+SAMPLE_EVERY_EARLY, SAMPLE_EARLY_FOR, SAMPLE_EVERY, SAMPLE_COST_SHARE = 1.0, 60.0, 60.0, 0.1
 
 
 class Command(BaseCommand):
@@ -143,8 +144,9 @@ class Command(BaseCommand):
                             scan_sweep(agent=Agent.ACTIVE_SCAN)
                             last_sweep = elapsed
                     if elapsed >= next_sample:
-                        _sample()
-                        next_sample = elapsed + (SAMPLE_EVERY_EARLY if elapsed < SAMPLE_EARLY_FOR else SAMPLE_EVERY)
+                        took = _sample()
+                        every = SAMPLE_EVERY_EARLY if elapsed < SAMPLE_EARLY_FOR else SAMPLE_EVERY
+                        next_sample = elapsed + max(every, took / SAMPLE_COST_SHARE)
                     progress = crawl_progress(recheck_within=opts["recheck_wait"])
                     if bar is not None and hasattr(bar, "update"):
                         bar.n = loaded
@@ -159,10 +161,12 @@ class Command(BaseCommand):
             return "interrupted"
 
 
-def _sample() -> None:
+def _sample() -> float:
     """The crawl's counts, computed and stored as the dashboard's (so its crawl page is current) and
-    kept as a sample of the crawl's history."""
+    kept as a sample of the crawl's history. Returns the seconds it took."""
+    t = time.monotonic()
     rollups.figures_refresh(rollups.CRAWL_SUMMARY, rollups.crawl_summary_compute)
+    return time.monotonic() - t
 
 
 def _loaded_since(started) -> int:
