@@ -233,7 +233,7 @@ def load(url: str, *, servers: int, urls: int, links: int, checks: int) -> float
         """
         INSERT INTO dashboard_crawlsample (at, states, excluded)
         SELECT now() - m * interval '1 minute',
-               jsonb_build_object('init', (%(u)s * m / 43200)::int, 'visited', (%(u)s * (43200 - m) / 43200)::int,
+               jsonb_build_object('init', %(u)s::bigint * m / 43200, 'visited', %(u)s::bigint * (43200 - m) / 43200,
                                   'noresponse1', m %% 50, 'noresponse2', m %% 20, 'dead', m %% 300),
                m %% 1000
         FROM generate_series(1, 43200) m

@@ -145,13 +145,14 @@ def url_state_counts() -> dict:
 
 CRAWL_HISTORY = timedelta(hours=24)
 CRAWL_HISTORY_POINTS = 360  # a day of minute samples is 1,440: every fourth is plenty for a line chart
+CRAWL_HISTORY_TTL = 15.0  # beat samples once a minute; a running crawl command more often at first
 
 
 def crawl_history(*, now: datetime | None = None) -> ChartData:
     """The crawl's URLs by state over the last CRAWL_HISTORY, from its samples (dashboard.rollups keeps
     one per computation of the counts), thinned to at most CRAWL_HISTORY_POINTS (every k-th, counted back
-    from the newest, which is always kept), as chart JSON: {"labels": [ISO times], "series": {state: [URLs]}}. Shared by
-    every viewer for a few seconds."""
+    from the newest, which is always kept), as chart JSON: {"labels": [ISO times], "series": {state:
+    [URLs]}}. Shared by every viewer for CRAWL_HISTORY_TTL seconds."""
     now = now or timezone.now()
 
     def compute() -> ChartData:
@@ -173,50 +174,45 @@ def crawl_history(*, now: datetime | None = None) -> ChartData:
         text = json.dumps(data, separators=(",", ":")).translate(_JSON_SCRIPT_ESCAPES)
         return ChartData("samples", len(kept), text)
 
-    return cached("crawl_history", SHARED_VIEW_TTL, compute)
+    return cached("crawl_history", CRAWL_HISTORY_TTL, compute)
 
 
 PRIORITY_ROWS = 10  # the priority table's first rows: the servers sent first in each hour
 PRIORITY_LISTED = 20  # this hour's first servers, listed with their profiles
-PRIORITY_TTL = 60.0  # the table follows the hourly load profiles: a minute per process is fresh enough
 
 
 def crawl_priority(*, now: datetime | None = None) -> dict:
     """The scheduler's priority table (seed 000) as the crawl page shows it: the active policy's server
     order for each hour of the day (its first PRIORITY_ROWS rows; cells are server ids), and this hour's
     first PRIORITY_LISTED servers with their best hour, their mean response time now and any pause."""
-
-    def compute() -> dict:
-        table = schedule_table(now=now)
-        # As the dispatcher orders them (ServerOrder.order): servers without a profile after the others.
-        columns = [col + [sid for sid in table.unprofiled if sid not in col] for col in table.columns]
-        depth = min(PRIORITY_ROWS, max((len(col) for col in columns), default=0))
-        rows = [[col[r] if r < len(col) else None for col in columns] for r in range(depth)]
-        origins = {sid: info["origin"] for sid, info in table.servers.items()}
-        listed = []
-        for sid in columns[table.hour][:PRIORITY_LISTED]:
-            info = table.servers[sid]
-            profile = info["profile_ms"]
-            listed.append(
-                {
-                    "id": sid,
-                    "origin": info["origin"],
-                    "best_hour": info["best_hour"],
-                    "ms_now": None if profile is None else profile[table.hour],
-                    "paused_until": datetime.fromisoformat(info["paused_until"]) if info["paused_until"] else None,
-                }
-            )
-        return {
-            "policy": table.policy,
-            "hour": table.hour,
-            "pause_lookahead": table.pause_lookahead,
-            "servers": len(table.servers),
-            "rows": [[(sid, origins.get(sid, "")) for sid in row] for row in rows],
-            "listed": listed,
-            "unprofiled": len(table.unprofiled),
-        }
-
-    return cached("crawl_priority", PRIORITY_TTL, compute)
+    table = schedule_table(now=now)
+    # As the dispatcher orders them (ServerOrder.order): servers without a profile after the others.
+    columns = [col + [sid for sid in table.unprofiled if sid not in col] for col in table.columns]
+    depth = min(PRIORITY_ROWS, max((len(col) for col in columns), default=0))
+    rows = [[col[r] if r < len(col) else None for col in columns] for r in range(depth)]
+    origins = {sid: info["origin"] for sid, info in table.servers.items()}
+    listed = []
+    for sid in columns[table.hour][:PRIORITY_LISTED]:
+        info = table.servers[sid]
+        profile = info["profile_ms"]
+        listed.append(
+            {
+                "id": sid,
+                "origin": info["origin"],
+                "best_hour": info["best_hour"],
+                "ms_now": None if profile is None else profile[table.hour],
+                "paused_until": datetime.fromisoformat(info["paused_until"]) if info["paused_until"] else None,
+            }
+        )
+    return {
+        "policy": table.policy,
+        "hour": table.hour,
+        "pause_lookahead": table.pause_lookahead,
+        "servers": len(table.servers),
+        "rows": [[(sid, origins.get(sid, "")) for sid in row] for row in rows],
+        "listed": listed,
+        "unprofiled": len(table.unprofiled),
+    }
 
 
 def monitor_status_counts() -> dict[str, int]:

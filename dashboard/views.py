@@ -37,6 +37,7 @@ from .cache import cached
 DASHBOARD_GROUPS = ("viewer", "operator")
 PAGE_SIZE = 300
 HEATMAP_TTL = 60.0
+PRIORITY_TTL = 60.0  # the priority table follows the hourly load profiles: a minute is fresh enough
 DEFAULT_RANGE = "24h"
 
 
@@ -192,8 +193,21 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
     )
 
 
+def _priority_table() -> dict:
+    """The scheduler's priority table and its rendering (240 linked cells): the same for every viewer and
+    built from the hourly load profiles, so kept PRIORITY_TTL seconds per process."""
+
+    def compute() -> dict:
+        data = selectors.crawl_priority()
+        html = render_to_string("dashboard/_priority.html", {"priority": data, "hours": range(24)})
+        return {"data": data, "html": html}
+
+    return cached("crawl_priority", PRIORITY_TTL, compute)
+
+
 @dashboard_view
 def crawl(request: HttpRequest) -> HttpResponse:
+    priority = _priority_table()
     top = top_pages(limit=20)
     titles = selectors.top_page_titles([p["url_id"] for p in top])
     for p in top:
@@ -204,8 +218,8 @@ def crawl(request: HttpRequest) -> HttpResponse:
         {
             "urls": selectors.url_state_counts(),
             "history": selectors.crawl_history(),
-            "priority": selectors.crawl_priority(),
-            "hours": range(24),
+            "priority": priority["data"],
+            "priority_html": priority["html"],
             "max_age": int(selectors.PAGE_COUNTS_MAX_AGE),
             "rate_1m": selectors.check_rates(seconds=60),
             "rate_5m": selectors.check_rates(seconds=300),
