@@ -180,7 +180,9 @@ def test_crawl_page_draws_the_history_and_the_priority_table(browser, live_serve
     browser.get(f"{live_server.url}/dashboard/crawl/")
     canvas = wait(browser, ec.presence_of_element_located((By.ID, "history-chart")))
     wait(browser, lambda d: d.execute_script("return !!window.historyChart"))
-    assert browser.execute_script("return window.historyChart.data.labels.length") == 31  # and the page's own
+    points = browser.execute_script("return window.historyChart.data.datasets[0].data.map(p => p.x)")
+    assert len(points) == 31 and points == sorted(points)  # the samples and the page's own, along a time axis
+    assert points[1] - points[0] == 60_000  # a minute apart: the axis is linear in time
     legend = browser.execute_script("return window.historyChart.data.datasets.map(d => d.label)")
     assert "init" in legend and "visited" in legend and "noresponse2" not in legend  # never held a URL
     assert _painted(browser, canvas) > 500, "the history chart drew (almost) nothing"

@@ -1,4 +1,6 @@
 // The crawl page's "URLs by state over time": data from the json_script element (never inlined as code).
+// The x axis is linear in time (milliseconds), so a crawl's early per-second samples take their true
+// share of the width; ticks and tooltips format the times (no date adapter needed).
 (function () {
   "use strict";
   var canvas = document.getElementById("history-chart");
@@ -9,13 +11,15 @@
     init: "#4a7ab5", visited: "#3a9d4f", noresponse1: "#e3a21a", noresponse2: "#d9731c",
     dead: "#c8352b", excluded: "#888888"
   };
-  var spanDays = data.labels.length > 1 &&
-    new Date(data.labels[data.labels.length - 1]) - new Date(data.labels[0]) > 20 * 3600 * 1000;
+  var times = data.labels.map(function (iso) { return Date.parse(iso); });
+  var span = times.length > 1 ? times[times.length - 1] - times[0] : 0;
 
-  function label(iso) {
-    var d = new Date(iso);
-    return spanDays ? d.toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" })
-      : d.toLocaleTimeString();
+  function label(ms) {
+    var d = new Date(ms);
+    if (span > 20 * 3600 * 1000) {
+      return d.toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+    }
+    return d.toLocaleTimeString();
   }
 
   // States that never held a URL in the window stay out of the legend.
@@ -24,18 +28,24 @@
   }).map(function (name) {
     var color = COLORS[name] || "#444";
     return {
-      label: name, data: data.series[name], borderColor: color, backgroundColor: color,
-      borderWidth: 1.5, pointRadius: data.labels.length > 60 ? 0 : 2, tension: 0.1
+      label: name, borderColor: color, backgroundColor: color, borderWidth: 1.5,
+      pointRadius: times.length > 60 ? 0 : 2, tension: 0.1,
+      data: data.series[name].map(function (v, i) { return { x: times[i], y: v }; })
     };
   });
 
   window.historyChart = new Chart(canvas, {
     type: "line",
-    data: { labels: data.labels.map(label), datasets: datasets },
+    data: { datasets: datasets },
     options: {
       responsive: true, maintainAspectRatio: false, animation: false,
-      interaction: { mode: "index", intersect: false },
-      scales: { y: { beginAtZero: true, title: { display: true, text: "URLs" } }, x: { ticks: { maxTicksLimit: 12 } } }
+      interaction: { mode: "nearest", axis: "x", intersect: false },
+      scales: {
+        x: { type: "linear", min: times[0], max: times[times.length - 1],
+             ticks: { maxTicksLimit: 8, callback: function (v) { return label(v); } } },
+        y: { beginAtZero: true, title: { display: true, text: "URLs" } }
+      },
+      plugins: { tooltip: { callbacks: { title: function (items) { return items.length ? label(items[0].parsed.x) : ""; } } } }
     }
   });
 })();
