@@ -127,8 +127,6 @@ def _compute_and_store(name: str, compute: Callable[[], Any]) -> Figures:
     data = compute()
     seconds = time.perf_counter() - t
     Snapshot.objects.update_or_create(name=name, defaults={"data": data, "computed_at": started, "seconds": seconds})
-    if name == CRAWL_SUMMARY:
-        crawl_sample_record(data, at=started)
     figures_ = Figures(name, data, started, seconds)
     cache.remember(f"figures:{name}", figures_)
     return figures_
@@ -165,8 +163,13 @@ def figures_refresh(name: str, compute: Callable[[], Any]) -> Figures | None:
 
 
 def crawl_summary_compute() -> dict:
-    """What `manage.py crawl --json` counts, check categories apart (the check totals add those up)."""
-    return crawl_summary(checks=False)
+    """What `manage.py crawl --json` counts, check categories apart (the check totals add those up).
+    Each computation also leaves a sample of the crawl's history, in the same transaction as the
+    snapshot that stores the counts."""
+    at = timezone.now()
+    summary = crawl_summary(checks=False)
+    crawl_sample_record(summary, at=at)
+    return summary
 
 
 def crawl_sample_record(summary: dict, *, at: datetime) -> CrawlSample | None:
