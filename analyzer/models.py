@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from crawladmin.models import Page
+from crawlcore.models import Page
 
 
 class PageAnalysis(models.Model):

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from django.db.models import Count, Exists, OuterRef
 
-from crawladmin.models import Page
+from crawlcore.models import Page
 
 from .classify import CONTENT_CLASSES, TEXT_TYPES
 from .domains import COUNTRY_CODES, FOREIGN, FOREIGN_NATIONAL_IP, NATIONAL, TLD_CLASSES, in_networks, tld_class

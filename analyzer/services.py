@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from crawladmin.models import Page, Server
+from crawlcore.models import Page, Server
 from crawler.netguard import Network, parse_cidrs
 
 from .classify import MAX_SCAN_BYTES, PageFacts, analyze_page

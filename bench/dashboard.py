@@ -75,10 +75,10 @@ def load(url: str, *, servers: int, urls: int, links: int, checks: int) -> float
     cur.execute("SET maintenance_work_mem = '512MB'")
     cur.execute("SET work_mem = '256MB'")
     for table, given in (
-        ("crawladmin_server", {"id", "scheme", "host", "port", "enabled", "group"}),
+        ("crawladmin_server", {"id", "scheme", "host", "port", "enabled", "group", "load_profile"}),
         (
             "monitoring_servermonitor",
-            {"server_id", "enabled", "status", "status_since", "load_profile", "last_check_at", "last_category"},
+            {"server_id", "enabled", "status", "status_since", "last_check_at", "last_category"},
         ),
         (
             "crawladmin_url",
@@ -123,17 +123,18 @@ def load(url: str, *, servers: int, urls: int, links: int, checks: int) -> float
         "servers + monitors",
         cur,
         """
-        INSERT INTO crawladmin_server (id, scheme, host, port, enabled, "group")
-        SELECT i, 'http', 's' || i || '.example', 80, true, 'g' || (i %% 10) FROM generate_series(1, %(n)s) i;
-        INSERT INTO monitoring_servermonitor (server_id, enabled, status, status_since, load_profile,
+        INSERT INTO crawladmin_server (id, scheme, host, port, enabled, "group", load_profile)
+        SELECT i, 'http', 's' || i || '.example', 80, true, 'g' || (i %% 10), p.profile
+        FROM generate_series(1, %(n)s) i,
+             LATERAL (SELECT jsonb_agg(round((100 + random() * 900)::numeric, 1)) AS profile
+                      FROM generate_series(1, 24) h WHERE i > 0) p;
+        INSERT INTO monitoring_servermonitor (server_id, enabled, status, status_since,
                                               last_check_at, last_category)
         SELECT i, true,
                (ARRAY['normal','normal','normal','normal','normal','normal','delay','disconnect','error','unknown'])
                    [1 + (i %% 10)],
-               now() - interval '3 days', p.profile, now() - interval '1 minute', 'normal'
-        FROM generate_series(1, %(n)s) i,
-             LATERAL (SELECT jsonb_agg(round((100 + random() * 900)::numeric, 1)) AS profile
-                      FROM generate_series(1, 24) h WHERE i > 0) p;
+               now() - interval '3 days', now() - interval '1 minute', 'normal'
+        FROM generate_series(1, %(n)s) i;
     """,
         {"n": servers},
     )

@@ -7,11 +7,11 @@ Creates a fresh database on the local PostgreSQL (bench.pgdb), migrates it, and 
 of --urls Init URLs, all due, spread evenly over --servers servers (depth 0–4), plus the pages that will
 yield the discovered links; VACUUM ANALYZE. Then, in a child process with Django on that database:
 
-- claim: `crawladmin.services.urls.urls_claim` leases --claim-size due URLs of one server, --claims times
+- claim: `crawlcore.services.urls.urls_claim` leases --claim-size due URLs of one server, --claims times
   (each on another server, after one warm-up claim): median, p95, max, and the time of each of its SQL
   statements. Target: p95 under 50 ms. When missed, EXPLAIN (ANALYZE, BUFFERS) of its slowest statement
   (in a transaction rolled back) is printed: the plan shows which index it lacks.
-- links: `crawladmin.services.extract.pages_extract` — the extract agent's own service — on stored pages of
+- links: `crawlcore.services.extract.pages_extract` — the extract agent's own service — on stored pages of
   30 links each (80 % to the page's server, --known-share of them to URLs already in the frontier, the rest
   new), in groups of 10 pages as the load agent sends them, until --links links are stored; --link-runs
   times, each on fresh pages. The parsing is timed alone on the same bodies (crawler.parse.extract) and
@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CLAIM_TARGET_MS = 50.0
 LINKS_PER_PAGE = 30
 ONSITE = 24  # of the 30
-EXTRACT_GROUP = 10  # pages per extract message, as crawladmin.services.load sends them
+EXTRACT_GROUP = 10  # pages per extract message, as crawlcore.services.load sends them
 
 
 def _known_url(i: int, servers: int) -> str:
@@ -142,7 +142,7 @@ def _explain_claim(server_id: int, size: int) -> list[dict]:
     from django.db import connection, transaction
     from django.test.utils import CaptureQueriesContext
 
-    from crawladmin.services.urls import urls_claim
+    from crawlcore.services.urls import urls_claim
 
     with transaction.atomic(), CaptureQueriesContext(connection) as q:
         urls_claim(server_id=server_id, owner="bench-explain", limit=size)
@@ -162,7 +162,7 @@ def measure_claims(*, servers: int, claims: int, size: int, seed: int = 1) -> di
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from crawladmin.services.urls import urls_claim, urls_release
+    from crawlcore.services.urls import urls_claim, urls_release
 
     order = random.Random(seed).sample(range(1, servers + 1), min(servers, claims + 2))
     urls_claim(server_id=order[0], owner="bench-warmup", limit=size)
@@ -202,8 +202,8 @@ def measure_claims(*, servers: int, claims: int, size: int, seed: int = 1) -> di
 
 
 def measure_links(*, page_runs: list[list[int]]) -> list[dict]:
-    from crawladmin.models import Link, Page
-    from crawladmin.services.extract import pages_extract
+    from crawlcore.models import Link, Page
+    from crawlcore.services.extract import pages_extract
     from crawler.parse import extract
 
     results = []

@@ -459,7 +459,7 @@ def run(args: argparse.Namespace) -> dict:
         from django.db.models import Count, Max
 
         from crawladmin.celery import app
-        from crawladmin.models import StatusCheck
+        from crawlcore.models import StatusCheck
         from monitoring.logic import percentile
         from monitoring.models import ServerMonitor
         from monitoring.services.dispatch import monitors_dispatch_due, monitors_make_due

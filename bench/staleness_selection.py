@@ -1,4 +1,4 @@
-"""Benchmark: the active scan's staleness choice (seed 004, crawladmin.services.recrawl) over 1,000,000
+"""Benchmark: the active scan's staleness choice (seed 004, crawlcore.services.recrawl) over 1,000,000
 Visited URLs on PostgreSQL. Prints figures; asserts nothing (DESIGN.md §11). Target: under a second.
 
     python -m bench.staleness_selection [--urls 1000000] [--servers 1000] [--runs 7] [--limit 1000] [--json]
@@ -46,24 +46,27 @@ def load(url: str, *, urls: int, servers: int, age_days: float, seed: int = 0) -
     with psycopg2.connect(url) as conn, conn.cursor() as cur:
         cur.execute("SET session_replication_role = replica")  # no FK triggers during the load
         for table, given in (
-            ("crawladmin_server", {"id", "scheme", "host", "port", "enabled"}),
-            ("monitoring_servermonitor", {"server_id", "load_profile"}),
+            ("crawladmin_server", {"id", "scheme", "host", "port", "enabled", "load_profile"}),
+            ("monitoring_servermonitor", {"server_id"}),
             ("crawladmin_url", {"id", "url", "url_hash", "server_id", "state", "last_checked_at", "content_length"}),
             ("crawladmin_page", {"id", "url_id", "size", "checksum", "fetched_at"}),
         ):
             fill_defaults(cur, table, given)
-        copy_lines(
-            cur,
-            "COPY crawladmin_server (id, scheme, host, port, enabled) FROM STDIN",
-            (f"{i}\thttp\ts{i}.example\t80\ttrue\n" for i in range(1, servers + 1)),
-        )
         base = rng.uniform(50, 2000, servers)
         swing = rng.uniform(0.0, 1.0, (servers, 24))
         profiles = (base[:, None] * (1 + 2 * swing)).round(1)
         copy_lines(
             cur,
-            "COPY monitoring_servermonitor (server_id, load_profile) FROM STDIN",
-            (f"{i + 1}\t{json.dumps(profiles[i].tolist())}\n" for i in range(servers)),
+            "COPY crawladmin_server (id, scheme, host, port, enabled, load_profile) FROM STDIN",
+            (
+                f"{i}\thttp\ts{i}.example\t80\ttrue\t{json.dumps(profiles[i - 1].tolist())}\n"
+                for i in range(1, servers + 1)
+            ),
+        )
+        copy_lines(
+            cur,
+            "COPY monitoring_servermonitor (server_id) FROM STDIN",
+            (f"{i + 1}\n" for i in range(servers)),
         )
         cur.execute("SELECT now()")
         (now,) = cur.fetchone()
@@ -118,13 +121,13 @@ def measure(*, runs: int, limit: int, revisit_after: float) -> dict:
     from django.db.models import F
     from django.utils import timezone
 
-    from crawladmin.models import Url
-    from crawladmin.services.recrawl import staleness_scored
-    from crawladmin.services.sweep import active_candidates
+    from crawlcore.models import Url
+    from crawlcore.services.recrawl import staleness_scored
+    from crawlcore.services.sweep import active_candidates
 
     settings.CRAWL_REVISIT_AFTER = revisit_after
     now = timezone.now()
-    # The sweep's own filters (crawladmin.services.sweep), for the plain one-query version.
+    # The sweep's own filters (crawlcore.services.sweep), for the plain one-query version.
     eligible = Url.objects.filter(
         state="visited",
         last_checked_at__lte=now - timezone.timedelta(seconds=revisit_after),

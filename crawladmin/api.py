@@ -25,7 +25,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from crawladmin.models import Server
+from crawlcore.models import Server
 from dashboard.selectors import summary_counts
 from monitoring.models import ServerMonitor
 from monitoring.selectors import maintenance_windows

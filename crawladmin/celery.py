@@ -148,7 +148,7 @@ def _consume_pinned_queue(sender, instance, **kwargs) -> None:
     """A worker started with CRAWLER_NUM=n on the load (or a scan) queue also takes the servers pinned to n."""
     from django.conf import settings
 
-    from crawladmin.services.queue import SERVER_QUEUES, pinned_queue
+    from crawlcore.services.queue import SERVER_QUEUES, pinned_queue
 
     queues = instance.app.amqp.queues
     for name in SERVER_QUEUES:

@@ -14,7 +14,7 @@ from celery.worker import state as worker_state
 from django.conf import settings
 
 from crawladmin.celery import app
-from crawladmin.services.queue import SERVER_QUEUES, pinned_queue
+from crawlcore.services.queue import SERVER_QUEUES, pinned_queue
 
 log = logging.getLogger(__name__)
 

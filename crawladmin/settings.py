@@ -170,11 +170,12 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_celery_beat",
-    "crawladmin",
+    "crawlcore",
     "monitoring",
     "ranking",
     "analyzer",
     "dashboard",
+    "crawladmin",  # the shell, last: its commands tie the apps above together
 ]
 
 MIDDLEWARE = [

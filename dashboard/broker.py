@@ -11,8 +11,8 @@ import re
 
 from django.conf import settings
 
-from crawladmin.models import Server
-from crawladmin.services.queue import SERVER_QUEUES, pinned_queue
+from crawlcore.models import Server
+from crawlcore.services.queue import SERVER_QUEUES, pinned_queue
 
 from .cache import cached
 

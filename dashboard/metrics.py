@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 
 from crawladmin.api import api_view
-from crawladmin.models import Link, Page, Server, StatusCheck
+from crawlcore.models import Link, Page, Server, StatusCheck
 
 from . import broker, selectors
 from .cache import cached

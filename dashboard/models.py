@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from crawladmin.models import Server, Url
+from crawlcore.models import Server, Url
 
 
 class Snapshot(models.Model):

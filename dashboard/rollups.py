@@ -34,8 +34,8 @@ from django.db import connection, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from crawladmin.models import Link, Server, StatusCheck, Url
-from crawladmin.selectors import check_category_counts, crawl_summary
+from crawlcore.models import Link, Server, StatusCheck, Url
+from crawlcore.selectors import check_category_counts, crawl_summary
 from crawler.lifecycle import State
 from crawler.status import Category
 from monitoring.selectors import uptime_counts

@@ -23,9 +23,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.timesince import timesince
 
-from crawladmin.models import Page, Server, StatusCheck, Url
-from crawladmin.selectors import check_category_counts
-from crawladmin.services.schedule import schedule_table
+from crawlcore.models import Page, Server, StatusCheck, Url
+from crawlcore.selectors import check_category_counts
+from crawlcore.services.schedule import schedule_table
 from crawler.lifecycle import Agent, State
 from crawler.status import Category
 from monitoring.models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
@@ -487,7 +487,7 @@ def server_head(*, server_id: int, now: datetime | None = None) -> ServerHead | 
     now = now or timezone.now()
     rows = rawsql.fetch(
         'SELECT s.id, s.scheme, s.host, s.port, s.ip, s."group", s.crawler_num, s.enabled, s.excluded_reason,'
-        " m.server_id AS monitored, m.status, m.status_since, m.load_profile,"
+        " m.server_id AS monitored, m.status, m.status_since, s.load_profile,"
         f" EXISTS (SELECT 1 FROM {rawsql.table(MaintenanceWindow)} w"
         "          WHERE w.server_id = s.id AND w.starts_at <= %s AND w.ends_at > %s) AS in_maintenance"
         f" FROM {rawsql.table(Server)} s LEFT JOIN {rawsql.table(ServerMonitor)} m ON m.server_id = s.id"
@@ -566,12 +566,10 @@ def heat_row(server_id: int, origin: str, profile: Sequence[float | None]) -> He
 
 
 def load_heatmap(*, group: str = "", limit: int = 200) -> list[HeatRow]:
-    qs = ServerMonitor.objects.filter(load_profile__isnull=False)
+    qs = Server.objects.filter(load_profile__isnull=False, monitor__isnull=False)
     if group:
-        qs = qs.filter(server__group=group)
-    rows = qs.order_by("server__host", "server__port").values_list(
-        "server_id", "load_profile", "server__scheme", "server__host", "server__port"
-    )[:limit]
+        qs = qs.filter(group=group)
+    rows = qs.order_by("host", "port").values_list("id", "load_profile", "scheme", "host", "port")[:limit]
     return [
         heat_row(sid, Server(scheme=scheme, host=host, port=port).origin, profile)
         for sid, profile, scheme, host, port in rows

@@ -27,7 +27,7 @@ from django.urls import reverse_lazy
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
-from crawladmin.models import Server
+from crawlcore.models import Server
 from monitoring.selectors import server_load_profile
 from ranking.selectors import latest_run, top_pages
 

@@ -2,9 +2,83 @@
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.utils.html import format_html
+
+from crawlcore.admin import ServerAdmin, log_change
+from crawlcore.models import Server
 
 from .models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
+from .services.checks import monitors_check
+
+CHECK_NOW_LIMIT = 20  # checks run in the request: at most this many servers, each bounded by the timeouts
+STATUS_COLOURS = {
+    "normal": "#3a9d4f",
+    "delay": "#e3a21a",
+    "disconnect": "#7b3fa0",
+    "error": "#c8352b",
+    "maintenance": "#4a7ab5",
+}
+
+
+def _badge(status: str) -> str:
+    colour = STATUS_COLOURS.get(status, "#999")
+    style = f"background:{colour};color:#fff;padding:1px 7px;border-radius:8px"
+    return format_html('<span style="{}">{}</span>', style, status)
+
+
+class MonitorStatusFilter(admin.SimpleListFilter):
+    title = "monitoring status"
+    parameter_name = "monitor_status"
+
+    def lookups(self, request, model_admin):
+        return [(s, s) for s in ("normal", "delay", "disconnect", "error", "unknown")] + [("none", "not monitored")]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value == "none":
+            return queryset.filter(monitor__isnull=True)
+        if value:
+            return queryset.filter(monitor__status=value)
+        return queryset
+
+
+class MonitoredServerAdmin(ServerAdmin):
+    """The crawl core's server page, with what monitoring adds: each server's confirmed status, a filter
+    on it, and "check now"."""
+
+    list_display = ("origin", "status_badge", *ServerAdmin.list_display[1:])
+    list_filter = (ServerAdmin.list_filter[0], MonitorStatusFilter, *ServerAdmin.list_filter[1:])
+    list_select_related = ("monitor",)
+    actions = [*ServerAdmin.actions[:3], "check_now", *ServerAdmin.actions[3:]]
+
+    @admin.display(description="status", ordering="monitor__status")
+    def status_badge(self, obj: Server) -> str:
+        monitor = getattr(obj, "monitor", None)
+        return _badge(monitor.status) if monitor is not None else "–"
+
+    @admin.action(description="Check now (monitoring)", permissions=["change"])
+    def check_now(self, request, queryset):
+        ids = list(queryset.values_list("id", flat=True))
+        if len(ids) > CHECK_NOW_LIMIT:
+            self.message_user(
+                request,
+                f"Check at most {CHECK_NOW_LIMIT} servers at once (the checks run in this request).",
+                messages.ERROR,
+            )
+            return
+        # One check of each monitored server now, in this request, whether due or not.
+        checked = monitors_check(server_ids=ids, claim=False)
+        done = [c.target.server_id for c in checked]
+        log_change(request, Server, done, "Checked now")
+        summary = ", ".join(f"{c.target.url}: {c.category}" for c in checked)
+        missing = len(ids) - len(done)
+        note = f"; {missing} not monitored (or disabled), not checked" if missing else ""
+        self.message_user(request, f"Checked {len(done)} server(s){note}. {summary}", messages.SUCCESS)
+
+
+admin.site.unregister(Server)
+admin.site.register(Server, MonitoredServerAdmin)
 
 
 @admin.register(ServerMonitor)
@@ -34,8 +108,6 @@ class ServerMonitorAdmin(admin.ModelAdmin):
         "last_category",
         "dispatched_at",
         "claim_token",
-        "load_profile",
-        "load_profile_at",
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from crawladmin.models import Server, StatusCheck
+from crawlcore.models import Server, StatusCheck
 
 from .logic import Status
 
@@ -37,8 +37,6 @@ class ServerMonitor(models.Model):
     next_check_at = models.DateTimeField(null=True, blank=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     claim_token = models.CharField(max_length=64, blank=True)
-    load_profile = models.JSONField(null=True, blank=True, help_text="Mean ms per hour of day 0-23 (None: no data)")
-    load_profile_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["enabled", "next_check_at"], name="monitor_due_idx")]

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from crawladmin.models import Server
+from crawlcore.models import Server
 
 from .logic import CategoryCounts, Uptime, load_profile, uptime
 from .models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
@@ -123,14 +123,6 @@ def _profile_rows(qs, now: datetime, days: int):
     since = hour_floor(now) - timedelta(days=days)
     for hour, timed, mean in qs.filter(hour__gte=since, timed__gt=0).values_list("hour", "timed", "latency_mean_ms"):
         yield timezone.localtime(hour).hour, timed, mean
-
-
-def load_profiles(*, server_ids: Sequence[int] | None = None) -> dict[int, list[float | None]]:
-    """The stored 24-hour load profiles (rebuilt hourly by beat): what the load-aware scheduler reads."""
-    qs = ServerMonitor.objects.filter(load_profile__isnull=False)
-    if server_ids is not None:
-        qs = qs.filter(server_id__in=server_ids)
-    return dict(qs.values_list("server_id", "load_profile"))
 
 
 def servers_by_id(*, server_ids: Iterable[int]) -> dict[int, Server]:

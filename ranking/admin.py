@@ -4,8 +4,30 @@ and community."""
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models import OuterRef, Subquery
+
+from crawlcore.admin import PageAdmin
+from crawlcore.models import Page
 
 from .models import PageRank, RankRun
+
+
+class RankedPageAdmin(PageAdmin):
+    """The crawl core's page list with each page's rank beside its title, sortable."""
+
+    list_display = (*PageAdmin.list_display[:2], "rank", *PageAdmin.list_display[2:])
+
+    def get_queryset(self, request):
+        rank = PageRank.objects.filter(url_id=OuterRef("url_id")).values("rank")[:1]
+        return super().get_queryset(request).annotate(page_rank=Subquery(rank))
+
+    @admin.display(description="rank", ordering="page_rank")
+    def rank(self, obj: Page) -> str:
+        return "–" if obj.page_rank is None else f"{obj.page_rank:.6g}"
+
+
+admin.site.unregister(Page)
+admin.site.register(Page, RankedPageAdmin)
 
 
 @admin.register(PageRank)

@@ -17,7 +17,7 @@ from datetime import datetime
 import numpy as np
 from django.db import connection
 
-from crawladmin.models import Link, Server, Url
+from crawlcore.models import Link, Server, Url
 
 from .convert import Converted, Site
 from .models import PageRank

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from crawladmin.models import Server, Url
+from crawlcore.models import Server, Url
 
 BLOCK_CHOICES = [("site", "Site"), ("domain", "Domain"), ("community", "Community")]
 

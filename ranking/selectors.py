@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Count, Max, Sum
 
-from crawladmin.models import Server
+from crawlcore.models import Server
 
 from .models import PageRank, RankRun
 

@@ -180,7 +180,7 @@ def run_summary(run: RankRun) -> dict:
 
 
 def _read(progress: Progress):
-    from crawladmin.models import Link, Url
+    from crawlcore.models import Link, Url
 
     progress.stage("read URLs and links", total=estimated_rows(Url) + estimated_rows(Link))
     outermost = not connection.in_atomic_block

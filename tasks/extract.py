@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from crawladmin.services.extract import pages_extract
+from crawlcore.services.extract import pages_extract
 
 from .retry import DATABASE_LOST, retry_after_database_loss
 

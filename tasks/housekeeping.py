@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from crawladmin.services.dispatch import dispatch_due, reconcile
+from crawlcore.services.dispatch import dispatch_due, reconcile
 
 from .retry import skip_without_database
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from celery import shared_task
 
 from crawladmin import embedded
-from crawladmin.services.common import worker_identity
-from crawladmin.services.load import load_server_batch
+from crawlcore.services.common import worker_identity
+from crawlcore.services.load import load_server_batch
 
 from .retry import DATABASE_LOST, retry_after_database_loss
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from celery import shared_task
 
 from crawladmin import embedded
-from crawladmin.services.common import worker_identity
-from crawladmin.services.scan import scan_server_batch
-from crawladmin.services.sweep import scan_sweep
+from crawlcore.services.common import worker_identity
+from crawlcore.services.scan import scan_server_batch
+from crawlcore.services.sweep import scan_sweep
 from crawler.lifecycle import Agent
 
 from .retry import DATABASE_LOST, retry_after_database_loss, skip_without_database

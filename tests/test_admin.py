@@ -10,8 +10,8 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
-from crawladmin.models import Page, Server, StatusCheck, Url, UrlEvent
-from crawladmin.services.urls import NewUrl, urls_insert
+from crawlcore.models import Page, Server, StatusCheck, Url, UrlEvent
+from crawlcore.services.urls import NewUrl, urls_insert
 from monitoring.models import ServerMonitor
 from ranking.models import PageRank
 from testweb import SiteSpec, TestWebServer

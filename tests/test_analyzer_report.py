@@ -16,7 +16,7 @@ from django.utils import timezone
 from analyzer.models import Domain, PageAnalysis, PageDomain
 from analyzer.selectors import analysis_report
 from analyzer.services import domains_resolve, pages_analyse, pages_pending
-from crawladmin.models import Page, Server, Url
+from crawlcore.models import Page, Server, Url
 from crawler.netguard import parse_cidrs
 
 pytestmark = pytest.mark.django_db

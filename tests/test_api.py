@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from crawladmin.models import Server, StatusCheck
-from crawladmin.services.urls import NewUrl, urls_insert
+from crawlcore.models import Server, StatusCheck
+from crawlcore.services.urls import NewUrl, urls_insert
 from dashboard import cache
 from monitoring.models import MaintenanceWindow, ServerMonitor
 

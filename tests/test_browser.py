@@ -19,8 +19,8 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
-from crawladmin.models import Link, Page, Server, StatusCheck, Url
-from crawladmin.services.urls import NewUrl, urls_insert
+from crawlcore.models import Link, Page, Server, StatusCheck, Url
+from crawlcore.services.urls import NewUrl, urls_insert
 from dashboard import cache
 from dashboard.groups import groups_ensure
 from dashboard.models import CrawlSample

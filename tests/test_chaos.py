@@ -28,10 +28,10 @@ from django.utils import timezone
 
 from crawladmin.celery import MAX_DELIVERIES, _deliveries
 from crawladmin.celery import app as celery_app
-from crawladmin.models import Server, StatusCheck
-from crawladmin.services.checks import PENDING_MARGIN_SECONDS, request_deadline_seconds
-from crawladmin.services.dispatch import reconcile
-from crawladmin.services.visit import ServerVisit
+from crawlcore.models import Server, StatusCheck
+from crawlcore.services.checks import PENDING_MARGIN_SECONDS, request_deadline_seconds
+from crawlcore.services.dispatch import reconcile
+from crawlcore.services.visit import ServerVisit
 from crawler.lifecycle import Agent
 from dashboard import selectors as dashboard_selectors
 from tasks import housekeeping
@@ -52,7 +52,7 @@ def one_server(settings):
 
 
 def _visit(url: str) -> ServerVisit:
-    from crawladmin.services.urls import NewUrl, urls_insert
+    from crawlcore.services.urls import NewUrl, urls_insert
 
     urls_insert(urls=[NewUrl(url, depth=0)], trusted=True)
     visit = ServerVisit.open(server_id=Server.objects.get().id, owner="t", agent=Agent.LOAD)
@@ -64,7 +64,7 @@ def _visit(url: str) -> ServerVisit:
 def test_the_check_row_is_committed_before_the_request_is_sent(one_server, monkeypatch):
     web, seed = one_server
     visit = _visit(seed)
-    from crawladmin.services import visit as visit_module
+    from crawlcore.services import visit as visit_module
 
     real = visit_module.thread_fetcher()
     seen: list[list[tuple[str, str]]] = []

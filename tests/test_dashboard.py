@@ -13,9 +13,9 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.utils import timezone
 
-from crawladmin.models import Link, Page, Server, StatusCheck, Url
-from crawladmin.services.schedule import policy_for
-from crawladmin.services.urls import NewUrl, urls_insert
+from crawlcore.models import Link, Page, Server, StatusCheck, Url
+from crawlcore.services.schedule import policy_for
+from crawlcore.services.urls import NewUrl, urls_insert
 from dashboard import cache, rollups, selectors
 from dashboard.metrics import metrics_text
 from dashboard.models import CrawlSample
@@ -84,8 +84,8 @@ def site():
         status_since=now,
         last_check_at=now,
         last_category="normal",
-        load_profile=[10.0 + h for h in range(24)],
     )
+    Server.objects.filter(id=b.id).update(load_profile=[10.0 + h for h in range(24)])
     for i, (cat, code) in enumerate([("normal", 200), ("error", 500), ("error", 503)]):
         StatusCheck.objects.create(
             server=a,
@@ -269,8 +269,8 @@ def test_crawl_page_priority_table_is_the_schedulers_order_for_this_hour(viewer,
     settings.CRAWL_SCHEDULER = "sorting"
     a, b = site
     hour = timezone.localtime().hour
-    ServerMonitor.objects.filter(server=a).update(load_profile=[5.0] * 24)  # a is lighter now than b
-    ServerMonitor.objects.filter(server=b).update(load_profile=[50.0] * 24)
+    Server.objects.filter(id=a.id).update(load_profile=[5.0] * 24)  # a is lighter now than b
+    Server.objects.filter(id=b.id).update(load_profile=[50.0] * 24)
     enabled = sorted(Server.objects.filter(enabled=True, excluded_reason="").values_list("id", flat=True))
     expected = policy_for(enabled).order(hour, enabled)
     html = viewer.get("/dashboard/crawl/").content.decode()

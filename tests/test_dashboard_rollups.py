@@ -12,9 +12,9 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
-from crawladmin.models import Link, Server, StatusCheck, Url
-from crawladmin.selectors import crawl_summary
-from crawladmin.services.urls import NewUrl, urls_insert
+from crawlcore.models import Link, Server, StatusCheck, Url
+from crawlcore.selectors import crawl_summary
+from crawlcore.services.urls import NewUrl, urls_insert
 from dashboard import cache, rollups, selectors
 from dashboard.models import BrokenLink, ServerRollup, Snapshot
 

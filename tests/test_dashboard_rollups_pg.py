@@ -19,7 +19,7 @@ MAKE_CRAWL = """
 import hashlib
 from datetime import timedelta
 from django.utils import timezone
-from crawladmin.models import Link, Server, StatusCheck, Url
+from crawlcore.models import Link, Server, StatusCheck, Url
 a = Server.objects.create(scheme="http", host="a.example", port=80)
 b = Server.objects.create(scheme="http", host="b.example", port=80)
 def url(server, path, state, reason=""):
@@ -37,14 +37,14 @@ for i, category in enumerate(["normal"] * 5 + ["error"] * 2 + ["delay"]):
 """
 
 CHANGE_CRAWL = """
-from crawladmin.models import Url
+from crawlcore.models import Url
 Url.objects.filter(url="http://b.example/slow").update(state="visited")
 Url.objects.filter(url="http://b.example/").update(state="noresponse2")
 """
 
 SUMMARY = """
 import json
-from crawladmin.selectors import crawl_summary
+from crawlcore.selectors import crawl_summary
 from dashboard.selectors import summary_counts
 got, expected = summary_counts(), crawl_summary()
 print(json.dumps({"same": {k: got[k] for k in expected} == expected, "checks": got["checks"]}))
@@ -103,7 +103,7 @@ CHART = """
 import json, math
 from datetime import timedelta
 from django.utils import timezone
-from crawladmin.models import Server
+from crawlcore.models import Server
 from dashboard.selectors import server_latency_chart, server_latency_series
 from monitoring.models import HourlyRollup
 from monitoring.selectors import hour_floor

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.test import override_settings
 
-from crawladmin.models import Server, StatusCheck
+from crawlcore.models import Server, StatusCheck
 from crawler.fetch import FailureKind, FetchResult, Timings
 from monitoring.logic import AcceptedCodes, ServerRow
 from monitoring.models import HourlyRollup, ServerMonitor, StatusChange
@@ -225,7 +225,7 @@ def test_load_profile_per_hour_of_day(db):
     )
     now = day + timedelta(hours=20)
     assert load_profiles_build(now=now, days=28) == 1
-    profile = ServerMonitor.objects.get(server_id=sid).load_profile
+    profile = Server.objects.get(id=sid).load_profile
     assert profile[3] == pytest.approx(150.0)  # (12*100 + 4*300) / 16
     assert profile[14] == 40.0
     assert profile[5] is None  # 40 days ago: outside the 28-day profile

@@ -1,4 +1,4 @@
-"""crawladmin.services.operator: the writes behind the admin's actions, called directly. Each changes only
+"""crawlcore.services.operator: the writes behind the admin's actions, called directly. Each changes only
 what it should, says how much it changed, changes nothing the second time, and leaves a URL a worker
 holds to that worker."""
 
@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from crawladmin.models import Server, Url, UrlEvent
-from crawladmin.services import operator
-from crawladmin.services.urls import NewUrl, urls_insert
+from crawlcore.models import Server, Url, UrlEvent
+from crawlcore.services import operator
+from crawlcore.services.urls import NewUrl, urls_insert
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 # which the last 20 were never fetched (dangling), 250 random links, one server group.
 MAKE_CRAWL = """
 import hashlib, random
-from crawladmin.models import Link, Server, Url
+from crawlcore.models import Link, Server, Url
 rnd = random.Random(5)
 hosts = ["www.uni.ac.kr", "cs.uni.ac.kr", "shop.example.com", "10.1.2.3"]
 servers = [

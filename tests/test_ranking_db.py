@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.db import connection
 from django_celery_beat.models import PeriodicTask
 
-from crawladmin.models import Link, Server, Url
+from crawlcore.models import Link, Server, Url
 from ranking.models import PageRank, RankRun
 from ranking.selectors import latest_run, rank_of, top_pages, top_sites
 from ranking.services import rank_crawl, run_summary

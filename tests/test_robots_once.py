@@ -25,8 +25,8 @@ VISITS = 4
 SCRIPT = """
 import json, threading
 from django.db import connection
-from crawladmin.models import Server
-from crawladmin.services.visit import ServerVisit
+from crawlcore.models import Server
+from crawlcore.services.visit import ServerVisit
 from crawler.lifecycle import Agent
 server = Server.objects.create(scheme="http", host="127.0.0.1", port=PORT)
 barrier, out = threading.Barrier(VISITS), []

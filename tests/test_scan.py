@@ -9,12 +9,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from crawladmin.models import Page, Server, StatusCheck, Url, UrlEvent
-from crawladmin.selectors import crawl_progress
-from crawladmin.services.load import load_server_batch
-from crawladmin.services.scan import ScanOutcome, scan_server_batch
-from crawladmin.services.sweep import scan_sweep
-from crawladmin.services.urls import NewUrl, urls_insert, urls_revive
+from crawlcore.models import Page, Server, StatusCheck, Url, UrlEvent
+from crawlcore.selectors import crawl_progress
+from crawlcore.services.load import load_server_batch
+from crawlcore.services.scan import ScanOutcome, scan_server_batch
+from crawlcore.services.sweep import scan_sweep
+from crawlcore.services.urls import NewUrl, urls_insert, urls_revive
 from crawler.lifecycle import Agent
 from crawler.urlnorm import canonicalize
 
@@ -33,8 +33,8 @@ def sent(settings, monkeypatch) -> list[dict]:
     settings.CRAWL_REVISIT_AFTER = 0
     settings.CRAWL_CONNECT_TIMEOUT = settings.CRAWL_HEADER_TIMEOUT = 2
     messages: list[dict] = []
-    monkeypatch.setattr("crawladmin.services.sweep.enqueue_scan_on_commit", lambda **kw: messages.append(kw))
-    monkeypatch.setattr("crawladmin.services.scan.servers_dispatch_with_due_work", lambda **kw: 0)
+    monkeypatch.setattr("crawlcore.services.sweep.enqueue_scan_on_commit", lambda **kw: messages.append(kw))
+    monkeypatch.setattr("crawlcore.services.scan.servers_dispatch_with_due_work", lambda **kw: 0)
     return messages
 
 

@@ -144,7 +144,7 @@ def test_active_scan_reloads_the_changed_pages_and_only_those(tmp_path):
         # One active-scan round, everything due (CRAWL_REVISIT_AFTER=0), as beat's sweep would send it;
         # then the crawl command (default revisit time: it sweeps nothing more) waits for the scans and
         # dispatches the reloads.
-        sweep = "from crawladmin.services.sweep import scan_sweep; from crawler.lifecycle import Agent; "
+        sweep = "from crawlcore.services.sweep import scan_sweep; from crawler.lifecycle import Agent; "
         sweep += "print(scan_sweep(agent=Agent.ACTIVE_SCAN))"
         sent = manage({**env, "CRAWL_REVISIT_AFTER": "0"}, "shell", "-c", sweep)
         assert int(sent.stdout.split()[-1]) == len(visited)

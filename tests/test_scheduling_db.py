@@ -11,16 +11,17 @@ import zlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.apps import apps as django_apps
 from django.core.management import call_command
 from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from crawladmin.models import Page, Server, StatusCheck, Url
-from crawladmin.services import recrawl
-from crawladmin.services.dispatch import dispatch_due
-from crawladmin.services.schedule import schedule_table
-from crawladmin.services.sweep import active_candidates
+from crawlcore.models import Page, Server, StatusCheck, Url
+from crawlcore.services import recrawl
+from crawlcore.services.dispatch import dispatch_due
+from crawlcore.services.schedule import schedule_table
+from crawlcore.services.sweep import active_candidates
 from monitoring.models import ServerMonitor
 from scheduling.staleness import Candidate, prune_age, top_m
 
@@ -31,9 +32,9 @@ NOW = datetime(2024, 5, 1, 14, 30, tzinfo=UTC)  # hour 14 (TIME_ZONE is UTC)
 
 
 def _server(n: int, profile: list[float | None] | None = None, **fields) -> Server:
-    server = Server.objects.create(scheme="http", host=f"s{n}.example", port=80, **fields)
+    server = Server.objects.create(scheme="http", host=f"s{n}.example", port=80, load_profile=profile, **fields)
     if profile is not None:
-        ServerMonitor.objects.create(server=server, load_profile=profile)
+        ServerMonitor.objects.create(server=server)
     return server
 
 
@@ -59,7 +60,7 @@ def test_staleness_top_m_in_the_database_equals_brute_force(settings, monkeypatc
     for i in range(5):
         profile = [rng.choice([None, rng.uniform(50, top_ms)]) for _ in range(24)] if i < 4 else None
         servers.append(_server(i, profile))
-    at_14 = [p[14] for p in ServerMonitor.objects.values_list("load_profile", flat=True) if p[14] is not None]
+    at_14 = [p[14] for p in Server.objects.values_list("load_profile", flat=True) if p and p[14] is not None]
     expected_default = statistics.median(at_14) / 1000 if at_14 else 1.0
     cands = []
     for n in range(rng.randrange(20, 80)):
@@ -73,7 +74,7 @@ def test_staleness_top_m_in_the_database_equals_brute_force(settings, monkeypatc
         if rng.random() < 0.5:
             size = rng.choice([0, 2048, rng.randrange(1, 20_000 if cheap else 300_000)])
             Page.objects.create(url=url, body_z=zlib.compress(b""), size=size, checksum="x", fetched_at=checked)
-        profile = ServerMonitor.objects.filter(server=server).values_list("load_profile", flat=True).first()
+        profile = Server.objects.filter(id=server.id).values_list("load_profile", flat=True).first()
         ms = profile[14] if profile else None
         response = ms / 1000 if ms is not None else expected_default
         kb = (size if size is not None else length if length is not None else 16 * 1024) / 1024
@@ -113,7 +114,7 @@ def test_revisit_after_is_still_the_floor(settings):
 @pytest.fixture
 def sent(monkeypatch) -> list[int]:
     out: list[int] = []
-    monkeypatch.setattr("crawladmin.services.dispatch.enqueue_load_on_commit", lambda **kw: out.append(kw["server_id"]))
+    monkeypatch.setattr("crawlcore.services.dispatch.enqueue_load_on_commit", lambda **kw: out.append(kw["server_id"]))
     return out
 
 
@@ -282,7 +283,8 @@ def _rerun_beat_migrations() -> None:
     `migrate` over a database that already has the jobs would (get_or_create)."""
     state = MigrationLoader(connection).project_state()
     for app, name in BEAT_MIGRATIONS:
-        module = importlib.import_module(f"{app}.migrations.{name}")
+        package = django_apps.get_app_config(app).name  # the crawl core's label is not its package's name
+        module = importlib.import_module(f"{package}.migrations.{name}")
         for op in module.Migration.operations:
             op.code(state.apps, None)
 

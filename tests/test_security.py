@@ -15,10 +15,10 @@ from django.test import Client, override_settings
 from django.utils import timezone
 
 from crawladmin.management.commands.demo import Command as DemoCommand
-from crawladmin.models import Page, Server, StatusCheck, Url, UrlEvent
-from crawladmin.services.load import load_server_batch
-from crawladmin.services.urls import NewUrl, urls_insert
-from crawladmin.services.visit import address_check_for
+from crawlcore.models import Page, Server, StatusCheck, Url, UrlEvent
+from crawlcore.services.load import load_server_batch
+from crawlcore.services.urls import NewUrl, urls_insert
+from crawlcore.services.visit import address_check_for
 from crawler.fetch import FailureKind, Fetcher, FetchPolicy
 
 from .crawlcheck import ROOT, clean_env

@@ -8,12 +8,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from crawladmin.models import Page, Server, StatusCheck, Url, UrlEvent
-from crawladmin.services.dispatch import dispatch_due, reconcile
-from crawladmin.services.extract import pages_extract
-from crawladmin.services.load import load_server_batch
-from crawladmin.services.servers import server_claim
-from crawladmin.services.urls import NewUrl, url_transition, urls_claim, urls_insert
+from crawlcore.models import Page, Server, StatusCheck, Url, UrlEvent
+from crawlcore.services.dispatch import dispatch_due, reconcile
+from crawlcore.services.extract import pages_extract
+from crawlcore.services.load import load_server_batch
+from crawlcore.services.servers import server_claim
+from crawlcore.services.urls import NewUrl, url_transition, urls_claim, urls_insert
 from crawler.lifecycle import Agent, Event, State
 from testweb import SiteSpec, TestWebServer
 
@@ -82,7 +82,7 @@ def test_reconciler_frees_expired_leases_of_dead_workers():
 
 def test_dispatch_sends_a_server_once_until_redispatch_time(monkeypatch):
     sent = []
-    monkeypatch.setattr("crawladmin.services.dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw))
+    monkeypatch.setattr("crawlcore.services.dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw))
     _insert("http://a.example/1", "http://b.example/1")
     assert dispatch_due() == 2
     assert dispatch_due() == 0  # already dispatched, message presumably in flight
@@ -172,7 +172,7 @@ def _page_with_links(url: str, links: list[str], *, scope_mode: str) -> Page:
     ],
 )
 def test_scope_decides_which_links_are_crawled(settings, monkeypatch, mode, followed):
-    monkeypatch.setattr("crawladmin.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
     settings.CRAWL_OFFSITE_DEPTH = 1
     links = ["http://www.example.com/a", "http://news.example.com/b", "http://other.org/c"]
     page = _page_with_links("http://www.example.com/", links, scope_mode=mode)
@@ -184,7 +184,7 @@ def test_scope_decides_which_links_are_crawled(settings, monkeypatch, mode, foll
 
 
 def test_offsite_depth_is_counted_from_the_seed_domain(settings, monkeypatch):
-    monkeypatch.setattr("crawladmin.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
     settings.CRAWL_OFFSITE_DEPTH = 1
     page = _page_with_links("http://www.example.com/", ["http://other.org/"], scope_mode="any")
     pages_extract(page_ids=[page.id])
@@ -203,7 +203,7 @@ def test_identical_content_is_marked_duplicate_of_the_first_page(monkeypatch):
     """Session-id URLs: three addresses, one body. The first page stays the original."""
     import zlib
 
-    monkeypatch.setattr("crawladmin.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
     ids = _insert(*(f"http://a.example/page?sid={n}" for n in range(3)), "http://a.example/other")
     body = zlib.compress(b"<title>same</title>")
     pages = [

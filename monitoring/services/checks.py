@@ -22,8 +22,8 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from crawladmin.models import StatusCheck
-from crawladmin.services.common import lease_deadline
+from crawlcore.models import StatusCheck
+from crawlcore.services.common import lease_deadline
 from crawler.fetch import FetchPolicy, FetchResult
 from crawler.lifecycle import Agent
 from crawler.multicheck import CheckRequest, MultiChecker

@@ -10,11 +10,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from crawladmin.models import StatusCheck
+from crawlcore.models import Server, StatusCheck
 from crawler.lifecycle import Agent
 
 from ..logic import CheckSample, load_profile, summarize
-from ..models import HourlyRollup, ServerMonitor
+from ..models import HourlyRollup
 from ..selectors import hour_floor, in_window, maintenance_windows
 
 _ROLLUP_FIELDS = [
@@ -114,10 +114,11 @@ def load_profiles_build(*, now: datetime | None = None, days: int | None = None)
         chunk_size=5000
     ):
         rows[server_id].append((timezone.localtime(hour).hour, timed, mean))
-    monitors = list(ServerMonitor.objects.filter(server_id__in=list(rows)))
-    for m in monitors:
-        m.load_profile = load_profile(rows[m.server_id])
-        m.load_profile_at = now
+    # Written down onto the crawl core's server rows: the schedulers read them there, without knowing monitoring.
+    servers = list(Server.objects.filter(id__in=list(rows), monitor__isnull=False).only("id"))
+    for s in servers:
+        s.load_profile = load_profile(rows[s.id])
+        s.load_profile_at = now
     with transaction.atomic():
-        ServerMonitor.objects.bulk_update(monitors, ["load_profile", "load_profile_at"], batch_size=500)
-    return len(monitors)
+        Server.objects.bulk_update(servers, ["load_profile", "load_profile_at"], batch_size=500)
+    return len(servers)

@@ -8,8 +8,8 @@ from datetime import datetime
 
 from django.db import transaction
 
-from crawladmin.models import Server
-from crawladmin.services.servers import servers_ensure
+from crawlcore.models import Server
+from crawlcore.services.servers import servers_ensure
 from crawler.urlnorm import ServerKey
 
 from ..logic import ServerRow

@@ -25,11 +25,11 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from crawladmin import embedded
-from crawladmin.models import UrlEvent
-from crawladmin.selectors import crawl_progress, crawl_summary
-from crawladmin.services.dispatch import dispatch_due, leases_release_all, reconcile
-from crawladmin.services.sweep import scan_sweep
-from crawladmin.services.urls import NewUrl, urls_insert
+from crawlcore.models import UrlEvent
+from crawlcore.selectors import crawl_progress, crawl_summary
+from crawlcore.services.dispatch import dispatch_due, leases_release_all, reconcile
+from crawlcore.services.sweep import scan_sweep
+from crawlcore.services.urls import NewUrl, urls_insert
 from crawler.lifecycle import Agent, State
 from crawler.scope import MODES, Scope
 from crawler.urlnorm import UrlError, canonicalize, server_key

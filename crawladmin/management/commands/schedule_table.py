@@ -9,7 +9,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from crawladmin.services.schedule import schedule_table
+from crawlcore.services.schedule import schedule_table
 from scheduling.policies import HOURS, POLICIES
 
 

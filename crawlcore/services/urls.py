@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from crawladmin.models import Url, UrlEvent
+from crawlcore.models import Url, UrlEvent
 from crawler.lifecycle import Agent, Event, InvalidTransition, State, next_state
 from crawler.scope import Scope
 from crawler.urlnorm import server_key, url_hash

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import Min
 from django.utils import timezone
 
-from crawladmin.models import Link, Page
+from crawlcore.models import Link, Page
 from crawler.parse import extract
 
 from .dispatch import servers_dispatch_with_due_work

@@ -2,7 +2,7 @@
 one message per server. Beat runs them (`tasks.scan.sweep_*`); the crawl command calls them too.
 
 The choice is one small function per agent; the active scan's is seed 004's staleness-optimal choice
-(issue 5, crawladmin.services.recrawl).
+(issue 5, crawlcore.services.recrawl).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from crawladmin.models import Url
+from crawlcore.models import Url
 from crawler.lifecycle import Agent, State
 
 from .queue import enqueue_scan_on_commit
@@ -34,7 +34,7 @@ def _scannable(now: datetime):
 
 def active_candidates(*, now: datetime, limit: int) -> list[int]:
     """Visited URLs last checked at least CRAWL_REVISIT_AFTER ago, the `limit` best by seed 004's staleness
-    score (crawladmin.services.recrawl). A URL whose server asked for patience carries a next_check_at
+    score (crawlcore.services.recrawl). A URL whose server asked for patience carries a next_check_at
     and waits for it."""
     checked_before = now - timedelta(seconds=settings.CRAWL_REVISIT_AFTER)
     rows = (

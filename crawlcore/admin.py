@@ -1,10 +1,11 @@
 """Admin registration: the crawl's tables, with the operators' tools.
 
-Servers show their monitoring status, last check and latency, and carry bulk actions: enable / disable,
-pin to a crawler number, check now, crawl now, revive their Dead URLs. URLs carry re-queue, revive and
-exclude; pages show their rank. Every action calls a service of crawladmin.services.operator (no business
-logic here), needs the change permission (the "operator" group has it, "viewer" has view only), and is
-recorded in the admin's log.
+Servers show their last check and latency, and carry bulk actions: enable / disable, pin to a crawler
+number, crawl now, revive their Dead URLs. URLs carry re-queue, revive and exclude. The apps built on the
+crawl core extend these pages from their own admin modules (monitoring: the status and "check now";
+ranking: each page's rank), so nothing here imports them. Every action calls a service of
+crawlcore.services.operator (no business logic here), needs the change permission (the "operator" group
+has it, "viewer" has view only), and is recorded in the admin's log.
 
 Filters on the big tables offer fixed choices rather than Django's distinct-value lists, which would
 scan a million URLs on every page.
@@ -19,25 +20,14 @@ from django.contrib.contenttypes.models import ContentType
 from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest
 from django.shortcuts import render
-from django.utils.html import format_html
 
 from crawler.fetch import FailureKind
-from ranking.models import PageRank
 
 from .models import Link, Page, Server, StatusCheck, Url, UrlEvent
 from .services import operator
 
-CHECK_NOW_LIMIT = 20  # checks run in the request: at most this many servers, each bounded by the timeouts
-STATUS_COLOURS = {
-    "normal": "#3a9d4f",
-    "delay": "#e3a21a",
-    "disconnect": "#7b3fa0",
-    "error": "#c8352b",
-    "maintenance": "#4a7ab5",
-}
 
-
-def _log(request: HttpRequest, model, ids, message: str) -> None:
+def log_change(request: HttpRequest, model, ids, message: str) -> None:
     """One LogEntry per object changed, in one query."""
     ids = list(ids)
     if not ids:
@@ -59,28 +49,6 @@ def _log(request: HttpRequest, model, ids, message: str) -> None:
     )
 
 
-def _badge(status: str) -> str:
-    colour = STATUS_COLOURS.get(status, "#999")
-    style = f"background:{colour};color:#fff;padding:1px 7px;border-radius:8px"
-    return format_html('<span style="{}">{}</span>', style, status)
-
-
-class MonitorStatusFilter(admin.SimpleListFilter):
-    title = "monitoring status"
-    parameter_name = "monitor_status"
-
-    def lookups(self, request, model_admin):
-        return [(s, s) for s in ("normal", "delay", "disconnect", "error", "unknown")] + [("none", "not monitored")]
-
-    def queryset(self, request, queryset):
-        value = self.value()
-        if value == "none":
-            return queryset.filter(monitor__isnull=True)
-        if value:
-            return queryset.filter(monitor__status=value)
-        return queryset
-
-
 class PinForm(forms.Form):
     crawler_num = forms.IntegerField(
         required=False, min_value=0, max_value=10_000, help_text="Empty: unpin (any worker may take them)"
@@ -91,7 +59,6 @@ class PinForm(forms.Form):
 class ServerAdmin(admin.ModelAdmin):
     list_display = (
         "origin",
-        "status_badge",
         "group",
         "crawler_num",
         "enabled",
@@ -100,11 +67,10 @@ class ServerAdmin(admin.ModelAdmin):
         "ip",
         "excluded_reason",
     )
-    list_filter = ("enabled", MonitorStatusFilter, "group", "crawler_num", "robots_kind")
+    list_filter = ("enabled", "group", "crawler_num", "robots_kind")
     search_fields = ("host", "ip", "group")
-    list_select_related = ("monitor",)
     readonly_fields = ("robots_txt", "robots_fetched_at", "next_request_at", "dispatched_at")
-    actions = ["enable", "disable", "pin", "check_now", "crawl_now", "revive_dead"]
+    actions = ["enable", "disable", "pin", "crawl_now", "revive_dead"]
 
     def get_queryset(self, request):
         newest = StatusCheck.objects.filter(server=OuterRef("pk")).order_by("-checked_at")
@@ -116,11 +82,6 @@ class ServerAdmin(admin.ModelAdmin):
                 last_latency=Subquery(newest.values("latency_ms")[:1]),
             )
         )
-
-    @admin.display(description="status", ordering="monitor__status")
-    def status_badge(self, obj: Server) -> str:
-        monitor = getattr(obj, "monitor", None)
-        return _badge(monitor.status) if monitor is not None else "–"
 
     @admin.display(description="last check", ordering="last_checked")
     def last_check(self, obj: Server):
@@ -134,14 +95,14 @@ class ServerAdmin(admin.ModelAdmin):
     def enable(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         n = operator.servers_set_enabled(server_ids=ids, enabled=True)
-        _log(request, Server, ids, "Enabled")
+        log_change(request, Server, ids, "Enabled")
         self.message_user(request, f"Enabled {n} server(s).", messages.SUCCESS)
 
     @admin.action(description="Disable selected servers", permissions=["change"])
     def disable(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         n = operator.servers_set_enabled(server_ids=ids, enabled=False)
-        _log(request, Server, ids, "Disabled")
+        log_change(request, Server, ids, "Disabled")
         self.message_user(request, f"Disabled {n} server(s).", messages.SUCCESS)
 
     @admin.action(description="Pin selected servers to a crawler number…", permissions=["change"])
@@ -152,7 +113,7 @@ class ServerAdmin(admin.ModelAdmin):
             if form.is_valid():
                 num = form.cleaned_data["crawler_num"]
                 n = operator.servers_pin(server_ids=ids, crawler_num=num)
-                _log(request, Server, ids, f"Pinned to crawler {num}" if num is not None else "Unpinned")
+                log_change(request, Server, ids, f"Pinned to crawler {num}" if num is not None else "Unpinned")
                 done = f"pinned to crawler {num}" if num is not None else "unpinned"
                 self.message_user(request, f"{n} server(s) {done}.", messages.SUCCESS)
                 return None
@@ -171,29 +132,11 @@ class ServerAdmin(admin.ModelAdmin):
             },
         )
 
-    @admin.action(description="Check now (monitoring)", permissions=["change"])
-    def check_now(self, request, queryset):
-        ids = list(queryset.values_list("id", flat=True))
-        if len(ids) > CHECK_NOW_LIMIT:
-            self.message_user(
-                request,
-                f"Check at most {CHECK_NOW_LIMIT} servers at once (the checks run in this request).",
-                messages.ERROR,
-            )
-            return
-        checked = operator.servers_check_now(server_ids=ids)
-        done = [c.target.server_id for c in checked]
-        _log(request, Server, done, "Checked now")
-        summary = ", ".join(f"{c.target.url}: {c.category}" for c in checked)
-        missing = len(ids) - len(done)
-        note = f"; {missing} not monitored (or disabled), not checked" if missing else ""
-        self.message_user(request, f"Checked {len(done)} server(s){note}. {summary}", messages.SUCCESS)
-
     @admin.action(description="Crawl now (dispatch due URLs)", permissions=["change"])
     def crawl_now(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         sent = operator.servers_crawl_now(server_ids=ids)
-        _log(request, Server, ids, f"Crawl dispatched ({sent} load task(s) for {len(ids)} server(s))")
+        log_change(request, Server, ids, f"Crawl dispatched ({sent} load task(s) for {len(ids)} server(s))")
         self.message_user(
             request,
             f"Sent {sent} load task(s); servers without due Init URLs, paused or already dispatched were skipped.",
@@ -204,7 +147,7 @@ class ServerAdmin(admin.ModelAdmin):
     def revive_dead(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         n = operator.servers_revive_dead(server_ids=ids)
-        _log(request, Server, ids, f"Revived {n} Dead URL(s)")
+        log_change(request, Server, ids, f"Revived {n} Dead URL(s)")
         self.message_user(request, f"Revived {n} Dead URL(s).", messages.SUCCESS)
 
 
@@ -278,40 +221,32 @@ class UrlAdmin(admin.ModelAdmin):
     def requeue(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         n = operator.urls_requeue(url_ids=ids)
-        _log(request, Url, ids, "Re-queued")
+        log_change(request, Url, ids, "Re-queued")
         skipped = f"; {len(ids) - n} left alone (Visited, Dead, excluded or being worked on)" if n < len(ids) else ""
         self.message_user(request, f"Re-queued {n} URL(s){skipped}.", messages.SUCCESS)
 
     @admin.action(description="Revive (Dead → Init)", permissions=["change"])
     def revive(self, request, queryset):
         revived = operator.urls_revive_dead(url_ids=list(queryset.values_list("id", flat=True)))
-        _log(request, Url, revived, "Revived")
+        log_change(request, Url, revived, "Revived")
         self.message_user(request, f"Revived {len(revived)} Dead URL(s).", messages.SUCCESS)
 
     @admin.action(description="Exclude (never fetched again)", permissions=["change"])
     def exclude_urls(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         done = operator.urls_exclude(url_ids=ids)
-        _log(request, Url, done, "Excluded by an operator")
+        log_change(request, Url, done, "Excluded by an operator")
         self.message_user(request, f"Excluded {len(done)} URL(s) (of {len(ids)} selected).", messages.SUCCESS)
 
 
 @admin.register(Page)
 class PageAdmin(admin.ModelAdmin):
-    list_display = ("url", "title", "rank", "content_type", "size", "fetched_at", "extracted_at", "duplicate_of")
+    list_display = ("url", "title", "content_type", "size", "fetched_at", "extracted_at", "duplicate_of")
     search_fields = ("title", "url__url")
     raw_id_fields = ("url", "duplicate_of")
     exclude = ("body_z",)
     list_select_related = ("url", "duplicate_of")
     show_full_result_count = False
-
-    def get_queryset(self, request):
-        rank = PageRank.objects.filter(url_id=OuterRef("url_id")).values("rank")[:1]
-        return super().get_queryset(request).annotate(page_rank=Subquery(rank))
-
-    @admin.display(description="rank", ordering="page_rank")
-    def rank(self, obj: Page) -> str:
-        return "–" if obj.page_rank is None else f"{obj.page_rank:.6g}"
 
 
 @admin.register(StatusCheck)

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from crawladmin.models import Link, Page, Server, Url, UrlEvent
+from crawlcore.models import Link, Page, Server, Url, UrlEvent
 from crawler.fetch import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, event_for_fetch, next_state
 from crawler.parse import is_html

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.utils import timezone
 
-from crawladmin.models import Page, Server, ServerLease, Url
+from crawlcore.models import Page, Server, ServerLease, Url
 from crawler.lifecycle import State
 
 from .checks import checks_interrupt_stale
@@ -65,7 +65,7 @@ def _dispatch(candidates, now: datetime) -> int:
 
 def dispatch_due(*, now: datetime | None = None) -> int:
     """Send a load task for every server that has due Init URLs and no task on it, in the order of the
-    scheduling policy (CRAWL_SCHEDULER, crawladmin.services.schedule). Returns how many."""
+    scheduling policy (CRAWL_SCHEDULER, crawlcore.services.schedule). Returns how many."""
     now = now or timezone.now()
     servers_pause(now=now)
     sent = _dispatch(_dispatchable(now), now)
@@ -88,7 +88,7 @@ class ReconcileOutcome:
     url_leases: int = 0
     server_leases: int = 0
     extracts: int = 0
-    checks: int = 0  # status checks whose request was interrupted (crawladmin.services.checks)
+    checks: int = 0  # status checks whose request was interrupted (crawlcore.services.checks)
 
 
 def reconcile(*, now: datetime | None = None) -> ReconcileOutcome:

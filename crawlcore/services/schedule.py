@@ -32,9 +32,9 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from crawladmin.models import Server, StatusCheck, Url
+from crawlcore.models import Server, StatusCheck, Url
+from crawlcore.selectors import load_profiles
 from crawler.lifecycle import Agent, State
-from monitoring.selectors import load_profiles
 from scheduling.policies import HOURS, ServerOrder, best_hour, policy_build, profile_normalized
 
 

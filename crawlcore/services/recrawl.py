@@ -31,7 +31,7 @@ from django.db.models import DateTimeField, F, FloatField, Func, QuerySet, Value
 from django.db.models.functions import Coalesce, Floor
 from django.utils import timezone
 
-from monitoring.selectors import load_profiles
+from crawlcore.selectors import load_profiles
 from scheduling.staleness import prune_age
 
 DEFAULT_KB = 16.0  # a page whose size was never seen: a typical HTML page
@@ -93,7 +93,7 @@ def staleness_scored(qs: QuerySet, *, now: datetime) -> QuerySet:
     hour = timezone.localtime(now).hour
     size_kb = Coalesce(F("page__size"), F("content_length"), Value(DEFAULT_KB * 1024.0), output_field=FloatField())
     response_s = Coalesce(
-        ProfileHour("server__monitor__load_profile", hour) / Value(1000.0),
+        ProfileHour("server__load_profile", hour) / Value(1000.0),
         Value(default_response_s(hour=hour)),
         output_field=FloatField(),
     )

@@ -14,7 +14,7 @@ from typing import Protocol
 from django.conf import settings
 from django.utils import timezone
 
-from crawladmin.models import Server
+from crawlcore.models import Server
 from crawler.fetch import FailureKind, Fetcher, FetchPolicy, FetchResult, Timings
 from crawler.lifecycle import Agent
 from crawler.netguard import forbidden_reason, parse_cidrs
@@ -142,7 +142,7 @@ class ServerVisit:
     def fetch(self, url: str, *, method: str = "GET", headers: dict[str, str] | None = None) -> FetchResult:
         """One request, under the guard. The caller has waited its turn and records the check.
 
-        Its StatusCheck row is committed before the request goes out (crawladmin.services.checks), so a
+        Its StatusCheck row is committed before the request goes out (crawlcore.services.checks), so a
         worker killed before record() leaves a trace the reconciler finishes; must not be called inside
         a transaction."""
         check_id = check_begin(server_id=self.server.id, requested_url=url, method=method, agent=self.agent)

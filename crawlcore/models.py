@@ -48,6 +48,11 @@ class Server(models.Model):
     paused_until = models.DateTimeField(
         null=True, blank=True, help_text="Hybrid-Sorting pause (seed 000): its Init URLs wait until this hour"
     )
+    load_profile = models.JSONField(
+        null=True, blank=True,
+        help_text="Mean ms per hour of day 0-23 (None: no data); written hourly by the monitor, read by the schedulers",
+    )
+    load_profile_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from django.db.models import Q
 from django.utils import timezone
 
-from crawladmin.models import Server, Url
+from crawlcore.models import Server, Url
 from crawler.lifecycle import State
 
 from .dispatch import servers_dispatch_with_due_work
@@ -31,14 +31,6 @@ def servers_pin(*, server_ids: Sequence[int], crawler_num: int | None) -> int:
     qs = Server.objects.filter(id__in=list(server_ids))
     qs = qs.exclude(crawler_num__isnull=True) if crawler_num is None else qs.exclude(crawler_num=crawler_num)
     return qs.update(crawler_num=crawler_num)
-
-
-def servers_check_now(*, server_ids: Sequence[int]):
-    """One monitoring check of each of these servers now, in this process, whether due or not; servers not
-    monitored (or disabled) are skipped. Returns the checks made (monitoring.services.checks.Checked)."""
-    from monitoring.services.checks import monitors_check  # monitoring builds on crawladmin, not back
-
-    return monitors_check(server_ids=list(server_ids), claim=False)
 
 
 def servers_crawl_now(*, server_ids: Sequence[int]) -> int:

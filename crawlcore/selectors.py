@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from crawladmin.models import Link, Page, Server, ServerLease, StatusCheck, Url
+from crawlcore.models import Link, Page, Server, ServerLease, StatusCheck, Url
 from crawler.lifecycle import State
 from crawler.status import Category
 
@@ -85,3 +86,12 @@ def crawl_summary(*, since: datetime | None = None, checks: bool = True) -> dict
         **crawl_progress(count_leased=False),
         "leased": leased,
     }
+
+
+def load_profiles(*, server_ids: Sequence[int] | None = None) -> dict[int, list[float | None]]:
+    """The servers' 24-hour load profiles (mean ms by hour of day), as the monitor last wrote them onto the
+    server rows (hourly, on beat): what the load-aware and staleness schedulers read."""
+    qs = Server.objects.filter(load_profile__isnull=False)
+    if server_ids is not None:
+        qs = qs.filter(id__in=list(server_ids))
+    return dict(qs.values_list("id", "load_profile"))

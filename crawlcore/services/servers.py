@@ -13,7 +13,7 @@ from django.db import DatabaseError, connection
 from django.db.models import Q
 from django.utils import timezone
 
-from crawladmin.models import Page, Server, ServerLease, Url
+from crawlcore.models import Page, Server, ServerLease, Url
 from crawler.urlnorm import ServerKey
 
 from .common import lease_deadline

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from crawladmin.models import StatusCheck
+from crawlcore.models import StatusCheck
 from crawler.fetch import FetchResult
 from crawler.lifecycle import Agent
 from crawler.status import categorize

@@ -1,6 +1,6 @@
 """The active- and inactive-scan agents' work on one server (seed 001, DESIGN.md §4–5).
 
-A sweep (crawladmin.services.sweep) reserves due URLs and sends them, grouped by server, to a scan
+A sweep (crawlcore.services.sweep) reserves due URLs and sends them, grouped by server, to a scan
 task; the task takes them over, opens a ServerVisit (the same cluster-wide slot and request spacing
 as the load agent), re-checks each URL with HEAD / conditional GET — crawler.recheck decides what
 the answers mean — and moves it along the life-cycle with one guarded write:
@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from crawladmin.models import Page, Url
+from crawlcore.models import Page, Url
 from crawler.fetch import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, next_state
 from crawler.recheck import MAX_REQUESTS, Finding, Known, Outcome, Recheck, Reply, event_for_recheck
