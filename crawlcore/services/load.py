@@ -42,7 +42,8 @@ class LoadOutcome(AgentOutcome):
 
 
 def visited_fields(result: FetchResult, *, checksum: str, redirect_to: str = "", failure: str = "") -> dict:
-    """The row of a URL whose page was fetched (a valid response): what the response tells, no failure."""
+    """The row of a URL whose page was fetched (a valid response): what the response tells, the failure
+    count reset, and as failure kind only what was wrong with the response itself (too large, a bad redirect)."""
     return dict(
         **response_fields(result),
         checksum=checksum,
