@@ -1,81 +1,56 @@
-"""Bulk reads of the link graph and bulk writes of ranks, one path per database backend.
+"""Numpy columns in and out of a table in bulk, one path per database backend; never an ORM object per row.
 
-PostgreSQL: `COPY … TO STDOUT (FORMAT binary)` straight into numpy arrays (fixed-width rows, parsed
-with one np.frombuffer), and ranks back with `COPY … FROM STDIN (FORMAT binary)` into a temporary
-table that then refills the rank table (see _pg_write). SQLite (the embedded mode): plain cursor iteration
-in chunks and executemany upserts in chunks. Never an ORM object per row.
+PostgreSQL: `COPY … TO STDOUT (FORMAT binary)` straight into numpy arrays (fixed-width rows, parsed with one
+np.frombuffer), and columns back with `COPY … FROM STDIN (FORMAT binary)` into a temporary table that then
+refills the target table (see _pg_refill). SQLite (the embedded mode): plain cursor iteration in chunks and
+executemany upserts in chunks. The ranking reads the link graph and writes its ranks through these.
 """
 
 from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
 from django.db import connection
 
-from crawlcore.models import Link, Server, Url
-
-from .convert import Converted, Site
-from .models import PageRank
+from ._vendor import is_postgres
 
 CHUNK = 20_000  # rows per fetchmany / executemany on SQLite
 _SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+_SQL_TYPES = {">i8": "int8", ">i4": "int4", ">f8": "float8"}
 
 # Called with the rows done since the last call.
 Advance = Callable[[int], None]
 
 
 @dataclass(frozen=True)
-class RawGraph:
-    sites: list[Site]
-    url_ids: np.ndarray  # int64
-    url_server: np.ndarray  # int64
-    link_from: np.ndarray  # int64 Url ids
-    link_to: np.ndarray
+class Numbers:
+    """A numeric column: its values, and their binary COPY type (">i8", ">i4" or ">f8")."""
+
+    name: str
+    kind: str
+    values: np.ndarray
 
 
 @dataclass(frozen=True)
-class RankRows:
-    """What a run writes back: one row per page, and the names behind the dense domain/community IDs."""
+class Labels:
+    """A text column stored by code: the row's text is names[row's value of the Numbers column `codes`]."""
 
-    converted: Converted
-    rank: np.ndarray
-    local_rank: np.ndarray
-    block_rank: np.ndarray  # per page: the rank of its block
-
-
-def _is_postgres() -> bool:
-    return connection.vendor == "postgresql"
+    name: str
+    codes: str
+    names: list[str]
 
 
-def estimated_rows(model) -> int:
-    """A cheap row count for progress bars (PostgreSQL's planner estimate; exact on SQLite)."""
-    table = model._meta.db_table
-    with connection.cursor() as cur:
-        if _is_postgres():
-            cur.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [table])
-            row = cur.fetchone()
-            return max(0, int(row[0])) if row else 0
-        cur.execute(f"SELECT COUNT(*) FROM {connection.ops.quote_name(table)}")
-        return int(cur.fetchone()[0])
+Column = Numbers | Labels
 
 
-def graph_read(*, on_table: Callable[[str, int], None] | None = None) -> RawGraph:
-    """Servers, URLs and links, as arrays. On PostgreSQL call it inside a REPEATABLE READ transaction
-    so the three reads see one snapshot (services.rank_crawl does)."""
-    sites = [Site(*row) for row in Server.objects.values_list("id", "host", "group", "alias_of_id")]
-    read = _pg_copy_int8_pairs if _is_postgres() else _sqlite_int_pairs
-    url_ids, url_server = read(Url._meta.db_table, "id", "server_id")
-    if on_table:
-        on_table("urls", len(url_ids))
-    link_from, link_to = read(Link._meta.db_table, "from_url_id", "to_url_id")
-    if on_table:
-        on_table("links", len(link_from))
-    return RawGraph(sites=sites, url_ids=url_ids, url_server=url_server, link_from=link_from, link_to=link_to)
+def int_pairs(table: str, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
+    """Two integer columns of every row of `table`, as two int64 arrays in the same (unspecified) order."""
+    return _pg_copy_int8_pairs(table, a, b) if is_postgres() else _sqlite_int_pairs(table, a, b)
 
 
 def _pg_copy_int8_pairs(table: str, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
@@ -117,88 +92,85 @@ def _sqlite_int_pairs(table: str, a: str, b: str) -> tuple[np.ndarray, np.ndarra
 
 # --- writing ----------------------------------------------------------------------------------
 
-_COLUMNS = (
-    "url_id", "server_id", "page_id", "site_id", "domain_id", "community_id",
-    "domain", "community", "rank", "local_rank", "block_rank", "computed_at",
-)
 
-
-def ranks_write(rows: RankRows, *, computed_at: datetime, advance: Advance | None = None) -> int:
-    """Store every page's row, and no row of a URL this run did not see (gone since the last run).
-    PostgreSQL: the table is refilled from a binary COPY; SQLite: upserts, then a delete of the rows
-    not stamped by this run. Call inside a transaction: readers see the old ranks or the new, never a mix."""
+def table_refill(
+    table: str,
+    columns: Sequence[Column],
+    *,
+    key: str,
+    stamp: tuple[str, datetime],
+    temp: str,
+    advance: Advance | None = None,
+) -> int:
+    """Make `table` hold exactly these rows (`columns`, in the table's order, then the column `stamp[0]`
+    set to `stamp[1]` in every row; `key` unique): no row of a key this call did not write is left.
+    PostgreSQL: the table is refilled from a binary COPY into the temporary tables `{temp}_in` and
+    `{temp}_<label>`; SQLite: upserts, then a delete of the rows not stamped by this call. Call inside a
+    transaction: readers see the old rows or the new, never a mix. Returns the rows written."""
     q = connection.ops.quote_name
-    table = q(PageRank._meta.db_table)
-    stamp = connection.ops.adapt_datetimefield_value(computed_at)
-    if _is_postgres():
-        _pg_write(rows, stamp, table)
+    count = len(next(c for c in columns if isinstance(c, Numbers)).values)
+    value = connection.ops.adapt_datetimefield_value(stamp[1])
+    if is_postgres():
+        _pg_refill(table, columns, key, q(stamp[0]), value, temp)
         if advance:
-            advance(rows.converted.pages)
-        return rows.converted.pages
-    _sqlite_write(rows, stamp, table, advance)
+            advance(count)
+        return count
+    _sqlite_upsert(q(table), columns, key, q(stamp[0]), value, count, advance)
     with connection.cursor() as cur:
-        # Every row this run wrote carries its stamp: the rest belong to URLs that no longer exist.
-        cur.execute(f"DELETE FROM {table} WHERE {q('computed_at')} <> %s", [stamp])
-    return rows.converted.pages
+        # Every row this call wrote carries its stamp: the rest belong to keys that no longer exist.
+        cur.execute(f"DELETE FROM {q(table)} WHERE {q(stamp[0])} <> %s", [value])
+    return count
 
 
-def _upsert_sql(table: str, source: str) -> str:
+def _pg_refill(name: str, columns: Sequence[Column], key: str, stamp_column: str, stamp, temp: str) -> None:
     q = connection.ops.quote_name
-    cols = ", ".join(q(c) for c in _COLUMNS)
-    updates = ", ".join(f"{q(c)} = EXCLUDED.{q(c)}" for c in _COLUMNS[1:])
-    return f"INSERT INTO {table} ({cols}) {source} ON CONFLICT ({q('url_id')}) DO UPDATE SET {updates}"
-
-
-def _pg_write(rows: RankRows, stamp, table: str) -> None:
-    c = rows.converted
-    fields = [
-        ("url_id", ">i8", c.url_ids), ("server_id", ">i8", c.page_server), ("page_id", ">i4", np.arange(c.pages)),
-        ("site_id", ">i4", c.page_site), ("domain_id", ">i4", c.page_domain),
-        ("community_id", ">i4", c.page_community), ("rank", ">f8", rows.rank),
-        ("local_rank", ">f8", rows.local_rank), ("block_rank", ">f8", rows.block_rank),
-    ]
-    dtype = np.dtype([("n", ">i2")] + [x for name, kind, _ in fields for x in ((f"l_{name}", ">i4"), (name, kind))])
-    out = np.empty(c.pages, dtype=dtype)
+    table = q(name)
+    fields = [c for c in columns if isinstance(c, Numbers)]
+    labels = [c for c in columns if isinstance(c, Labels)]
+    count = len(fields[0].values)
+    dtype = np.dtype([("n", ">i2")] + [x for f in fields for x in ((f"l_{f.name}", ">i4"), (f.name, f.kind))])
+    out = np.empty(count, dtype=dtype)
     out["n"] = len(fields)
-    for name, kind, values in fields:
-        out[f"l_{name}"] = np.dtype(kind).itemsize
-        out[name] = values
+    for f in fields:
+        out[f"l_{f.name}"] = np.dtype(f.kind).itemsize
+        out[f.name] = f.values
     payload = _SIGNATURE + b"\x00" * 8 + out.tobytes() + b"\xff\xff"
     del out
+    inbound = f"{temp}_in"
     with connection.cursor() as cur:
         cur.execute(
-            "CREATE TEMP TABLE rank_in (url_id int8, server_id int8, page_id int4, site_id int4, domain_id int4,"
-            " community_id int4, rank float8, local_rank float8, block_rank float8) ON COMMIT DROP"
+            f"CREATE TEMP TABLE {inbound} ({', '.join(f'{f.name} {_SQL_TYPES[f.kind]}' for f in fields)})"
+            " ON COMMIT DROP"
         )
-        cur.execute("CREATE TEMP TABLE rank_domain (id int4 PRIMARY KEY, name text) ON COMMIT DROP")
-        cur.execute("CREATE TEMP TABLE rank_community (id int4 PRIMARY KEY, name text) ON COMMIT DROP")
-        cur.cursor.copy_expert("COPY rank_in FROM STDIN (FORMAT binary)", io.BytesIO(payload))
+        for label in labels:
+            cur.execute(f"CREATE TEMP TABLE {temp}_{label.name} (id int4 PRIMARY KEY, name text) ON COMMIT DROP")
+        cur.cursor.copy_expert(f"COPY {inbound} FROM STDIN (FORMAT binary)", io.BytesIO(payload))
         del payload
-        cur.cursor.copy_expert("COPY rank_domain FROM STDIN", io.BytesIO(_copy_text(c.domains)))
-        cur.cursor.copy_expert("COPY rank_community FROM STDIN", io.BytesIO(_copy_text(c.communities)))
-        cur.execute("ANALYZE rank_in")
+        for label in labels:
+            cur.cursor.copy_expert(f"COPY {temp}_{label.name} FROM STDIN", io.BytesIO(_copy_text(label.names)))
+        cur.execute(f"ANALYZE {inbound}")
         # Replace the table's contents wholesale, with its plain indexes dropped and rebuilt: a sorted
-        # index build costs a fraction of a million random inserts into the rank indexes (measured at
-        # 1M rows: 3.7 s against 8.8 s for INSERT into the indexed table and 12.5 s for the upsert).
-        # TRUNCATE and DROP INDEX hold an exclusive lock until commit: readers of the ranks wait those
-        # few seconds, then see the new run whole. TRUNCATE also leaves no dead rows to vacuum.
+        # index build costs a fraction of a million random inserts into the indexes (measured on the rank
+        # table at 1M rows: 3.7 s against 8.8 s for INSERT into the indexed table and 12.5 s for the
+        # upsert). TRUNCATE and DROP INDEX hold an exclusive lock until commit: readers wait those few
+        # seconds, then see the new rows whole. TRUNCATE also leaves no dead rows to vacuum.
         cur.execute(
             "SELECT pg_get_indexdef(x.indexrelid), x.indexrelid::regclass::text FROM pg_index x"
             " WHERE x.indrelid = %s::regclass AND NOT EXISTS"
             " (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid)",
-            [PageRank._meta.db_table],
+            [name],
         )
         indexes = cur.fetchall()
         cur.execute(f"TRUNCATE {table}")
         for _, name in indexes:
             cur.execute(f"DROP INDEX {name}")
+        picked = [f"t.{c.name}" if isinstance(c, Numbers) else f"{temp}_{c.name}.name" for c in columns]
+        joins = "".join(f" JOIN {temp}_{c.name} ON {temp}_{c.name}.id = t.{c.codes}" for c in labels)
         select = (
-            "SELECT t.url_id, t.server_id, t.page_id, t.site_id, t.domain_id, t.community_id, d.name, m.name,"
-            " t.rank, t.local_rank, t.block_rank, %s FROM rank_in t"
-            " JOIN rank_domain d ON d.id = t.domain_id JOIN rank_community m ON m.id = t.community_id"
-            " ORDER BY t.url_id"  # primary-key order: the one index kept is filled at its right edge
+            f"SELECT {', '.join(picked)}, %s FROM {inbound} t{joins}"
+            f" ORDER BY t.{key}"  # key order: the one index kept (the key's) is filled at its right edge
         )
-        cols = ", ".join(connection.ops.quote_name(c) for c in _COLUMNS)
+        cols = ", ".join([*(q(c.name) for c in columns), stamp_column])
         cur.execute(f"INSERT INTO {table} ({cols}) {select}", [stamp])
         cur.execute("SET LOCAL maintenance_work_mem = '256MB'")
         for definition, _ in indexes:
@@ -213,21 +185,25 @@ def _copy_text(names: list[str]) -> bytes:
     return "".join(f"{i}\t{esc(name)}\n" for i, name in enumerate(names)).encode()
 
 
-def _sqlite_write(rows: RankRows, stamp, table: str, advance: Advance | None) -> None:
-    c = rows.converted
-    placeholders = ", ".join(["%s"] * len(_COLUMNS))
-    sql = _upsert_sql(table, f"VALUES ({placeholders})")
-    domains, communities = np.array(c.domains, dtype=object), np.array(c.communities, dtype=object)
+def _sqlite_upsert(
+    table: str, columns: Sequence[Column], key: str, stamp_column: str, stamp, count: int, advance: Advance | None
+) -> None:
+    q = connection.ops.quote_name
+    names = [q(c.name) for c in columns] + [stamp_column]
+    updates = ", ".join(f"{n} = EXCLUDED.{n}" for n in names if n != q(key))
+    marks = ", ".join(["%s"] * len(names))
+    sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks}) ON CONFLICT ({q(key)}) DO UPDATE SET {updates}"
+    numbers = {c.name: c.values for c in columns if isinstance(c, Numbers)}
+    texts = {c.name: np.array(c.names, dtype=object) for c in columns if isinstance(c, Labels)}
     with connection.cursor() as cur:
-        for lo in range(0, c.pages, CHUNK):
-            hi = min(lo + CHUNK, c.pages)
-            columns = (
-                c.url_ids[lo:hi].tolist(), c.page_server[lo:hi].tolist(), list(range(lo, hi)),
-                c.page_site[lo:hi].tolist(), c.page_domain[lo:hi].tolist(), c.page_community[lo:hi].tolist(),
-                domains[c.page_domain[lo:hi]].tolist(), communities[c.page_community[lo:hi]].tolist(),
-                rows.rank[lo:hi].tolist(), rows.local_rank[lo:hi].tolist(), rows.block_rank[lo:hi].tolist(),
-                [stamp] * (hi - lo),
-            )
-            cur.executemany(sql, list(zip(*columns, strict=True)))
+        for lo in range(0, count, CHUNK):
+            hi = min(lo + CHUNK, count)
+            values = [
+                numbers[c.name][lo:hi].tolist()
+                if isinstance(c, Numbers)
+                else texts[c.name][numbers[c.codes][lo:hi]].tolist()
+                for c in columns
+            ]
+            cur.executemany(sql, list(zip(*values, [stamp] * (hi - lo), strict=True)))
             if advance:
                 advance(hi - lo)
