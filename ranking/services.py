@@ -28,7 +28,6 @@ from .store import RankRows, graph_read, ranks_write
 logger = logging.getLogger("ranking")
 
 
-
 class Progress(Protocol):
     """What the job reports as it goes; the command draws it with tqdm."""
 
