@@ -17,7 +17,8 @@ PACKAGE = ROOT / "crawlcore" / "db"
 # Migrations are history: 0007's fillfactor step asks the schema editor's connection itself, so that
 # replaying it never depends on today's code.
 MIGRATIONS = re.compile(r"/migrations/")
-VENDOR = re.compile(r"\.vendor\b|\bis_postgres\b|crawlcore\.db\._vendor|from \._vendor")
+# A vendor check, the package's private one, or an ORM expression compiled per vendor.
+VENDOR = re.compile(r"\.vendor\b|\bis_postgres\b|crawlcore\.db\._vendor|from \._vendor|\bdef as_(sqlite|postgresql)\b")
 
 
 def _sources() -> list[Path]:
