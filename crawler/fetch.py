@@ -47,6 +47,8 @@ from urllib3.exceptions import (
 )
 from urllib3.util.connection import create_connection
 
+from .sanitize import clean_headers, clean_line, header_int
+
 __all__ = ["FailureKind", "FetchPolicy", "FetchResult", "Fetcher", "Timings"]
 
 _CHUNK = 64 * 1024
@@ -422,7 +424,7 @@ class _Outcome:
             headers=self.headers,
             body=bytes(self.body),
             failure=failure,
-            detail=detail,
+            detail=clean_line(detail, 500),
             truncated=self.truncated,
             bytes_received=len(self.body),
             timings=Timings(
@@ -592,7 +594,7 @@ class Fetcher:
             raise _Failure(*_classify(exc, exchange.phase, self.policy)) from exc
         outcome.headers_at = time.monotonic()
         outcome.status = response.status_code
-        outcome.headers = {name.lower(): value for name, value in response.headers.items()}
+        outcome.headers = clean_headers(response.headers.items())
         return response
 
     def _read_body(self, outcome: _Outcome, response: requests.Response) -> None:
@@ -646,10 +648,4 @@ class Fetcher:
 
 
 def _content_length(headers: dict[str, str]) -> int | None:
-    value = headers.get("content-length")
-    if value is None:
-        return None
-    try:
-        return int(value.split(",")[0].strip())
-    except ValueError:
-        return None
+    return header_int(headers.get("content-length"))
