@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from crawlcore.db.bulk import upsert
 from crawlcore.models import Link, Page
 from crawler.fetch import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, event_for_fetch
@@ -25,7 +26,6 @@ from crawler.urlnorm import UrlError, canonicalize
 from .agent import AgentBatch, AgentOutcome, response_fields
 from .queue import enqueue_extract_on_commit
 from .servers import server_merge_if_alias
-from .sqlbulk import upsert
 from .urls import Claimed, Move, new_url_from, urls_claim, urls_insert, urls_transition
 from .visit import Gate, ServerVisit
 

@@ -15,6 +15,8 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from crawlcore.db import features
+from crawlcore.db.bulk import update_by_id
 from crawlcore.models import Url, UrlEvent
 from crawler.lifecycle import Agent, Event, InvalidTransition, State, next_state
 from crawler.scope import Scope
@@ -22,7 +24,6 @@ from crawler.urlnorm import server_key, url_hash
 
 from .common import lease_deadline
 from .servers import servers_ensure
-from .sqlbulk import update_by_id
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ _CLAIMED = [f.name for f in dataclasses.fields(Claimed)]
 def urls_claim(*, server_id: int, owner: str, limit: int, now: datetime | None = None) -> list[Claimed]:
     """Lease up to `limit` due Init URLs of one server, shallowest first."""
     now = now or timezone.now()
-    if connection.vendor == "postgresql":
+    if features.skip_locked_claims():
         return _urls_claim_pg(server_id, owner, limit, now)
     free = Q(lease_owner="") | Q(lease_expires_at__lt=now)
     due = Url.objects.filter(server_id=server_id, state=State.INIT.value, next_check_at__lte=now).filter(free)
@@ -242,7 +243,7 @@ _MOVE_COLUMNS = (
 
 @functools.cache
 def _column(name: str) -> tuple[str, str]:
-    """A Url column and the PostgreSQL type its values are cast to in sqlbulk.update_by_id."""
+    """A Url column and the PostgreSQL type its values are cast to in crawlcore.db.bulk.update_by_id."""
     field = Url._meta.get_field(name)
     # text, not varchar(n): an explicit cast to varchar(n) would cut a long value silently, where the
     # column's own limit refuses it, as the ORM's UPDATE would.
