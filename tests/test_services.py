@@ -244,7 +244,7 @@ def test_a_url_that_breaks_the_load_agent_waits_a_lease_period(settings, monkeyp
     settings.CRAWL_DEFAULT_DELAY = 0
     settings.CRAWL_ALLOW_PRIVATE = ("127.0.0.0/8",)
 
-    def broken(self, url):
+    def broken(self, url, result):
         raise RuntimeError("poison")
 
     monkeypatch.setattr(LoadBatch, "fetch_one", broken)

@@ -110,8 +110,9 @@ class AgentBatch(Generic[U, O]):
         raise NotImplementedError
 
     def check(self, url: U) -> bool:
-        """Wait the politeness turn(s), fetch, record and move one URL. False when the batch must stop
-        (out of time, the server backs off or is excluded); the URL then stays pending and is handed back."""
+        """Request (`request`: the politeness turn, the guard), record and move one URL. False when the batch
+        must stop (out of time, the server backs off or is excluded); the URL then stays pending and is
+        handed back."""
         raise NotImplementedError
 
     def count(self, new: State) -> None:
@@ -153,7 +154,7 @@ class AgentBatch(Generic[U, O]):
         rules = visit.robots()
         if isinstance(rules, FetchResult):
             if rules.failure == FailureKind.FORBIDDEN_ADDRESS:
-                self.exclude_server(f"private address: {rules.detail}")
+                self.exclude_forbidden(rules)
             else:
                 self.fail_unanswered(rules)
             return
@@ -168,6 +169,21 @@ class AgentBatch(Generic[U, O]):
                     break
         finally:
             self.finish()
+
+    def request(
+        self, url: U, *, method: str = "GET", headers: dict[str, str] | None = None, take: bool = False
+    ) -> FetchResult | None:
+        """Wait the server's politeness turn, then send one request under the private-address guard; the
+        caller records it. None when the batch must stop: out of time or stopped (the URL is handed back),
+        the caller's page cap reached (`take`: a page to count), or the server's address forbidden (the
+        server is excluded)."""
+        if not self.visit.wait_turn() or (take and not self.visit.may_fetch()):
+            return None
+        result = self.visit.fetch(url.url, method=method, headers=headers)
+        if result.failure == FailureKind.FORBIDDEN_ADDRESS:
+            self.exclude_forbidden(result)
+            return None
+        return result
 
     def move(
         self, url: U, event: Event, *, http_status: int | None, latency_ms: float | None, reason: str, now: datetime,
@@ -213,6 +229,10 @@ class AgentBatch(Generic[U, O]):
         url_exclude(url_id=url.id, reason="robots.txt", owner=self.owner, states=self.states)
         self.pending.pop(url.id, None)
         self.outcome.excluded += 1
+
+    def exclude_forbidden(self, result: FetchResult) -> None:
+        """The server resolves to an address we may not contact: no request went out, none ever will."""
+        self.exclude_server(f"private address: {result.detail}")
 
     def exclude_server(self, reason: str) -> None:
         self.visit.exclude_server(reason)

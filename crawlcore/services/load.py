@@ -81,9 +81,10 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         return True  # whenever it has due Init URLs left (servers_dispatch_with_due_work)
 
     def check(self, url: Claimed) -> bool:
-        if not self.visit.wait_turn() or not self.visit.may_fetch():
+        result = self.request(url, take=True)
+        if result is None:
             return False
-        go_on = self.fetch_one(url)
+        go_on = self.fetch_one(url, result)
         if len(self.outcome.page_ids) - self.sent >= EXTRACT_GROUP:
             self.send_extract()
         return go_on
@@ -99,12 +100,9 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         enqueue_extract_on_commit(page_ids=self.outcome.page_ids[self.sent :])
         self.sent = len(self.outcome.page_ids)
 
-    def fetch_one(self, url: Claimed) -> bool:
-        """Fetch and record one URL. False when the batch must stop (server backs off or is excluded)."""
-        result = self.visit.fetch(url.url)
-        if result.failure == FailureKind.FORBIDDEN_ADDRESS:
-            self.exclude_server(f"private address: {result.detail}")
-            return False
+    def fetch_one(self, url: Claimed, result: FetchResult) -> bool:
+        """Record one URL's fetch and move it (plain pages wait for flush()). False when the batch must stop
+        (the server backs off or is excluded)."""
         event = event_for_fetch(result.status, has_retry_after="retry-after" in result.headers)
         if event == Event.FETCHED and result.incomplete:
             # Headers without the whole body (body timeout, reset, bad gzip) is no valid response (§4).

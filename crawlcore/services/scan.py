@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from crawlcore.models import Page, Url
-from crawler.fetch import FailureKind, FetchResult
+from crawler.fetch import FetchResult
 from crawler.lifecycle import Agent, Event, State, next_state
 from crawler.recheck import MAX_REQUESTS, Finding, Known, Outcome, Recheck, Reply, event_for_recheck
 
@@ -93,12 +93,9 @@ class ScanBatch(AgentBatch[Url, ScanOutcome]):
     def check(self, url: Url) -> bool:
         recheck = Recheck(known_of(url, loaded=url.id in self.loaded))
         for _request in range(MAX_REQUESTS):
-            if not self.visit.wait_turn():
-                return False
             request = recheck.request
-            result = self.visit.fetch(url.url, method=request.method, headers=request.headers)
-            if result.failure == FailureKind.FORBIDDEN_ADDRESS:
-                self.exclude_server(f"private address: {result.detail}")
+            result = self.request(url, method=request.method, headers=request.headers)
+            if result is None:
                 return False
             self.visit.record(result, url.id)
             # A body cut short by a timeout or a reset is no valid response (DESIGN.md §4), like for load.
