@@ -15,7 +15,7 @@ The model, as the paper describes it (§2.1, §3 steps 4–5, §4):
   that would otherwise idle. (A strict pause that idles robots finishes later than no pause at all once
   the lookahead passes a few hours: the last servers wait while robots stand still.)
 
-The policy objects are scheduling.policies' — the same ones the dispatcher builds from real profiles.
+The policy objects are scheduling.hybrid_sorting' — the same ones the dispatcher builds from real profiles.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
-from .policies import HOURS, POLICIES, ServerOrder, policy_build
+from .hybrid_sorting import HOURS, POLICIES, ServerOrder, policy_build
 
 SHAPES = ("low", "high", "valley", "mixed")
 

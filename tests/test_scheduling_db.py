@@ -18,7 +18,7 @@ from django.db.migrations.loader import MigrationLoader
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from crawlcore.models import Page, Server, StatusCheck, Url
-from crawlcore.services import recrawl
+from crawlcore.services import staleness as selection
 from crawlcore.services.dispatch import dispatch_due
 from crawlcore.services.schedule import schedule_table
 from crawlcore.services.sweep import active_candidates
@@ -53,7 +53,7 @@ def test_staleness_top_m_in_the_database_equals_brute_force(settings, monkeypatc
     settings.CRAWL_STALENESS_PERIOD, settings.CRAWL_STALENESS_HORIZON = PERIOD, HORIZON
     settings.CRAWL_REVISIT_AFTER = 0
     bounds: list[int | None] = []
-    monkeypatch.setattr(recrawl, "prune_age", lambda *a, **kw: bounds.append(prune_age(*a, **kw)) or bounds[-1])
+    monkeypatch.setattr(selection, "prune_age", lambda *a, **kw: bounds.append(prune_age(*a, **kw)) or bounds[-1])
     rng = random.Random(seed)
     top_ms = 200 if cheap else 3000
     servers = []
