@@ -264,6 +264,7 @@ BEAT_MIGRATIONS = [
     ("crawladmin", "0003_scan_periodic_tasks"),
     ("monitoring", "0002_periodic_tasks"),
     ("ranking", "0002_periodic_task"),
+    ("dashboard", "0003_periodic_tasks"),
 ]
 BEAT_TASKS = {
     "tasks.housekeeping.dispatch",
@@ -296,6 +297,15 @@ def test_every_beat_job_exists_after_migrate_and_is_a_registered_task():
     tasks = set(PeriodicTask.objects.values_list("task", flat=True))
     assert BEAT_TASKS <= tasks
     assert tasks - {"celery.backend_cleanup"} <= set(app.tasks)
+
+
+def test_the_migrations_create_exactly_the_beat_job_table():
+    from crawlcore.beat import BEAT_JOBS
+
+    rows = PeriodicTask.objects.exclude(task="celery.backend_cleanup").values_list(
+        "name", "task", "interval__every", "queue", "interval__period"
+    )
+    assert set(rows) == {(j.name, j.task, j.every, j.queue, j.period) for j in BEAT_JOBS}
 
 
 def test_an_operators_edit_survives_a_second_migrate():
