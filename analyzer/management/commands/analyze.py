@@ -15,15 +15,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connections
-from django.db.migrations.executor import MigrationExecutor
 from tqdm import tqdm
 
 from analyzer.export import report_csv_write
 from analyzer.run import analysis_run
 from analyzer.services import national_networks
+from crawlcore.schema import SchemaOutdated, schema_ensure
 
 
 class Command(BaseCommand):
@@ -73,14 +71,10 @@ class Command(BaseCommand):
             self.stdout.write(format_report(report))
 
     def _ensure_schema(self) -> None:
-        """Embedded: create or upgrade the SQLite schema on the fly (as `crawl` does). Cluster: refuse to
-        run on an outdated schema; migrating is an operator's step."""
-        executor = MigrationExecutor(connections["default"])
-        if not executor.migration_plan(executor.loader.graph.leaf_nodes()):
-            return
-        if not settings.EMBEDDED:
-            raise CommandError("the database schema is not up to date: run `python manage.py migrate` first")
-        call_command("migrate", verbosity=0, interactive=False)
+        try:
+            schema_ensure()
+        except SchemaOutdated as exc:
+            raise CommandError(str(exc)) from None
 
 
 # --- output -------------------------------------------------------------------------------------

@@ -17,15 +17,12 @@ import sys
 import time
 from contextlib import nullcontext
 
-from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connections
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 from tqdm import tqdm
 
 from crawladmin.runner import CrawlRunner, Step, crawl_report, crawl_seeds_insert, crawl_workers
+from crawlcore.schema import SchemaOutdated, schema_ensure
 from crawler.scope import MODES
 from crawler.urlnorm import UrlError, canonicalize
 
@@ -90,14 +87,10 @@ class Command(BaseCommand):
             self.stdout.write(format_summary(summary))
 
     def _ensure_schema(self) -> None:
-        """Embedded: create or upgrade the SQLite schema on the fly. Cluster: migrations are an operator's
-        step (they may need a maintenance window), so refuse to run on an outdated schema instead."""
-        if settings.EMBEDDED:
-            call_command("migrate", verbosity=0, interactive=False)
-            return
-        executor = MigrationExecutor(connections["default"])
-        if executor.migration_plan(executor.loader.graph.leaf_nodes()):
-            raise CommandError("the database schema is not up to date: run `python manage.py migrate` first")
+        try:
+            schema_ensure()
+        except SchemaOutdated as exc:
+            raise CommandError(str(exc)) from None
 
     def _seeds(self, raw: list[str]) -> list[str]:
         seeds = []

@@ -11,12 +11,10 @@ import json
 import sys
 
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connections
-from django.db.migrations.executor import MigrationExecutor
 from tqdm import tqdm
 
+from crawlcore.schema import SchemaOutdated, schema_ensure
 from ranking.convert import BLOCKS
 from ranking.edges import EdgeFileError, edge_file_rank
 from ranking.services import RankAlreadyRunning, rank_crawl, run_summary
@@ -123,12 +121,7 @@ class Command(BaseCommand):
         stream.write("\n".join(lines))
 
     def _ensure_schema(self) -> None:
-        """Embedded: create or upgrade the SQLite schema on the fly (as `crawl` does). Cluster: refuse to
-        run on an outdated schema; migrating is an operator's step."""
-        if settings.EMBEDDED:
-            call_command("migrate", verbosity=0, interactive=False)
-            return
-        executor = MigrationExecutor(connections["default"])
-        if executor.migration_plan(executor.loader.graph.leaf_nodes()):
-            raise CommandError("the database schema is not up to date: run `python manage.py migrate` first")
-
+        try:
+            schema_ensure()
+        except SchemaOutdated as exc:
+            raise CommandError(str(exc)) from None
