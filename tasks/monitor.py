@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from celery import shared_task
-from celery.signals import celeryd_after_setup
 
 from monitoring.services.checks import monitors_check
-from monitoring.services.dispatch import monitor_queue, monitors_dispatch_due
+from monitoring.services.dispatch import monitors_dispatch_due
 from monitoring.services.history import history_prune, load_profiles_build, rollups_build
 
 
@@ -37,13 +36,3 @@ def load_profiles() -> int:
 def prune() -> dict:
     out = history_prune()
     return {"checks": out.checks, "rollups": out.rollups}
-
-
-@celeryd_after_setup.connect
-def _consume_pinned_monitor_queue(sender, instance, **kwargs) -> None:
-    """A worker started with CRAWLER_NUM=n on the monitor queue also checks the servers pinned to n."""
-    from django.conf import settings
-
-    queues = instance.app.amqp.queues
-    if settings.CRAWLER_NUM is not None and "monitor" in (queues.consume_from or {}):
-        queues.select_add(monitor_queue(settings.CRAWLER_NUM))
