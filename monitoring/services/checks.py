@@ -23,7 +23,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from crawlcore.models import StatusCheck
-from crawlcore.services.common import lease_deadline
+from crawlcore.services.leases import lease_deadline
 from crawler.fetch import FetchPolicy, FetchResult
 from crawler.lifecycle import Agent
 from crawler.multicheck import CheckRequest, MultiChecker
