@@ -19,6 +19,8 @@ from typing import Any
 
 from django.db import migrations
 
+from .queues import Queue
+
 PERIOD_SECONDS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
 
 
@@ -27,7 +29,7 @@ class BeatJob:
     name: str  # the PeriodicTask's unique name, as an operator sees it in the admin
     task: str  # the Celery task's registered name
     every: int
-    queue: str
+    queue: Queue
     period: str = "seconds"  # django-celery-beat's IntervalSchedule period
 
     @property
@@ -37,22 +39,25 @@ class BeatJob:
 
 BEAT_JOBS: tuple[BeatJob, ...] = (
     # crawl core (crawlcore/migrations 0002, 0003)
-    BeatJob("crawladmin: dispatch due servers", "tasks.housekeeping.dispatch", 5, "housekeeping"),
-    BeatJob("crawladmin: reconcile leases and lost messages", "tasks.housekeeping.reconcile", 60, "housekeeping"),
-    BeatJob("crawladmin: sweep Visited URLs to the active scan", "tasks.scan.sweep_active", 60, "housekeeping"),
+    BeatJob("crawladmin: dispatch due servers", "tasks.housekeeping.dispatch", 5, Queue.HOUSEKEEPING),
+    BeatJob("crawladmin: reconcile leases and lost messages", "tasks.housekeeping.reconcile", 60, Queue.HOUSEKEEPING),
+    BeatJob("crawladmin: sweep Visited URLs to the active scan", "tasks.scan.sweep_active", 60, Queue.HOUSEKEEPING),
     BeatJob(
-        "crawladmin: sweep due NoResponse URLs to the inactive scan", "tasks.scan.sweep_inactive", 60, "housekeeping"
+        "crawladmin: sweep due NoResponse URLs to the inactive scan",
+        "tasks.scan.sweep_inactive",
+        60,
+        Queue.HOUSEKEEPING,
     ),
     # monitoring (monitoring/migrations 0002)
-    BeatJob("monitoring: dispatch due server checks", "tasks.monitor.dispatch", 10, "monitor"),
-    BeatJob("monitoring: hourly rollups", "tasks.monitor.rollup", 300, "monitor"),
-    BeatJob("monitoring: 24-hour load profiles", "tasks.monitor.load_profiles", 3600, "monitor"),
-    BeatJob("monitoring: prune old checks and rollups", "tasks.monitor.prune", 86400, "monitor"),
+    BeatJob("monitoring: dispatch due server checks", "tasks.monitor.dispatch", 10, Queue.MONITOR),
+    BeatJob("monitoring: hourly rollups", "tasks.monitor.rollup", 300, Queue.MONITOR),
+    BeatJob("monitoring: 24-hour load profiles", "tasks.monitor.load_profiles", 3600, Queue.MONITOR),
+    BeatJob("monitoring: prune old checks and rollups", "tasks.monitor.prune", 86400, Queue.MONITOR),
     # ranking (ranking/migrations 0002): daily
-    BeatJob("ranking: BlockRank the crawl's link graph", "tasks.rank.rank_crawl", 1, "housekeeping", period="days"),
+    BeatJob("ranking: BlockRank the crawl's link graph", "tasks.rank.rank_crawl", 1, Queue.HOUSEKEEPING, period="days"),
     # dashboard (dashboard/migrations 0003)
-    BeatJob("dashboard: check totals and server figures", "dashboard.tasks.refresh_rollups", 60, "housekeeping"),
-    BeatJob("dashboard: dead links", "dashboard.tasks.refresh_dead_links", 300, "housekeeping"),
+    BeatJob("dashboard: check totals and server figures", "dashboard.tasks.refresh_rollups", 60, Queue.HOUSEKEEPING),
+    BeatJob("dashboard: dead links", "dashboard.tasks.refresh_dead_links", 300, Queue.HOUSEKEEPING),
 )
 
 _BY_NAME = {job.name: job for job in BEAT_JOBS}

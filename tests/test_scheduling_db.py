@@ -308,6 +308,14 @@ def test_the_migrations_create_exactly_the_beat_job_table():
     assert set(rows) == {(j.name, j.task, j.every, j.queue, j.period) for j in BEAT_JOBS}
 
 
+def test_every_beat_job_goes_to_the_queue_its_task_is_routed_to():
+    from crawladmin.celery import app
+    from crawlcore.beat import BEAT_JOBS
+
+    for job in BEAT_JOBS:
+        assert app.amqp.router.route({}, job.task)["queue"].name == job.queue, job.name
+
+
 def test_an_operators_edit_survives_a_second_migrate():
     job = PeriodicTask.objects.get(task="tasks.housekeeping.dispatch")
     job.interval = IntervalSchedule.objects.create(every=30, period="seconds")
