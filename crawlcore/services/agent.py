@@ -69,7 +69,7 @@ class AgentUrl(Protocol):
     def failure_count(self) -> int: ...
 
 
-U = TypeVar("U", bound=AgentUrl)
+UrlT = TypeVar("UrlT", bound=AgentUrl)
 
 
 @dataclass
@@ -80,10 +80,10 @@ class AgentOutcome:
     server_excluded: str = ""
 
 
-O = TypeVar("O", bound=AgentOutcome)  # noqa: E741 - the outcome's type, beside U the URL's
+OutcomeT = TypeVar("OutcomeT", bound=AgentOutcome)
 
 
-class AgentBatch(Generic[U, O]):
+class AgentBatch(Generic[UrlT, OutcomeT]):
     """One agent's batch on one server, run once with `run()` on an open visit.
 
     Subclasses say which URLs the batch takes (`claim`, leased to `owner`), what state they are in
@@ -93,23 +93,23 @@ class AgentBatch(Generic[U, O]):
 
     states: tuple[State, ...]
 
-    def __init__(self, visit: ServerVisit, outcome: O, *, leased: Sequence[int] = ()):
+    def __init__(self, visit: ServerVisit, outcome: OutcomeT, *, leased: Sequence[int] = ()):
         self.visit = visit
         self.agent: Agent = visit.agent
         self.owner = visit.owner
         self.outcome = outcome
-        self.urls: list[U] = []
+        self.urls: list[UrlT] = []
         # Leased by us, no outcome written yet, in the order they are checked; given back at the end.
         self.pending: dict[int, None] = dict.fromkeys(leased)
 
     # -- what each agent supplies -------------------------------------------------------------------
-    def claim(self) -> list[U]:
+    def claim(self) -> list[UrlT]:
         raise NotImplementedError
 
-    def state_of(self, url: U) -> State:
+    def state_of(self, url: UrlT) -> State:
         raise NotImplementedError
 
-    def check(self, url: U) -> bool:
+    def check(self, url: UrlT) -> bool:
         """Request (`request`: the politeness turn, the guard), record and move one URL. False when the batch
         must stop (out of time, the server backs off or is excluded); the URL then stays pending and is
         handed back."""
@@ -126,7 +126,7 @@ class AgentBatch(Generic[U, O]):
         raise NotImplementedError
 
     # -- the skeleton -------------------------------------------------------------------------------
-    def run(self) -> O:
+    def run(self) -> OutcomeT:
         """Claim, work through the URLs, give back the rest, close the visit, re-dispatch."""
         try:
             self.urls = self.claim()
@@ -171,7 +171,7 @@ class AgentBatch(Generic[U, O]):
             self.finish()
 
     def request(
-        self, url: U, *, method: str = "GET", headers: dict[str, str] | None = None, take: bool = False
+        self, url: UrlT, *, method: str = "GET", headers: dict[str, str] | None = None, take: bool = False
     ) -> FetchResult | None:
         """Wait the server's politeness turn, then send one request under the private-address guard; the
         caller records it. None when the batch must stop: out of time or stopped (the URL is handed back),
@@ -186,7 +186,7 @@ class AgentBatch(Generic[U, O]):
         return result
 
     def move(
-        self, url: U, event: Event, *, http_status: int | None, latency_ms: float | None, reason: str, now: datetime,
+        self, url: UrlT, event: Event, *, http_status: int | None, latency_ms: float | None, reason: str, now: datetime,
         **fields,
     ) -> bool:  # fmt: skip
         """Move one URL by `event` (one guarded write, in the caller's transaction), then count it. True if
@@ -209,7 +209,7 @@ class AgentBatch(Generic[U, O]):
             self.count(next_state(state, event, self.agent))
         return moved
 
-    def fail(self, url: U, event: Event, result: FetchResult, *, reason: str, latency_ms: float | None) -> bool:
+    def fail(self, url: UrlT, event: Event, result: FetchResult, *, reason: str, latency_ms: float | None) -> bool:
         """No valid response (or 410): a step towards Dead, spaced by the back-off of the state it reaches."""
         now = timezone.now()
         new = next_state(self.state_of(url), event, self.agent)
@@ -224,7 +224,7 @@ class AgentBatch(Generic[U, O]):
             with transaction.atomic():
                 self.fail(url, Event.NO_RESPONSE, result, reason=f"robots.txt: {result.detail}", latency_ms=None)
 
-    def exclude(self, url: U) -> None:
+    def exclude(self, url: UrlT) -> None:
         """Disallowed by robots.txt: set aside in the state it is in (there is no transition for this)."""
         url_exclude(url_id=url.id, reason="robots.txt", owner=self.owner, states=self.states)
         self.pending.pop(url.id, None)
