@@ -67,7 +67,8 @@ def one_run(env: dict[str, str], csv_path: str) -> dict:
     code = (
         "import json, sys; from bench.import_servers import run; "
         "s, rss, p = run(json.loads(sys.argv[1]), 'import_servers', '--json', sys.argv[2]); "
-        "print(json.dumps({'seconds': s, 'rss_kib': rss, 'rc': p.returncode, 'out': p.stdout, 'err': p.stderr[-2000:]}))"
+        "print(json.dumps({'seconds': s, 'rss_kib': rss, 'rc': p.returncode, "
+        "'out': p.stdout, 'err': p.stderr[-2000:]}))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, json.dumps(env), csv_path], cwd=ROOT, capture_output=True, text=True, check=True
@@ -81,9 +82,10 @@ def main() -> None:
     parser.add_argument("--pg", action="store_true", help="a fresh PostgreSQL database instead of SQLite")
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="bench-import-") as tmp, (
-        fresh_database("import") if args.pg else nullcontext(None)
-    ) as pg_url:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-import-") as tmp,
+        fresh_database("import") if args.pg else nullcontext(None) as pg_url,
+    ):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAWL", "DATABASE_URL", "CELERY_", "DJANGO_"))}
         env["CRAWLADMIN_DATA_DIR"] = tmp
         if pg_url:

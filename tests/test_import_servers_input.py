@@ -21,17 +21,17 @@ from monitoring.services.servers import servers_import
 from .cluster import manage, postgres_database
 
 HOSTILE = (
-    "host_or_url,group,crawler_num,interval,delay_threshold,accepted_codes\n".encode()
+    b"host_or_url,group,crawler_num,interval,delay_threshold,accepted_codes\n"
     + "a.example.org,web,²,,,\n".encode()  # line 2: a digit int() refuses
-    + "b.example.org,we\x00b,1,,,\n".encode()  # line 3: NUL in the group
+    + b"b.example.org,we\x00b,1,,,\n"  # line 3: NUL in the group
     + b"c.example.org,caf\xe9,1,,,\n"  # line 4: Latin-1, not UTF-8
-    + "d.example.org,\u5b66\u90e8,\u0661,,,\n".encode()  # line 5: an Arabic-Indic digit as crawler number
-    + "e.example.org,web\r\n".encode()  # line 6: fine (CRLF)
+    + "d.example.org,\ud559\ubd80,\u0661,,,\n".encode()  # line 5: an Arabic-Indic digit as crawler number
+    + b"e.example.org,web\r\n"  # line 6: fine (CRLF)
     + "f.example.org,web,1,\u00bd,,\n".encode()  # line 7: a vulgar fraction as interval
     + "g.example.org,web,1,,,2\u00b900\n".encode()  # line 8: superscript in the accepted codes
     + "\u0000,web\n".encode()  # line 9: NUL as the host
-    + "h.example.org,\u5b66\u90e8\n".encode()  # line 10: fine, a Korean/CJK group
-    + "http://[::1]:8080/health,v6\n".encode()  # line 11: fine, an IPv6 literal
+    + "h.example.org,\ud559\ubd80\n".encode()  # line 10: fine, a Korean group
+    + b"http://[::1]:8080/health,v6\n"  # line 11: fine, an IPv6 literal
 )
 
 
