@@ -19,7 +19,7 @@ from functools import wraps
 
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
@@ -68,8 +68,13 @@ class LoginView(auth_views.LoginView):
 
 
 def _int(request: HttpRequest, name: str, default: int = 0) -> int:
+    """`?name=` as a whole number below a billion; a value that is not one is a bad request (400)."""
     raw = request.GET.get(name, "")
-    return int(raw) if raw.isdigit() and len(raw) < 10 else default
+    if not raw:
+        return default
+    if not (raw.isascii() and raw.isdigit() and len(raw) < 10):  # isdigit() alone takes '²'
+        raise BadRequest(f"{name} must be a whole number below 1000000000")
+    return int(raw)
 
 
 def _grid_filters(request: HttpRequest) -> tuple[str, str]:
@@ -248,10 +253,13 @@ def dead_links(request: HttpRequest) -> HttpResponse:
 
 def _after(request: HttpRequest) -> tuple[int, int] | None:
     """`?after=<page id>-<target id>`: where the previous page of a site's dead links ended."""
-    first, _, second = request.GET.get("after", "").partition("-")
-    if first.isdigit() and second.isdigit() and len(first) < 19 and len(second) < 19:
+    raw = request.GET.get("after", "")
+    if not raw:
+        return None
+    first, _, second = raw.partition("-")
+    if all(part.isascii() and part.isdigit() and len(part) < 19 for part in (first, second)):
         return int(first), int(second)
-    return None
+    raise BadRequest("after must be <page id>-<target id>")
 
 
 @dashboard_view
