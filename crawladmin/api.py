@@ -30,6 +30,7 @@ from django.views.decorators.http import require_safe
 
 from crawlcore.access import may_read, server_groups_of
 from crawlcore.models import Server
+from crawler.status import Status
 from crawler.urlnorm import ServerKey
 from dashboard.selectors import summary_counts
 from monitoring.models import ServerMonitor
@@ -125,7 +126,7 @@ def _servers(*, limit: int, offset: int, groups: frozenset[str] | None = None) -
         if monitor is not None:
             monitor.pop("server_id")
             if in_maintenance.get(row["id"]):
-                monitor["status"] = "maintenance"
+                monitor["status"] = Status.MAINTENANCE.value
         row["monitoring"] = monitor
     return qs.count(), rows
 

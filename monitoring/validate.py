@@ -15,7 +15,8 @@ import math
 from crawlcore.validate import has_control
 from crawler.urlnorm import UrlError, canonicalize
 
-from .logic import MAX_INTERVAL_S, MAX_THRESHOLD_S, MIN_INTERVAL_S, AcceptedCodes, AcceptedCodesError
+from .accepted_codes import AcceptedCodes, AcceptedCodesError
+from .server_list import MAX_INTERVAL_S, MAX_THRESHOLD_S, MIN_INTERVAL_S
 
 MAX_CONFIRM = 100  # fail_after / recover_after
 MAX_HEALTH_URL_LENGTH = 2048

@@ -6,14 +6,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection, transaction
-from django.db.models import Model
+from django.db import transaction
 
+from crawlcore.db import bulk
 from crawlcore.models import Server
 from crawler.urlnorm import ServerKey
 
-from ..logic import ServerRow
 from ..models import MaintenanceWindow, ServerMonitor
+from ..server_list import ServerRow
 
 
 @dataclass
@@ -66,7 +66,7 @@ def _import_chunk(rows: Sequence[ServerRow], out: Imported) -> None:
         for k, r in by_key.items()
         if k not in found
     ]
-    _rows_insert(Server, new_servers, constant={"trusted": True}, ignore_conflicts=True)
+    bulk.insert_plain(Server, new_servers, constant={"trusted": True}, ignore_conflicts=True)
     found.update(_servers_found(k for k in by_key if k not in found))
     monitors = dict(
         (row[0], row[1:])
@@ -90,66 +90,9 @@ def _import_chunk(rows: Sequence[ServerRow], out: Imported) -> None:
                 changed_monitors.append((server_id, *wanted))
             out.updated += 1
         out.server_ids.append(server_id)
-    _rows_set(Server, _SERVER_FIELDS, changed_servers)
-    _rows_set(ServerMonitor, _MONITOR_FIELDS, changed_monitors)
-    _rows_insert(ServerMonitor, new_monitors)
-
-
-def _rows_insert(
-    model: type[Model], rows: Sequence[dict], *, constant: dict | None = None, ignore_conflicts: bool = False
-) -> None:
-    """INSERT plain rows (field name -> value); every other column takes the model's default, prepared once
-    for all rows (the defaults are constants here, auto_now_add a single time)."""
-    if not rows:
-        return
-    meta = model._meta
-    template = model(**(constant or {}))
-    fields = [f for f in meta.concrete_fields if f is not meta.auto_field]
-    given = [f for f in fields if f.name in rows[0] or f.attname in rows[0]]
-    fixed = [f for f in fields if f not in given]
-    fixed_values = [f.get_db_prep_save(f.pre_save(template, add=True), connection) for f in fixed]
-    qn = connection.ops.quote_name
-    columns = ", ".join(qn(f.column) for f in [*given, *fixed])
-    values = [[row.get(f.name, row.get(f.attname)) for f in given] + fixed_values for row in rows]
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            from psycopg2.extras import execute_values
-
-            conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
-            sql = f"INSERT INTO {qn(meta.db_table)} ({columns}) VALUES %s{conflict}"
-            execute_values(cursor.cursor, sql, values, page_size=1000)
-            return
-        marks = ", ".join(["%s"] * len(given + fixed))
-        verb = "INSERT OR IGNORE" if ignore_conflicts else "INSERT"
-        cursor.executemany(f"{verb} INTO {qn(meta.db_table)} ({columns}) VALUES ({marks})", values)
-
-
-def _rows_set(model: type[Model], names: Sequence[str], rows: Sequence[tuple]) -> None:
-    """UPDATE each row `(primary key, value, ...)`, the values of the `names` columns: a thousand rows per
-    statement on PostgreSQL (UPDATE ... FROM (VALUES ...)), one executemany elsewhere. The values are
-    plain (text, numbers, booleans, None): the driver adapts them as they are."""
-    if not rows:
-        return
-    meta = model._meta
-    fields = [meta.pk, *(meta.get_field(name) for name in names)]
-    qn = connection.ops.quote_name
-    table, key = qn(meta.db_table), qn(meta.pk.column)
-    with connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
-            sets = ", ".join(f"{qn(f.column)} = %s" for f in fields[1:])
-            cursor.executemany(f"UPDATE {table} SET {sets} WHERE {key} = %s", [(*r[1:], r[0]) for r in rows])
-            return
-        types = [f.rel_db_type(connection) if f.is_relation else f.db_type(connection) for f in fields]
-        row = "(" + ", ".join(f"%s::{t}" for t in types) + ")"
-        sets = ", ".join(f"{qn(f.column)} = v.{qn(f.column)}" for f in fields[1:])
-        columns = ", ".join(qn(f.column) for f in fields)
-        for i in range(0, len(rows), 1000):
-            chunk = rows[i : i + 1000]
-            cursor.execute(
-                f"UPDATE {table} AS t SET {sets} FROM (VALUES {', '.join([row] * len(chunk))}) AS v({columns}) "
-                f"WHERE t.{key} = v.{key}",
-                [value for r in chunk for value in r],
-            )
+    bulk.update_plain(Server, _SERVER_FIELDS, changed_servers)
+    bulk.update_plain(ServerMonitor, _MONITOR_FIELDS, changed_monitors)
+    bulk.insert_plain(ServerMonitor, new_monitors)
 
 
 def maintenance_add(*, server_id: int, starts_at: datetime, ends_at: datetime, reason: str = "") -> MaintenanceWindow:
