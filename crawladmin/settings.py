@@ -117,7 +117,41 @@ def _load() -> dict:
         # when the proxy strips it from clients), and the https origins CSRF accepts for POSTs.
         "SECURE_PROXY_SSL_HEADER": env.str("DJANGO_SECURE_PROXY_SSL_HEADER", ""),
         "CSRF_TRUSTED_ORIGINS": [o for o in env.str("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()],
+        # Optional single sign-on with OpenID Connect (crawladmin.sso): on when OIDC_RP_CLIENT_ID is set.
+        **_oidc(),
     }
+
+
+_OIDC_ENDPOINTS = (
+    "OIDC_OP_AUTHORIZATION_ENDPOINT",
+    "OIDC_OP_TOKEN_ENDPOINT",
+    "OIDC_OP_USER_ENDPOINT",
+    "OIDC_OP_JWKS_ENDPOINT",
+)
+
+
+def _oidc() -> dict:
+    client_id = env.str("OIDC_RP_CLIENT_ID", "")
+    if not client_id:
+        return {"OIDC_ENABLED": False}
+    out = {
+        "OIDC_ENABLED": True,
+        "OIDC_RP_CLIENT_ID": client_id,
+        "OIDC_RP_CLIENT_SECRET": env.str("OIDC_RP_CLIENT_SECRET", ""),
+        "OIDC_RP_SIGN_ALGO": env.choice("OIDC_RP_SIGN_ALGO", "RS256", ("RS256", "ES256", "HS256")),
+        "OIDC_RP_SCOPES": env.str("OIDC_RP_SCOPES", "openid email profile"),
+        "OIDC_GROUPS_CLAIM": env.str("OIDC_GROUPS_CLAIM", "groups"),
+        "OIDC_VIEWER_GROUPS": [g.strip() for g in env.str("OIDC_VIEWER_GROUPS", "").split(",") if g.strip()],
+        "OIDC_OPERATOR_GROUPS": [g.strip() for g in env.str("OIDC_OPERATOR_GROUPS", "").split(",") if g.strip()],
+        "OIDC_SERVER_GROUP_PREFIX": env.str("OIDC_SERVER_GROUP_PREFIX", ""),
+    }
+    for name in _OIDC_ENDPOINTS:
+        out[name] = env.url(name, "", ("https", "http"))
+        if not out[name]:
+            raise ConfigError(f"{name} must be set when OIDC_RP_CLIENT_ID is")
+    if not out["OIDC_RP_CLIENT_SECRET"]:
+        raise ConfigError("OIDC_RP_CLIENT_SECRET must be set when OIDC_RP_CLIENT_ID is")
+    return out
 
 
 try:
@@ -187,6 +221,16 @@ if _cfg["SECURE_PROXY_SSL_HEADER"]:
     SECURE_PROXY_SSL_HEADER = ("HTTP_" + _cfg["SECURE_PROXY_SSL_HEADER"].upper().replace("-", "_"), "https")
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in _cfg["CSRF_TRUSTED_ORIGINS"]]
 
+OIDC_ENABLED = _cfg["OIDC_ENABLED"]
+if OIDC_ENABLED:
+    globals().update({name: value for name, value in _cfg.items() if name.startswith("OIDC_")})
+    AUTHENTICATION_BACKENDS = [
+        "crawladmin.sso.DirectoryGroupsOIDCBackend",
+        "django.contrib.auth.backends.ModelBackend",  # local accounts (the admin's) keep working
+    ]
+    LOGIN_REDIRECT_URL = "/dashboard/"
+    LOGOUT_REDIRECT_URL = "/dashboard/login/"
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -202,6 +246,8 @@ INSTALLED_APPS = [
     "dashboard",
     "crawladmin",  # the shell, last: its commands tie the apps above together
 ]
+if OIDC_ENABLED:
+    INSTALLED_APPS.append("mozilla_django_oidc")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

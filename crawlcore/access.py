@@ -11,10 +11,13 @@ A limited reader sees only what can be cut to its servers: the grid, a server's 
 the heatmap, `/api/servers`. What describes the whole crawl (the crawl page, the analyzer, `/api/summary`,
 `/metrics`) is for unlimited readers only.
 
-Here, in the crawl core, so the analyzer as well as the dashboard and the API can ask.
+Here, in the crawl core, so the analyzer as well as the dashboard and the API can ask. With single sign-on
+(crawladmin.sso) a directory's groups are mapped onto these at each login.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 READER_GROUPS = ("viewer", "operator")
 SCOPE_PREFIX = "servers:"
@@ -43,3 +46,36 @@ def server_groups_of(user) -> frozenset[str] | None:
 def sees_server_group(user, group: str) -> bool:
     allowed = server_groups_of(user)
     return allowed is None or group in allowed
+
+
+def groups_from_directory(
+    directory_groups: Iterable[str], *, viewer: Iterable[str], operator: Iterable[str], server_prefix: str
+) -> set[str]:
+    """The reader groups a directory's groups give (single sign-on, crawladmin.sso): "viewer" for any of
+    `viewer`, "operator" for any of `operator`, and ``servers:<g>`` for each directory group named
+    `server_prefix` + g (none when `server_prefix` is empty). Pure."""
+    given = {g.strip() for g in directory_groups if isinstance(g, str) and g.strip()}
+    out = set()
+    if given & set(viewer):
+        out.add("viewer")
+    if given & set(operator):
+        out.add("operator")
+    if server_prefix:
+        out |= {
+            SCOPE_PREFIX + g[len(server_prefix) :] for g in given if g.startswith(server_prefix) and g != server_prefix
+        }
+    return out
+
+
+def reader_groups_set(*, user, names: set[str]) -> None:
+    """Make the user's reader groups (viewer, operator, servers:*) exactly `names`; other groups stay. The
+    directory decides at each login: a group taken away there is taken away here."""
+    from django.contrib.auth.models import Group
+
+    managed = user.groups.filter(name__in=READER_GROUPS) | user.groups.filter(name__startswith=SCOPE_PREFIX)
+    current = set(managed.values_list("name", flat=True))
+    if current - names:
+        user.groups.remove(*Group.objects.filter(name__in=current - names))
+    if names - current:
+        user.groups.add(*(Group.objects.get_or_create(name=name)[0] for name in sorted(names - current)))
+    user.__dict__.pop("_crawladmin_server_groups", None)

@@ -198,6 +198,9 @@ def insert_plain(
     fields = [f for f in meta.concrete_fields if f is not meta.auto_field]
     given = [f for f in fields if f.name in rows[0] or f.attname in rows[0]]
     fixed = [f for f in fields if f not in given]
+    per_row = [f.name for f in fixed if f.has_default() and callable(f.default)]
+    if per_row:  # one value for every row would be wrong (a uuid): such fields must be given
+        raise ValueError(f"insert_plain: {model.__name__} fields with callable defaults not given: {per_row}")
     fixed_values = [f.get_db_prep_save(f.pre_save(template, add=True), connection) for f in fixed]
     qn = connection.ops.quote_name
     columns = ", ".join(qn(f.column) for f in [*given, *fixed])
