@@ -267,7 +267,7 @@ WSGI_APPLICATION = "crawladmin.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [BASE_DIR / "templates"],  # the project-wide layout, login and shared partials; app pages stay in apps
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

@@ -19,8 +19,7 @@ from monitoring.services.dispatch import monitors_dispatch_due
 from monitoring.services.history import history_prune, load_profiles_build, rollups_build
 from monitoring.services.servers import maintenance_add, servers_import
 from testweb import SiteSpec, TestWebServer
-
-from .monitorweb import refusing_url, scripted
+from testweb.monitor import refusing_url, scripted
 
 FAST = {"CRAWL_CONNECT_TIMEOUT": 1.0, "CRAWL_HEADER_TIMEOUT": 0.5, "CRAWL_BODY_TIMEOUT": 2.0}
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
