@@ -17,8 +17,7 @@ from crawlcore.models import Server
 from monitoring.management.commands.import_servers import NOT_UTF8, _text, read_rows
 from monitoring.models import ServerMonitor
 from monitoring.services.servers import servers_import
-
-from .cluster import manage, postgres_database
+from testweb.cluster import manage, postgres_database
 
 HOSTILE = (
     b"host_or_url,group,crawler_num,interval,delay_threshold,accepted_codes\n"
@@ -108,7 +107,7 @@ def test_hostile_lines_on_postgres_are_reported_not_a_traceback(tmp_path):
         import subprocess
         import sys
 
-        from .cluster import ROOT
+        from testweb.cluster import ROOT
 
         proc = subprocess.run(
             [sys.executable, "manage.py", "import_servers", "--json", str(tmp_path / "servers.csv")],

@@ -12,9 +12,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from crawlcore.models import Server
+from testweb.cluster import manage, postgres_database
 
 from . import junkwalk
-from .cluster import manage, postgres_database
 from .test_dashboard import _fresh_cache, site  # noqa: F401  (fixtures)
 
 

@@ -11,8 +11,8 @@ from crawlcore.models import Server, StatusCheck
 from monitoring.models import ServerMonitor
 from monitoring.services.checks import BAD_SETTINGS
 from tasks.monitor import check_servers
+from testweb.monitor import scripted
 
-from .monitorweb import scripted
 from .test_monitoring_checks import FAST, add_server
 
 BAD_ROWS = [
