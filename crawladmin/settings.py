@@ -40,6 +40,8 @@ def _load() -> dict:
         "CRAWLER_NUM": env.integer("CRAWLER_NUM", None, minimum=0, maximum=10_000),
         "CRAWL_CONNECT_TIMEOUT": env.number("CRAWL_CONNECT_TIMEOUT", 15.0, minimum=0.01, maximum=600.0),
         "CRAWL_HEADER_TIMEOUT": env.number("CRAWL_HEADER_TIMEOUT", 10.0, minimum=0.01, maximum=600.0),
+        # Name lookups have their own deadline: getaddrinfo has none, and a silent resolver retries for minutes.
+        "CRAWL_DNS_TIMEOUT": env.number("CRAWL_DNS_TIMEOUT", 5.0, minimum=0.01, maximum=600.0),
         "CRAWL_BODY_TIMEOUT": env.number("CRAWL_BODY_TIMEOUT", 20.0, minimum=0.01, maximum=3600.0),
         "CRAWL_MAX_BODY_BYTES": env.integer("CRAWL_MAX_BODY_BYTES", 10 * 1024 * 1024, minimum=1024, maximum=1024**3),
         "CRAWL_MAX_REDIRECTS": env.integer("CRAWL_MAX_REDIRECTS", 5, minimum=0, maximum=100),

@@ -138,6 +138,7 @@ def _policy() -> FetchPolicy:
         body_timeout=settings.CRAWL_BODY_TIMEOUT,
         max_body_bytes=settings.CRAWL_MAX_BODY_BYTES,
         user_agent=settings.CRAWL_USER_AGENT,
+        dns_timeout=settings.CRAWL_DNS_TIMEOUT,
     )
 
 
