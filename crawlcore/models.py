@@ -45,6 +45,9 @@ class Server(models.Model):
     robots_txt = models.TextField(blank=True)
     robots_kind = models.CharField(max_length=20, blank=True)
     robots_fetched_at = models.DateTimeField(null=True, blank=True)
+    sitemaps_read_at = models.DateTimeField(
+        null=True, blank=True, help_text="Its sitemaps were last read (claimed) then; Sitemap rows tell what came of it"
+    )
     next_request_at = models.DateTimeField(
         null=True, blank=True, help_text="Politeness: the earliest start of the next request, cluster-wide"
     )
@@ -144,6 +147,12 @@ class Url(models.Model):
             # reconciler's look for expired leases, every 30 s, scans the table instead.
             # The active scan's staleness choice walks Visited URLs oldest check first.
             models.Index(fields=["last_checked_at"], name="url_visited_age_idx", condition=Q(state="visited")),
+            # The sitemap change signal: Visited URLs whose sitemap lastmod is newer than their last check.
+            models.Index(
+                fields=["sitemap_lastmod"],
+                name="url_sitemap_lastmod_idx",
+                condition=Q(state="visited", sitemap_lastmod__isnull=False),
+            ),
         ]
         constraints = [models.UniqueConstraint(fields=["url_hash"], name="url_hash_unique")]
 

@@ -27,6 +27,7 @@ from crawler.urlnorm import UrlError, canonicalize
 from .agent import AgentBatch, AgentOutcome, response_fields
 from .queue import enqueue_extract_on_commit
 from .servers import server_merge_if_alias
+from .sitemaps import sitemaps_read
 from .urls import Claimed, Move, new_url_from, urls_claim, urls_insert, urls_transition
 from .visit import Gate, ServerVisit
 
@@ -96,7 +97,23 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
 
     def work(self) -> None:
         super().work()
+        self.read_sitemaps()
         self.send_extract()
+
+    def read_sitemaps(self) -> None:
+        """The server's sitemaps, when due, after the batch's own URLs (the first batch of a server is its
+        seed): the URLs they add are loaded by the next batch, which redispatch_wanted() sends."""
+        if self.outcome.server_excluded or self.outcome.backed_off or self.visit.stopping():
+            return
+        rules = self.visit.robots()  # known by now: no request
+        if isinstance(rules, FetchResult):
+            return
+        parent = min(self.urls, key=lambda u: u.depth)
+        try:
+            sitemaps_read(visit=self.visit, rules=rules, parent=parent)
+        except POISON as exc:
+            # A value the database refused (the fetcher's cleaning missed it): the sitemaps wait their TTL.
+            log.warning("sitemaps of %s could not be stored: %s", self.visit.server.origin, exc)
 
     def finish(self) -> None:
         self.flush()  # what was fetched is kept, whatever stopped the batch
