@@ -89,9 +89,8 @@ def http_request_headers(head: str, url: str) -> StatusAndHeaders:
     first, headers = parse_head(head)
     if not first:
         first = f"GET {url} HTTP/1.1"  # stored before heads were kept
-    method, _, rest = first.partition(" ")
-    # warcio keeps a request line as protocol=<method>, statusline=<target> <version> (as it parses one).
-    return StatusAndHeaders(rest, headers, protocol=method, is_http_request=True)
+    # warcio splits a request line itself: protocol=<method>, statusline=<target> <version>.
+    return StatusAndHeaders(first, headers, is_http_request=True)
 
 
 class RecordMaker:
