@@ -4,8 +4,8 @@ SQLite), then exported with `manage.py export_warc`, and the file read back with
 from __future__ import annotations
 
 import base64
-import io
 import hashlib
+import io
 import sqlite3
 import subprocess
 import sys
@@ -63,7 +63,12 @@ def test_crawl_finds_the_orphans_listed_only_in_sitemaps(exported):
     states = dict(con.execute("SELECT url, state FROM crawladmin_url").fetchall())
     assert set(states) == set(site.expected_pages())
     assert set(states.values()) == {"visited"}
-    linked_to = {u for (u,) in con.execute("SELECT DISTINCT u.url FROM crawladmin_link l JOIN crawladmin_url u ON u.id = l.to_url_id")}
+    linked_to = {
+        u
+        for (u,) in con.execute(
+            "SELECT DISTINCT u.url FROM crawladmin_link l JOIN crawladmin_url u ON u.id = l.to_url_id"
+        )
+    }
     in_sitemap = {u for (u,) in con.execute("SELECT url FROM crawladmin_url WHERE in_sitemap")}
     orphans = {f"{site.origin}{p}" for p in site.orphan_paths()}
     assert in_sitemap == orphans and not orphans & linked_to
