@@ -114,3 +114,17 @@ def test_orphans_are_sitemap_urls_no_page_links_to():
         "http://a.example/self",
     ]
     assert urls_orphaned_count(server_id=server_id) == 2
+
+
+@pytest.mark.django_db
+def test_site_report_shows_the_orphans(client):
+    from django.contrib.auth.models import Group, User
+
+    ids = urls_insert(urls=[NewUrl(u, depth=0) for u in ("http://a.example/", "http://a.example/only-in-sitemap")]).ids
+    Url.objects.filter(id=ids["http://a.example/only-in-sitemap"]).update(in_sitemap=True, sitemap_changefreq="weekly")
+    user = User.objects.create_user("v", password="pw-not-secret")
+    user.groups.add(Group.objects.get(name="viewer"))
+    client.force_login(user)
+    server_id = Url.objects.get(id=ids["http://a.example/"]).server_id
+    page = client.get(f"/dashboard/dead-links/{server_id}/").content.decode()
+    assert "Orphan pages" in page and "http://a.example/only-in-sitemap" in page and "weekly" in page
