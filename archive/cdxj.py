@@ -8,9 +8,9 @@ bounded memory.
 from __future__ import annotations
 
 import heapq
-import ipaddress
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from datetime import datetime
@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 RUN_LINES = 50_000
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
 
 
 def surt(url: str) -> str:
@@ -28,10 +29,9 @@ def surt(url: str) -> str:
     path and query, all lower-cased: http://www.Example.com/A?b=1 -> com,example)/a?b=1."""
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
-    try:
-        ipaddress.ip_address(host)
-        key = host
-    except ValueError:
+    if ":" in host or _IPV4.fullmatch(host):
+        key = host  # an address is not reversed
+    else:
         labels = host.split(".")
         if labels and labels[0] == "www":
             labels = labels[1:]

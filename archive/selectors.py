@@ -54,9 +54,9 @@ class ExportScope:
 _COLUMNS = (
     "id", "url_id", "url__url", "checksum", "content_type", "peer_ip", "url__failure_kind", "fetched_at",
     "request_head", "response_head", "revisit_at", "revisit_request_head", "revisit_response_head", "size",
-    "duplicate_of__checksum", "duplicate_of__url__url", "duplicate_of__fetched_at",
-    "duplicate_of__url__server__host", "duplicate_of__url__server__group",
+    "duplicate_of_id",
 )  # fmt: skip
+_ORIGINAL = ("id", "checksum", "url__url", "fetched_at", "url__server__host", "url__server__group")
 
 
 def pages_export_count(*, scope: ExportScope) -> int:
@@ -73,7 +73,8 @@ def pages_export_chunks(*, scope: ExportScope, chunk: int = CHUNK) -> Iterator[l
         last = rows[-1][0]
         bodies = _bodies(rows)
         links = _outlinks([row[1] for row in rows])
-        yield [_capture(dict(zip(_COLUMNS, row, strict=True)), bodies, links, scope) for row in rows]
+        originals = _originals({row[-1] for row in rows if row[-1] is not None})
+        yield [_capture(dict(zip(_COLUMNS, row, strict=True)), bodies, links, originals, scope) for row in rows]
 
 
 def _bodies(rows: list[tuple]) -> dict[int, bytes]:
@@ -96,6 +97,18 @@ def _read_bodies(ids: list[int]) -> dict[int, bytes]:
     return {pk: zlib.decompress(bytes(z)) if z else b"" for pk, z in rows}
 
 
+def _originals(ids: set[int]) -> dict[int, dict]:
+    """The earlier pages the chunk's duplicates point at, by id: a query of their own, so the chunk's query
+    stays a walk of the page table by id (joined through the duplicate, PostgreSQL chose to hash the whole
+    table for every chunk)."""
+    if not ids:
+        return {}
+    return {
+        row[0]: dict(zip(_ORIGINAL, row, strict=True))
+        for row in Page.objects.filter(id__in=ids).values_list(*_ORIGINAL)
+    }
+
+
 def _outlinks(url_ids: list[int]) -> dict[int, list[str]]:
     out: dict[int, list[str]] = defaultdict(list)
     rows = Link.objects.filter(from_url_id__in=url_ids).order_by("from_url_id", "to_url_id")
@@ -104,21 +117,25 @@ def _outlinks(url_ids: list[int]) -> dict[int, list[str]]:
     return out
 
 
-def _capture(r: dict, bodies: dict[int, bytes], links: dict[int, list[str]], scope: ExportScope) -> Capture:
+def _capture(
+    r: dict, bodies: dict[int, bytes], links: dict[int, list[str]], originals: dict[int, dict], scope: ExportScope
+) -> Capture:
     duplicate_of = None
+    original = originals.get(r["duplicate_of_id"])
     # A revisit must point at a payload this export holds: the original's copy still has the same body and
     # falls within the export's scope (ids ascend, so it was written before this page).
     if (
-        r["duplicate_of__url__url"]
-        and r["duplicate_of__checksum"] == r["checksum"]
+        original is not None
         and r["checksum"]
+        and original["checksum"] == r["checksum"]
+        and original["id"] < r["id"]
         and scope.holds_fetch(
-            host=r["duplicate_of__url__server__host"],
-            group=r["duplicate_of__url__server__group"],
-            fetched_at=r["duplicate_of__fetched_at"],
+            host=original["url__server__host"],
+            group=original["url__server__group"],
+            fetched_at=original["fetched_at"],
         )
     ):
-        duplicate_of = (r["duplicate_of__url__url"], r["duplicate_of__fetched_at"])
+        duplicate_of = (original["url__url"], original["fetched_at"])
     revisit = None
     if r["revisit_at"] is not None:
         revisit = Exchange(r["revisit_at"], r["revisit_request_head"], r["revisit_response_head"])
