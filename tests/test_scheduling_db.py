@@ -5,6 +5,7 @@ and the beat jobs the migrations create."""
 from __future__ import annotations
 
 import importlib
+import json
 import random
 import statistics
 import zlib
@@ -253,7 +254,21 @@ def test_schedule_table_command_prints_the_table(settings, capsys):
     out = capsys.readouterr().out
     assert "hybrid" in out and "http://s1.example" in out
     call_command("schedule_table", "--json")
-    assert '"policy": "hybrid"' in capsys.readouterr().out
+    table = json.loads(capsys.readouterr().out)
+    assert list(table) == [str(h) for h in range(24)] and table["5"] == ["http://s1.example"]
+
+
+def test_schedule_table_json_names_live_servers_in_column_order(settings, capsys):
+    settings.CRAWL_SCHEDULER = "hybrid"
+    a = _server(1, [5.0] * 24)
+    b = _server(2, [9.0] * 3 + [2.0] + [9.0] * 20)
+    _server(3)  # no profile yet: after the others
+    call_command("schedule_table", "--json")
+    table = json.loads(capsys.readouterr().out)
+    assert table["3"] == [b.origin, a.origin, "http://s3.example"]
+    assert table["14"] == [a.origin, b.origin, "http://s3.example"]
+    call_command("schedule_table", "--json", "--policy", "random")
+    assert json.loads(capsys.readouterr().out)["3"] == [a.origin, b.origin, "http://s3.example"]
 
 
 # --------------------------------------------------------------------------------------------------
