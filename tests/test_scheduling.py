@@ -168,7 +168,7 @@ def _paper_hybrid(profiles: dict[str, list[float]]) -> dict[str, list[str]]:
         best[name] = b
     out = {}
     for h in range(24):
-        key = lambda n: (profiles[n][h], n)  # noqa: E731
+        key = lambda n, h=h: (profiles[n][h], n)  # noqa: E731
         first = sorted((n for n in profiles if best[n] == h), key=key)
         out[str(h)] = first + sorted((n for n in profiles if best[n] != h), key=key)
     return out
