@@ -70,11 +70,21 @@ def _load() -> dict:
         "CRAWL_REVISIT_AFTER": env.number("CRAWL_REVISIT_AFTER", 86400.0, minimum=0.0),
         "CRAWL_ACTIVE_SCAN_CAPACITY": env.integer("CRAWL_ACTIVE_SCAN_CAPACITY", 1000, minimum=1, maximum=1_000_000),
         "CRAWL_INACTIVE_SCAN_CAPACITY": env.integer("CRAWL_INACTIVE_SCAN_CAPACITY", 1000, minimum=1, maximum=1_000_000),
-        # Scheduling (issue 5). Server order each hour (seed 000); Hybrid-Sorting pauses an unfinished server
-        # at an hour boundary when one of the next CRAWL_PAUSE_LOOKAHEAD hours is CRAWL_PAUSE_MARGIN less loaded.
+        # Scheduling (issues 5, 22). Server order each hour (seed 000); Hybrid-Sorting pauses an unfinished
+        # server at an hour boundary when one of the next CRAWL_PAUSE_LOOKAHEAD hours is CRAWL_PAUSE_MARGIN less
+        # loaded (the paper: the hour after the coming one, no margin). Servers are handed out by capacity:
+        # CRAWL_LOAD_SLOTS robots (load slots, cluster-wide: the sum of the load workers' concurrency), and at
+        # most CRAWL_LOAD_PREFETCH servers queued beyond the free slots.
         "CRAWL_SCHEDULER": env.choice("CRAWL_SCHEDULER", "hybrid", ("random", "sorting", "hybrid")),
-        "CRAWL_PAUSE_LOOKAHEAD": env.integer("CRAWL_PAUSE_LOOKAHEAD", 3, minimum=0, maximum=23),
-        "CRAWL_PAUSE_MARGIN": env.number("CRAWL_PAUSE_MARGIN", 0.1, minimum=0.0, maximum=1.0),
+        "CRAWL_PAUSE_LOOKAHEAD": env.integer("CRAWL_PAUSE_LOOKAHEAD", 1, minimum=0, maximum=23),
+        "CRAWL_PAUSE_MARGIN": env.number("CRAWL_PAUSE_MARGIN", 0.0, minimum=0.0, maximum=1.0),
+        "CRAWL_LOAD_SLOTS": env.integer(
+            "CRAWL_LOAD_SLOTS",
+            env.integer("CRAWL_EMBEDDED_THREADS", 4, minimum=1, maximum=64),
+            minimum=1,
+            maximum=100_000,
+        ),
+        "CRAWL_LOAD_PREFETCH": env.integer("CRAWL_LOAD_PREFETCH", 1, minimum=0, maximum=10_000),
         # The active scan's staleness score (seed 004): s in periods of this many seconds (the active sweep's
         # interval), weighted by the horizon T - t in periods against the cost size (KB) x response time (s).
         "CRAWL_STALENESS_PERIOD": env.number("CRAWL_STALENESS_PERIOD", 60.0, minimum=1.0),

@@ -159,6 +159,7 @@ def test_dispatch_follows_sorting_and_random(settings, sent, policy, order):
 
 def test_unfinished_server_pauses_at_the_boundary_and_resumes_from_its_remaining_urls(settings, sent):
     settings.CRAWL_SCHEDULER, settings.CRAWL_PAUSE_LOOKAHEAD, settings.CRAWL_PAUSE_MARGIN = "hybrid", 3, 0.1
+    settings.CRAWL_LOAD_SLOTS = 2  # two robots, both kept busy: the paused server is not released
     boundary = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
     # Hour 10 is busy for `waits`, hour 12 quiet: it stops at 10:00 and goes on at 12:00.
     waits = _server(1, [5.0] * 10 + [9.0, 7.0, 1.0] + [5.0] * 11)
@@ -202,6 +203,7 @@ def test_unfinished_server_pauses_at_the_boundary_and_resumes_from_its_remaining
 
 def test_a_paused_server_is_released_rather_than_leave_the_workers_idle(settings, sent):
     settings.CRAWL_SCHEDULER, settings.CRAWL_PAUSE_LOOKAHEAD = "hybrid", 3
+    settings.CRAWL_LOAD_SLOTS, settings.CRAWL_LOAD_PREFETCH = 1, 1  # one robot
     boundary = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
     waits = _server(1, [5.0] * 10 + [9.0, 7.0, 1.0] + [5.0] * 11)
     busy = _server(2, [5.0] * 24)
@@ -220,6 +222,70 @@ def test_a_paused_server_is_released_rather_than_leave_the_workers_idle(settings
     # Released for this hour: the boundary step leaves it alone until the next hour.
     Server.objects.filter(id=waits.id).update(dispatched_at=None)
     assert dispatch_due(now=boundary + timedelta(seconds=20)) == 1
+
+
+def _working(server: Server, now: datetime) -> None:
+    """A load worker claimed the server (its dispatch is consumed) and holds a batch of its Init URLs."""
+    Server.objects.filter(id=server.id).update(dispatched_at=None)
+    lease = {"lease_owner": "w1", "lease_expires_at": now + timedelta(minutes=5)}
+    Url.objects.filter(server=server, state="init").update(**lease)
+
+
+def _done(server: Server) -> None:
+    Url.objects.filter(server=server).update(state="visited", lease_owner="", lease_expires_at=None)
+
+
+def test_servers_are_handed_out_by_capacity_in_column_order(settings, sent):
+    settings.CRAWL_SCHEDULER, settings.CRAWL_LOAD_SLOTS, settings.CRAWL_LOAD_PREFETCH = "sorting", 3, 1
+    servers = [_server(n, [float(n)] * 24) for n in range(1, 11)]  # sorting: 1, 2, … 10
+    for s in servers:
+        _due(s, 1, NOW)
+    assert dispatch_due(now=NOW) == 4  # three free robots and one prefetched
+    assert sent == [s.id for s in servers[:4]]
+    assert dispatch_due(now=NOW + timedelta(seconds=5)) == 0  # nothing more while they wait in the broker
+    for s in servers[:2]:
+        _working(s, NOW)
+    assert dispatch_due(now=NOW + timedelta(seconds=10)) == 0  # 2 busy + 2 queued: 3 slots + 1 prefetch used
+    for s in servers[:2]:
+        _done(s)
+    assert dispatch_due(now=NOW + timedelta(seconds=15)) == 2  # two robots free again: the next two
+    assert sent[4:] == [servers[4].id, servers[5].id]
+
+
+def test_the_wait_queue_is_rebuilt_from_the_new_column_at_the_hour_boundary(settings, sent):
+    from crawlcore.services.dispatch import hour_key, load_dispatch_current
+
+    settings.CRAWL_SCHEDULER, settings.CRAWL_LOAD_SLOTS, settings.CRAWL_LOAD_PREFETCH = "sorting", 1, 1
+    before = datetime(2024, 5, 1, 10, 59, 50, tzinfo=UTC)
+    a = _server(1, [1.0] * 11 + [9.0] * 13)  # first until 11:00, last after
+    b = _server(2, [5.0] * 24)
+    c = _server(3, [9.0] * 11 + [1.0] * 13)
+    for s in (a, b, c):
+        _due(s, 1, before)
+    assert dispatch_due(now=before) == 2 and sent == [a.id, b.id]  # one robot, one prefetched
+    after = before + timedelta(seconds=15)
+    sent.clear()
+    # 11:00:05: both 10 o'clock messages are still in the broker; the queue starts again from hour 11's column.
+    assert dispatch_due(now=after) == 2 and sent == [c.id, b.id]
+    assert not load_dispatch_current(server_id=a.id, hour=hour_key(before), now=after)  # dropped by the worker
+    assert load_dispatch_current(server_id=c.id, hour=hour_key(after), now=after)
+    assert load_dispatch_current(server_id=a.id, hour=None, now=after)  # a robot's continuation on its server
+
+
+def test_default_pause_rule_is_the_papers_next_hour_against_the_one_after(settings, sent):
+    settings.CRAWL_SCHEDULER, settings.CRAWL_LOAD_SLOTS = "hybrid", 1  # one robot: a paused server is not released
+    assert (settings.CRAWL_PAUSE_LOOKAHEAD, settings.CRAWL_PAUSE_MARGIN) == (1, 0.0)  # no environment: the paper's
+    boundary = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
+    slightly = _server(1, [5.0] * 10 + [9.0, 8.9] + [5.0] * 12)  # hour 11 a little better: the paper pauses
+    later = _server(2, [5.0] * 10 + [9.0, 9.5, 1.0] + [5.0] * 11)  # only hour 12 is better: beyond the look-ahead
+    for s in (slightly, later):
+        _crawled(s, boundary - timedelta(minutes=20))
+        _due(s, 1, boundary)
+    dispatch_due(now=boundary + timedelta(seconds=5))
+    slightly.refresh_from_db()
+    later.refresh_from_db()
+    assert slightly.paused_until == boundary + timedelta(hours=1)
+    assert later.paused_until == boundary  # decided: go on
 
 
 def test_sorting_never_pauses(settings, sent):

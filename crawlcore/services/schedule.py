@@ -128,11 +128,8 @@ def servers_pause(*, now: datetime) -> list[int]:
 
 
 def server_release_paused(*, now: datetime) -> int | None:
-    """When the load queue is empty (every dispatched server has been taken by a worker), release the
-    first paused server in policy order: its URLs come due now. Its id, or None."""
-    in_flight = now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER)
-    if Server.objects.filter(dispatched_at__gte=in_flight).exists():
-        return None
+    """Release the first paused server in policy order: its URLs come due now. Its id, or None. The
+    dispatcher calls it only when a load slot is free and no other server is waiting to be sent."""
     paused = dict(
         Server.objects.filter(paused_until__gt=now, enabled=True, excluded_reason="").values_list("id", "paused_until")
     )
