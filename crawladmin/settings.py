@@ -67,7 +67,7 @@ def _load() -> dict:
         "CRAWL_EMBEDDED_THREADS": env.integer("CRAWL_EMBEDDED_THREADS", 4, minimum=1, maximum=64),
         # The scans (issue 3): a Visited URL is re-checked when its last check is this old (seconds);
         # each sweep sends at most this many URLs to the active / inactive scan workers.
-        "CRAWL_REVISIT_AFTER": env.number("CRAWL_REVISIT_AFTER", 86400.0, minimum=0.0),
+        "CRAWL_REVISIT_AFTER": env.number("CRAWL_REVISIT_AFTER", 3600.0, minimum=0.0),
         "CRAWL_ACTIVE_SCAN_CAPACITY": env.integer("CRAWL_ACTIVE_SCAN_CAPACITY", 1000, minimum=1, maximum=1_000_000),
         "CRAWL_INACTIVE_SCAN_CAPACITY": env.integer("CRAWL_INACTIVE_SCAN_CAPACITY", 1000, minimum=1, maximum=1_000_000),
         # Scheduling (issues 5, 22). Server order each hour (seed 000); Hybrid-Sorting pauses an unfinished
@@ -85,10 +85,17 @@ def _load() -> dict:
             maximum=100_000,
         ),
         "CRAWL_LOAD_PREFETCH": env.integer("CRAWL_LOAD_PREFETCH", 1, minimum=0, maximum=10_000),
-        # The active scan's staleness score (seed 004): s in periods of this many seconds (the active sweep's
-        # interval), weighted by the horizon T - t in periods against the cost size (KB) x response time (s).
+        # The active scan's staleness score (seed 004, issue 22): s in periods of this many seconds (the active
+        # sweep's interval), weighted by T - t, the periods left in the recrawl cycle, against the cost: the
+        # page's bytes over its server's throughput in this hour (seconds), seen over CRAWL_THROUGHPUT_DAYS.
+        # CRAWL_RECRAWL_POLICY: staleness (the paper) or a comparison policy (round-robin, change-frequency,
+        # importance). CRAWL_ACTIVE_SCAN_CAPACITY caps m, which is measured.
         "CRAWL_STALENESS_PERIOD": env.number("CRAWL_STALENESS_PERIOD", 60.0, minimum=1.0),
-        "CRAWL_STALENESS_HORIZON": env.number("CRAWL_STALENESS_HORIZON", 60.0, minimum=0.0),
+        "CRAWL_RECRAWL_CYCLE": env.number("CRAWL_RECRAWL_CYCLE", 86400.0, minimum=1.0),
+        "CRAWL_THROUGHPUT_DAYS": env.number("CRAWL_THROUGHPUT_DAYS", 7.0, minimum=0.01),
+        "CRAWL_RECRAWL_POLICY": env.choice(
+            "CRAWL_RECRAWL_POLICY", "staleness", ("staleness", "round-robin", "change-frequency", "importance")
+        ),
         # HTTP-status monitoring (monitoring app, issue 4); checks use the CRAWL_* timeouts and user agent.
         "MONITOR_INTERVAL": env.number("MONITOR_INTERVAL", 300.0, minimum=1.0),
         "MONITOR_DELAY_THRESHOLD": env.number("MONITOR_DELAY_THRESHOLD", 3.0, minimum=0.0),

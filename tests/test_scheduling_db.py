@@ -28,7 +28,7 @@ from scheduling.staleness import Candidate, prune_age, top_m
 
 pytestmark = pytest.mark.django_db
 
-PERIOD, HORIZON = 60.0, 30.0
+PERIOD, HORIZON = 60.0, 30
 NOW = datetime(2024, 5, 1, 14, 30, tzinfo=UTC)  # hour 14 (TIME_ZONE is UTC)
 
 
@@ -47,39 +47,57 @@ def _url(server: Server, n: int, **fields) -> Url:
 # Seed 004: the database's top m equals the pure reference
 
 
+def _get(server: Server, at: datetime, nbytes: int, ms: float) -> None:
+    StatusCheck.objects.create(
+        server=server,
+        requested_url=f"{server.origin}/x",
+        checked_at=at,
+        category="normal",
+        latency_ms=ms,
+        bytes=nbytes,
+        agent="load",
+    )
+
+
 @pytest.mark.parametrize("cheap", [False, True], ids=["costly", "cheap"])
 @pytest.mark.parametrize("seed", range(4))
 def test_staleness_top_m_in_the_database_equals_brute_force(settings, monkeypatch, seed, cheap):
     """`cheap`: costs well below the horizon's weight, so the age bound prunes (and must lose nothing)."""
-    settings.CRAWL_STALENESS_PERIOD, settings.CRAWL_STALENESS_HORIZON = PERIOD, HORIZON
-    settings.CRAWL_REVISIT_AFTER = 0
+    # A one-hour cycle of 60 one-minute periods; 14:30 is period 30 of it: T - t = 30.
+    settings.CRAWL_STALENESS_PERIOD, settings.CRAWL_RECRAWL_CYCLE = PERIOD, 3600.0
+    settings.CRAWL_REVISIT_AFTER, settings.CRAWL_RECRAWL_POLICY = 0, "staleness"
     bounds: list[int | None] = []
     monkeypatch.setattr(selection, "prune_age", lambda *a, **kw: bounds.append(prune_age(*a, **kw)) or bounds[-1])
     rng = random.Random(seed)
-    top_ms = 200 if cheap else 3000
-    servers = []
-    for i in range(5):
-        profile = [rng.choice([None, rng.uniform(50, top_ms)]) for _ in range(24)] if i < 4 else None
-        servers.append(_server(i, profile))
-    at_14 = [p[14] for p in Server.objects.values_list("load_profile", flat=True) if p and p[14] is not None]
-    expected_default = statistics.median(at_14) / 1000 if at_14 else 1.0
+    servers = [_server(i) for i in range(5)]
+    rate = {}  # bytes per second each server is expected to count with
+    for i, server in enumerate(servers[:4]):
+        if i < 3:  # seen in hour 14 (two GETs on different days): bytes over seconds of both
+            b1, b2, ms1, ms2 = rng.randrange(1000, 90_000), rng.randrange(1000, 90_000), rng.uniform(5, 900), 50.0
+            _get(server, NOW - timedelta(days=1, minutes=20), b1, ms1)
+            _get(server, NOW - timedelta(days=2), b2, ms2)
+            rate[server.id] = (b1 + b2) * 1000 / (ms1 + ms2)
+        else:  # seen only at 9 and 10 o'clock: the mean of those hours
+            _get(server, NOW - timedelta(hours=5), 50_000, 100.0)
+            _get(server, NOW - timedelta(hours=4), 50_000, 500.0)
+            rate[server.id] = (500_000 + 100_000) / 2
+    _get(servers[0], NOW - timedelta(days=30), 1, 1000.0)  # older than CRAWL_THROUGHPUT_DAYS: ignored
+    default = statistics.median([rate[s.id] for s in servers[:3]])
+    rate[servers[4].id] = default  # never seen: the median of the servers seen in this hour
     cands = []
     for n in range(rng.randrange(20, 80)):
         server = rng.choice(servers)
         periods = rng.randrange(0, 40)
         # Half a period off the boundary: the SQLite clock arithmetic is exact to well under a second.
         checked = NOW - timedelta(seconds=(periods + 0.5) * PERIOD)
-        length = rng.choice([None, 1024, 4096, rng.randrange(0, 20_000 if cheap else 500_000)])
+        length = rng.choice([None, 1024, 4096, rng.randrange(0, 20_000 if cheap else 5_000_000)])
         url = _url(server, n, state="visited", last_checked_at=checked, content_length=length)
         size = None
         if rng.random() < 0.5:
-            size = rng.choice([0, 2048, rng.randrange(1, 20_000 if cheap else 300_000)])
+            size = rng.choice([0, 2048, rng.randrange(1, 20_000 if cheap else 3_000_000)])
             Page.objects.create(url=url, body_z=zlib.compress(b""), size=size, checksum="x", fetched_at=checked)
-        profile = Server.objects.filter(id=server.id).values_list("load_profile", flat=True).first()
-        ms = profile[14] if profile else None
-        response = ms / 1000 if ms is not None else expected_default
-        kb = (size if size is not None else length if length is not None else 16 * 1024) / 1024
-        cands.append(Candidate(url.id, periods, kb, response))
+        nbytes = size if size is not None else length if length is not None else 16 * 1024
+        cands.append(Candidate(url.id, periods, nbytes, 1.0 / rate[server.id]))
     # Rows the sweep must never pick: not Visited, leased, set aside, or on a disabled server.
     _url(servers[0], 900, state="init", last_checked_at=NOW - timedelta(days=9))
     _url(
@@ -93,10 +111,59 @@ def test_staleness_top_m_in_the_database_equals_brute_force(settings, monkeypatc
     _url(servers[0], 902, state="visited", last_checked_at=NOW - timedelta(days=9), exclusion_reason="robots.txt")
     off = _server(99, enabled=False)
     _url(off, 903, state="visited", last_checked_at=NOW - timedelta(days=9))
+    assert selection.horizon_remaining(now=NOW) == HORIZON
     for m in (1, 3, len(cands) // 2, len(cands), len(cands) + 5):
         assert active_candidates(now=NOW, limit=m) == top_m(cands, m, remaining=HORIZON), m
     if cheap:
         assert any(bounds), "the age bound never pruned: the test does not cover it"
+
+
+def test_horizon_is_what_is_left_of_the_recrawl_cycle(settings):
+    settings.CRAWL_STALENESS_PERIOD, settings.CRAWL_RECRAWL_CYCLE = 60.0, 86400.0
+    midnight = datetime(2024, 5, 1, tzinfo=UTC)
+    assert selection.horizon_remaining(now=midnight) == 1440  # T: the whole day ahead
+    assert selection.horizon_remaining(now=NOW) == 1440 - 870  # 14:30 is period 870
+    assert selection.horizon_remaining(now=midnight - timedelta(seconds=1)) == 1  # the cycle's last period
+
+
+def test_active_scan_capacity_is_measured_per_period(settings):
+    settings.CRAWL_STALENESS_PERIOD, settings.CRAWL_ACTIVE_SCAN_CAPACITY = 60.0, 100
+    server = _server(1)
+    assert selection.active_scan_room(now=NOW) == 100  # nothing measured yet: the cap
+    for n in range(7):  # confirmed within the last period
+        _url(server, n, state="visited", last_checked_at=NOW - timedelta(seconds=10 + n))
+    assert selection.active_scan_room(now=NOW) == 14  # nothing left over: they had room, m doubles
+    lease = {"lease_owner": "sweep:active_scan:x", "lease_expires_at": NOW + timedelta(minutes=5)}
+    for n in range(10, 13):  # three still out: the workers were saturated, m = 7, 3 of it still out
+        _url(server, n, state="visited", last_checked_at=NOW - timedelta(hours=3), **lease)
+    assert selection.active_scan_room(now=NOW) == 4
+
+
+@pytest.mark.parametrize(
+    ("policy", "first"),
+    [("round-robin", "oldest"), ("change-frequency", "changing"), ("importance", "linked"), ("staleness", "small")],
+)
+def test_comparison_policies_rank_by_their_own_measure(settings, policy, first):
+    from crawlcore.models import Link, UrlEvent
+
+    settings.CRAWL_STALENESS_PERIOD, settings.CRAWL_RECRAWL_CYCLE = PERIOD, 3600.0
+    settings.CRAWL_REVISIT_AFTER, settings.CRAWL_RECRAWL_POLICY = 0, policy
+    server = _server(1)
+    _get(server, NOW - timedelta(days=1), 1000, 1000.0)  # 1 KB/s: a 1 MB page costs 1000 s
+    age = {"oldest": 11, "changing": 10, "linked": 10, "small": 10}
+    urls = {}
+    for n, name in enumerate(age):
+        checked = NOW - timedelta(seconds=(age[name] + 0.5) * PERIOD)
+        urls[name] = _url(server, n, state="visited", last_checked_at=checked)
+        size = 1000 if name == "small" else 1_000_000
+        Page.objects.create(url=urls[name], body_z=b"", size=size, checksum="x", fetched_at=NOW)
+    for _ in range(5):
+        changed = {"from_state": "visited", "to_state": "init", "agent": "active_scan", "at": NOW}
+        UrlEvent.objects.create(url=urls["changing"], **changed)
+    for n in range(5):
+        Link.objects.create(from_url=_url(server, 100 + n, state="visited"), to_url=urls["linked"])
+    Url.objects.update(created_at=NOW - timedelta(days=1))  # first seen a day before
+    assert active_candidates(now=NOW, limit=1) == [urls[first].id]
 
 
 def test_revisit_after_is_still_the_floor(settings):
