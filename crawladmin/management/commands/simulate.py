@@ -29,7 +29,9 @@ class Command(BaseCommand):
         parser.add_argument("--plot", metavar="PNG", help="write a figure (matplotlib, Agg)")
         parser.add_argument("--servers", type=int, help="hybrid: servers (100)")
         parser.add_argument("--robots", type=int, help="hybrid: robots (4)")
-        parser.add_argument("--pause-lookahead", type=int, help="hybrid: hours looked ahead by the pause rule (1: the paper's)")
+        parser.add_argument(
+            "--pause-lookahead", type=int, help="hybrid: hours looked ahead by the pause rule (1: the paper's)"
+        )
         parser.add_argument("--pages", type=int, help="staleness: pages (4500)")
         parser.add_argument("--threads", type=int, help="staleness: fetch threads m (4)")
 
