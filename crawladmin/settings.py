@@ -94,7 +94,9 @@ def _load() -> dict:
         "CRAWL_RECRAWL_CYCLE": env.number("CRAWL_RECRAWL_CYCLE", 86400.0, minimum=1.0),
         "CRAWL_THROUGHPUT_DAYS": env.number("CRAWL_THROUGHPUT_DAYS", 7.0, minimum=0.01),
         "CRAWL_RECRAWL_POLICY": env.choice(
-            "CRAWL_RECRAWL_POLICY", "staleness", ("staleness", "round-robin", "change-frequency", "importance")
+            "CRAWL_RECRAWL_POLICY",
+            "staleness",
+            ("staleness", "staleness-plain", "round-robin", "change-frequency", "importance"),
         ),
         # HTTP-status monitoring (monitoring app, issue 4); checks use the CRAWL_* timeouts and user agent.
         "MONITOR_INTERVAL": env.number("MONITOR_INTERVAL", 300.0, minimum=1.0),

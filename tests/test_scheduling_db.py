@@ -475,3 +475,45 @@ def test_an_operators_edit_survives_a_second_migrate():
     job.refresh_from_db()
     assert (job.interval.every, job.enabled) == (30, False)
     assert PeriodicTask.objects.count() == before
+
+
+def test_http_date_age_in_the_database(settings):
+    from email.utils import formatdate
+
+    from crawlcore.db.functions import HttpDateAgeSeconds
+
+    server = _server(1)
+    cases = {
+        formatdate((NOW - timedelta(hours=3, seconds=7)).timestamp(), usegmt=True): 3 * 3600 + 7,
+        "Thu, 29 Feb 2024 23:59:59 GMT": (NOW - datetime(2024, 2, 29, 23, 59, 59, tzinfo=UTC)).total_seconds(),
+        "Fri, 31 Feb 2024 00:00:00 GMT": (NOW - datetime(2024, 3, 2, tzinfo=UTC)).total_seconds(),  # rolls over
+        "": None,
+        "yesterday": None,
+        "Thu, 29 Foo 2024 23:59:59 GMT": None,
+        "Thursday, 29-Feb-24 23:59:59 GMT": None,  # the obsolete RFC 850 form: no signal
+    }
+    for n, text in enumerate(cases):
+        _url(server, n, last_modified=text)
+    got = dict(
+        Url.objects.annotate(age=HttpDateAgeSeconds(NOW, "last_modified")).values_list("last_modified", "age")
+    )
+    for text, expected in cases.items():
+        assert got[text] == (None if expected is None else pytest.approx(expected, abs=0.01)), text
+
+
+def test_last_modified_moves_a_rarely_changing_page_back(settings):
+    from email.utils import formatdate
+
+    settings.CRAWL_STALENESS_PERIOD, settings.CRAWL_RECRAWL_CYCLE = PERIOD, 86400.0
+    settings.CRAWL_REVISIT_AFTER, settings.CRAWL_RECRAWL_POLICY = 0, "staleness"
+    server = _server(1)
+    checked = NOW - timedelta(minutes=20)
+    lm = lambda age: formatdate((checked - age).timestamp(), usegmt=True)  # noqa: E731
+    # Both checked 20 min ago. `steady` had not changed for 6 hours then: taken as fresh for about that long.
+    # `busy` had changed a minute before: stale soon after. `unknown` sends no Last-Modified: the paper's s.
+    steady = _url(server, 1, state="visited", last_checked_at=checked, last_modified=lm(timedelta(hours=6)))
+    busy = _url(server, 2, state="visited", last_checked_at=checked, last_modified=lm(timedelta(minutes=1)))
+    unknown = _url(server, 3, state="visited", last_checked_at=checked - timedelta(minutes=2), last_modified="junk")
+    assert active_candidates(now=NOW, limit=3) == [unknown.id, busy.id, steady.id]
+    settings.CRAWL_RECRAWL_POLICY = "staleness-plain"  # without the signal: the oldest check first, then by id
+    assert active_candidates(now=NOW, limit=3) == [unknown.id, steady.id, busy.id]

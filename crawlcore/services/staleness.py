@@ -20,16 +20,23 @@ Units: s in periods, the cost in seconds, as the paper mixes them; a second of a
 one period of staleness at the end of the cycle and 1/T of one at its start.
 
 A change signal fits the framework through s_j, not beside it. The derivation (eq. 1–9) only needs s_j
-to be 0 after a fetch and to grow by one per period without one; it scores the expected staleness of
-the stored copy. When the copy is *known* stale — a recheck whose Last-Modified, ETag or length differ,
-or (from the sitemap issue) a `lastmod` later than our fetch — the URL goes back to Init and the load
-agent fetches it at once: its staleness is certain, no score is needed. When a page is known unchanged
-(a 304 or equal validators), s_j restarts from 0, as a fetch would. That is what the scans do today; a
-sitemap `lastmod` would set s_j to the periods since that `lastmod` (staleness counted from the change,
-not from our fetch), which only makes the score more exact.
+to be 0 after a fetch and to grow by one per period without one: it counts the periods the stored copy
+has been stale, and "periods since the last fetch" is the paper's estimate of that. We count from a
+better estimate where the server tells us one:
+
+* Last-Modified (every fetch and recheck stores it): the version we hold had been live for
+  a = last check − Last-Modified when we last looked; a page that had not changed for a while is taken
+  to stay unchanged about as long again, so s_j counts from last check + a (a capped at one recrawl
+  cycle), and a page without the header counts from the last check, as in the paper;
+* a change known for certain — a recheck whose Last-Modified, ETag or length differ, or (from the
+  sitemap issue) a `lastmod` later than our fetch — sends the URL back to Init, and the load agent
+  fetches it at once: no score is needed; a sitemap `lastmod` older than our fetch would enter like
+  Last-Modified.
+
+CRAWL_RECRAWL_POLICY=staleness-plain scores without the signal (s from the last check only).
 
 For comparison (bench/staleness_live.py) the sweep can also rank by the paper's two baselines and by
-round robin (CRAWL_RECRAWL_POLICY): change-frequency (Tan et al. 2010: λ_j·s_j, λ_j the changes the
+round robin: change-frequency (Tan et al. 2010: λ_j·s_j, λ_j the changes the
 active scan found per period since the URL was first seen), importance (Khan et al. 2013: w_j·s_j, w_j
 one plus the links to the URL) and plain oldest first, ignoring cost.
 
@@ -47,15 +54,15 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Case, Count, F, FloatField, OuterRef, QuerySet, Subquery, Sum, Value, When
-from django.db.models.functions import Coalesce, ExtractHour, Floor
+from django.db.models.functions import Coalesce, ExtractHour, Floor, Greatest, Least
 from django.utils import timezone
 
-from crawlcore.db.functions import AgeSeconds
+from crawlcore.db.functions import AgeSeconds, HttpDateAgeSeconds
 from crawlcore.models import Link, StatusCheck, Url, UrlEvent
 from crawler.lifecycle import Agent, State
 from scheduling.staleness import prune_age
 
-RECRAWL_POLICIES = ("staleness", "round-robin", "change-frequency", "importance")
+RECRAWL_POLICIES = ("staleness", "staleness-plain", "round-robin", "change-frequency", "importance")
 DEFAULT_BYTES = 16 * 1024  # a page whose size was never seen: a typical HTML page
 DEFAULT_THROUGHPUT = 100_000.0  # bytes per second, when no server has been seen in this hour
 SAMPLE = 4  # the bound comes from the best m of the 4m oldest: one large page among them cannot spoil it
@@ -104,14 +111,24 @@ def _cost_seconds(*, now: datetime):
     return size / throughput
 
 
-def _periods(now: datetime):
-    return Floor(AgeSeconds(now, "last_checked_at") / Value(float(settings.CRAWL_STALENESS_PERIOD)))
+def _periods(now: datetime, *, signal: bool = False):
+    """s_j(t) in whole periods: since the last check, or with `signal` since the copy is estimated stale."""
+    age = AgeSeconds(now, "last_checked_at")
+    if signal:
+        # How long the version we hold had been live when we last looked (Last-Modified to last check),
+        # capped at one recrawl cycle so that no page waits more than a cycle before it competes.
+        held = Coalesce(HttpDateAgeSeconds(now, "last_modified") - age, Value(0.0), output_field=FloatField())
+        unchanged_for = Least(Greatest(held, Value(0.0)), Value(float(settings.CRAWL_RECRAWL_CYCLE)))
+        age = Greatest(age - unchanged_for, Value(0.0))
+    return Floor(age / Value(float(settings.CRAWL_STALENESS_PERIOD)))
 
 
-def staleness_scored(qs: QuerySet, *, now: datetime) -> QuerySet:
-    """`qs` (Url rows) annotated with `staleness_score`, the seed 004 score of this period."""
+def staleness_scored(qs: QuerySet, *, now: datetime, signal: bool = True) -> QuerySet:
+    """`qs` (Url rows) annotated with `staleness_score`, the seed 004 score of this period; `signal`: count s
+    from the estimated change where Last-Modified tells (the default), else from the last check."""
     remaining = float(horizon_remaining(now=now))
-    return qs.annotate(staleness_score=Value(remaining) * _periods(now) - _cost_seconds(now=now))
+    periods = _periods(now, signal=signal)
+    return qs.annotate(staleness_score=Value(remaining) * periods - _cost_seconds(now=now))
 
 
 def baseline_scored(qs: QuerySet, *, now: datetime, policy: str) -> QuerySet:
@@ -142,11 +159,13 @@ def staleness_top(qs: QuerySet, *, now: datetime, limit: int, policy: str = "sta
     """Ids of the `limit` URLs of `qs` with the highest score, best first (ties: smaller id)."""
     if limit <= 0:
         return []
-    if policy != "staleness":
+    if policy not in ("staleness", "staleness-plain"):
         scored = baseline_scored(qs, now=now, policy=policy)
         return list(scored.order_by(F("staleness_score").desc(), "id").values_list("id", flat=True)[:limit])
     remaining = horizon_remaining(now=now)
-    scored = staleness_scored(qs, now=now)
+    # Pruning stays exact with the signal: s counted from the estimated change is never more than s
+    # counted from the last check, so (T − t)·(periods since the last check) still bounds the score.
+    scored = staleness_scored(qs, now=now, signal=policy == "staleness")
     sample = scored.order_by("last_checked_at", "id").values_list("staleness_score", flat=True)[: SAMPLE * limit]
     scores = sorted(sample, reverse=True)
     if len(scores) >= limit:
