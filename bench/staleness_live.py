@@ -5,11 +5,11 @@
 Prints figures; asserts nothing (DESIGN.md §11). One run: five crawlers side by side, one per recrawl
 policy (CRAWL_RECRAWL_POLICY) — ours (the paper's score with s counted from the Last-Modified estimate,
 crawlcore.services.staleness), the same score with the paper's plain s, oldest-first round robin, and the
-paper's two baselines, change frequency (Tan et al. 2010) and importance (Khan et al. 2013) — each the real embedded stack — SQLite, the in-process broker and worker
-threads running the load, extract and scan agents, the dispatcher and the active sweep — against its
-own copy of the same changing web (testweb/changing.py: the same pages, sizes, server speeds and change
-schedule, from the same clock origin). Each crawler first loads every page (the warm-up), then all four
-start the same recrawl cycle at the same second: CRAWL_RECRAWL_CYCLE = periods × period, so T − t runs
+paper's two baselines, change frequency (Tan et al. 2010) and importance (Khan et al. 2013). Each is
+the real embedded stack (SQLite, the in-process broker and worker threads running the load, extract
+and scan agents, the dispatcher and the active sweep) against its own copy of the same changing web
+(testweb/changing.py: the same pages, sizes, server speeds and change schedule, from the same clock
+origin). Each crawler first loads every page (the warm-up), then all of them start the same recrawl cycle at the same second: CRAWL_RECRAWL_CYCLE = periods × period, so T − t runs
 from T down to 1 as in the paper, and the active sweep runs at the start of every period. Every crawler
 has the same capacity: the same worker threads, the same per-server politeness, the same cap on m.
 
