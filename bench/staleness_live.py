@@ -10,8 +10,9 @@ the real embedded stack (SQLite, the in-process broker and worker threads runnin
 and scan agents, the dispatcher and the active sweep) against its own copy of the same changing web
 (testweb/changing.py: the same pages, sizes, server speeds and change schedule, from the same clock
 origin). Each crawler first loads every page (the warm-up), then all of them start the same recrawl
-cycle at the same second: CRAWL_RECRAWL_CYCLE = periods × period, so T − t runs from T down to 1 as in the paper, and the active sweep runs at the start of every period. Every crawler
-has the same capacity: the same worker threads, the same per-server politeness, the same cap on m.
+cycle at the same second: CRAWL_RECRAWL_CYCLE = periods × period, so T − t runs from T down to 1 as
+in the paper, and the active sweep runs at the start of every period. Every crawler has the same
+capacity: the same worker threads, the same per-server politeness, the same cap on m.
 
 Staleness is measured from the web's own change log, not from the crawler's view: every half second,
 for every page, if the stored copy (its body's sha1) is no longer the live version, the page has been
