@@ -65,7 +65,7 @@ def test_staleness_top_m_in_the_database_equals_brute_force(settings, monkeypatc
     """`cheap`: costs well below the horizon's weight, so the age bound prunes (and must lose nothing)."""
     # A one-hour cycle of 60 one-minute periods; 14:30 is period 30 of it: T - t = 30.
     settings.CRAWL_STALENESS_PERIOD, settings.CRAWL_RECRAWL_CYCLE = PERIOD, 3600.0
-    settings.CRAWL_REVISIT_AFTER, settings.CRAWL_RECRAWL_POLICY = 0, "staleness"
+    settings.CRAWL_REVISIT_AFTER, settings.CRAWL_RECRAWL_POLICY = 0, "staleness-plain"
     bounds: list[int | None] = []
     monkeypatch.setattr(selection, "prune_age", lambda *a, **kw: bounds.append(prune_age(*a, **kw)) or bounds[-1])
     rng = random.Random(seed)
@@ -141,7 +141,12 @@ def test_active_scan_capacity_is_measured_per_period(settings):
 
 @pytest.mark.parametrize(
     ("policy", "first"),
-    [("round-robin", "oldest"), ("change-frequency", "changing"), ("importance", "linked"), ("staleness", "small")],
+    [
+        ("round-robin", "oldest"),
+        ("change-frequency", "changing"),
+        ("importance", "linked"),
+        ("staleness-plain", "small"),
+    ],
 )
 def test_comparison_policies_rank_by_their_own_measure(settings, policy, first):
     from crawlcore.models import Link, UrlEvent
@@ -477,43 +482,30 @@ def test_an_operators_edit_survives_a_second_migrate():
     assert PeriodicTask.objects.count() == before
 
 
-def test_http_date_age_in_the_database(settings):
-    from email.utils import formatdate
+def test_changes_found_make_a_page_count_as_staler(settings):
+    import math
 
-    from crawlcore.db.functions import HttpDateAgeSeconds
+    from crawlcore.models import UrlEvent
 
-    server = _server(1)
-    cases = {
-        formatdate((NOW - timedelta(hours=3, seconds=7)).timestamp(), usegmt=True): 3 * 3600 + 7,
-        "Thu, 29 Feb 2024 23:59:59 GMT": (NOW - datetime(2024, 2, 29, 23, 59, 59, tzinfo=UTC)).total_seconds(),
-        "Fri, 31 Feb 2024 00:00:00 GMT": (NOW - datetime(2024, 3, 2, tzinfo=UTC)).total_seconds(),  # rolls over
-        "": None,
-        "yesterday": None,
-        "Thu, 29 Foo 2024 23:59:59 GMT": None,
-        "Thursday, 29-Feb-24 23:59:59 GMT": None,  # the obsolete RFC 850 form: no signal
-    }
-    for n, text in enumerate(cases):
-        _url(server, n, last_modified=text)
-    got = dict(
-        Url.objects.annotate(age=HttpDateAgeSeconds(NOW, "last_modified")).values_list("last_modified", "age")
-    )
-    for text, expected in cases.items():
-        assert got[text] == (None if expected is None else pytest.approx(expected, abs=0.01)), text
-
-
-def test_last_modified_moves_a_rarely_changing_page_back(settings):
-    from email.utils import formatdate
-
-    settings.CRAWL_STALENESS_PERIOD, settings.CRAWL_RECRAWL_CYCLE = PERIOD, 86400.0
+    settings.CRAWL_STALENESS_PERIOD, settings.CRAWL_RECRAWL_CYCLE = PERIOD, 3600.0
     settings.CRAWL_REVISIT_AFTER, settings.CRAWL_RECRAWL_POLICY = 0, "staleness"
     server = _server(1)
-    checked = NOW - timedelta(minutes=20)
-    lm = lambda age: formatdate((checked - age).timestamp(), usegmt=True)  # noqa: E731
-    # Both checked 20 min ago. `steady` had not changed for 6 hours then: taken as fresh for about that long.
-    # `busy` had changed a minute before: stale soon after. `unknown` sends no Last-Modified: the paper's s.
-    steady = _url(server, 1, state="visited", last_checked_at=checked, last_modified=lm(timedelta(hours=6)))
-    busy = _url(server, 2, state="visited", last_checked_at=checked, last_modified=lm(timedelta(minutes=1)))
-    unknown = _url(server, 3, state="visited", last_checked_at=checked - timedelta(minutes=2), last_modified="junk")
-    assert active_candidates(now=NOW, limit=3) == [unknown.id, busy.id, steady.id]
-    settings.CRAWL_RECRAWL_POLICY = "staleness-plain"  # without the signal: the oldest check first, then by id
-    assert active_candidates(now=NOW, limit=3) == [unknown.id, steady.id, busy.id]
+    rng = random.Random(5)
+    urls, expected = [], {}
+    for n in range(30):
+        tau = rng.uniform(60, 7200)
+        url = _url(server, n, state="visited", last_checked_at=NOW - timedelta(seconds=tau))
+        changes = rng.choice([0, 0, 1, 3, 8])
+        for _ in range(changes):
+            UrlEvent.objects.create(url=url, from_state="visited", to_state="init", agent="active_scan", at=NOW)
+        rate = (changes + 1) / (86400 + 3600)  # first seen a day ago, plus the prior of one cycle
+        stale = tau - (1 - math.exp(-rate * tau)) / rate
+        expected[url.id] = HORIZON * stale / PERIOD - 16 * 1024 / 100_000  # no throughput seen: 100 KB/s
+        urls.append(url)
+    Url.objects.update(created_at=NOW - timedelta(days=1))
+    best = sorted(expected, key=lambda i: (-expected[i], i))
+    assert active_candidates(now=NOW, limit=10) == best[:10]
+    # Without the signal: whole periods since the check, ties by id.
+    settings.CRAWL_RECRAWL_POLICY = "staleness-plain"
+    periods = {u.id: int((NOW - u.last_checked_at).total_seconds() // PERIOD) for u in urls}
+    assert active_candidates(now=NOW, limit=30) == sorted(periods, key=lambda i: (-periods[i], i))

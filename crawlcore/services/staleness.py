@@ -20,20 +20,22 @@ Units: s in periods, the cost in seconds, as the paper mixes them; a second of a
 one period of staleness at the end of the cycle and 1/T of one at its start.
 
 A change signal fits the framework through s_j, not beside it. The derivation (eq. 1–9) only needs s_j
-to be 0 after a fetch and to grow by one per period without one: it counts the periods the stored copy
-has been stale, and "periods since the last fetch" is the paper's estimate of that. We count from a
-better estimate where the server tells us one:
+to be 0 after a fetch and to grow by at most one per period without one: it is the staleness of the
+stored copy, and "periods since the last fetch" is the paper's stand-in for it, exact only when every
+page changes every period. With a change signal we use the expected staleness instead:
 
-* Last-Modified (every fetch and recheck stores it): the version we hold had been live for
-  a = last check − Last-Modified when we last looked; a page that had not changed for a while is taken
-  to stay unchanged about as long again, so s_j counts from last check + a (a capped at one recrawl
-  cycle), and a page without the header counts from the last check, as in the paper;
-* a change known for certain — a recheck whose Last-Modified, ETag or length differ, or (from the
-  sitemap issue) a `lastmod` later than our fetch — sends the URL back to Init, and the load agent
-  fetches it at once: no score is needed; a sitemap `lastmod` older than our fetch would enter like
-  Last-Modified.
+* the changes the active scan has found on the page (its Last-Modified, ETag or length differed) give
+  its change rate λ_j, and s_j(t) = τ − (1 − e^(−λ_j·τ))/λ_j in periods, τ the time since the last
+  check (`_expected_stale_periods`): a page seen to change often counts nearly every period since the
+  check, one never seen to change counts slowly;
+* a change known for certain — a recheck whose validators differ, or (from the sitemap issue) a
+  `lastmod` later than our fetch — sends the URL back to Init and the load agent fetches it at once: its
+  staleness is certain, no score is needed; a `lastmod` is also a change to count in λ_j.
 
-CRAWL_RECRAWL_POLICY=staleness-plain scores without the signal (s from the last check only).
+Last-Modified alone (the age of the version we hold) is not used for λ_j: on pages that change on a
+schedule it predicts the wrong way (a version seen just after it began has the longest to live), and
+the benchmark measured it worse than the plain s. CRAWL_RECRAWL_POLICY=staleness-plain scores with the
+paper's s (whole periods since the last check).
 
 For comparison (bench/staleness_live.py) the sweep can also rank by the paper's two baselines and by
 round robin: change-frequency (Tan et al. 2010: λ_j·s_j, λ_j the changes the
@@ -54,10 +56,10 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Case, Count, F, FloatField, OuterRef, QuerySet, Subquery, Sum, Value, When
-from django.db.models.functions import Coalesce, ExtractHour, Floor, Greatest, Least
+from django.db.models.functions import Coalesce, Exp, ExtractHour, Floor, Greatest
 from django.utils import timezone
 
-from crawlcore.db.functions import AgeSeconds, HttpDateAgeSeconds
+from crawlcore.db.functions import AgeSeconds
 from crawlcore.models import Link, StatusCheck, Url, UrlEvent
 from crawler.lifecycle import Agent, State
 from scheduling.staleness import prune_age
@@ -111,23 +113,43 @@ def _cost_seconds(*, now: datetime):
     return size / throughput
 
 
-def _periods(now: datetime, *, signal: bool = False):
-    """s_j(t) in whole periods: since the last check, or with `signal` since the copy is estimated stale."""
-    age = AgeSeconds(now, "last_checked_at")
-    if signal:
-        # How long the version we hold had been live when we last looked (Last-Modified to last check),
-        # capped at one recrawl cycle so that no page waits more than a cycle before it competes.
-        held = Coalesce(HttpDateAgeSeconds(now, "last_modified") - age, Value(0.0), output_field=FloatField())
-        unchanged_for = Least(Greatest(held, Value(0.0)), Value(float(settings.CRAWL_RECRAWL_CYCLE)))
-        age = Greatest(age - unchanged_for, Value(0.0))
-    return Floor(age / Value(float(settings.CRAWL_STALENESS_PERIOD)))
+def _periods(now: datetime):
+    """The paper's s_j(t): whole periods since the last check."""
+    return Floor(AgeSeconds(now, "last_checked_at") / Value(float(settings.CRAWL_STALENESS_PERIOD)))
+
+
+def _changes_found():
+    """Changes the active scan found on the URL (Visited → Init), the change signal we hold for every page."""
+    found = (
+        UrlEvent.objects.filter(url=OuterRef("pk"), agent=Agent.ACTIVE_SCAN.value)
+        .filter(from_state=State.VISITED.value, to_state=State.INIT.value)
+        .values("url")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return Coalesce(Subquery(found), Value(0), output_field=FloatField())
+
+
+def _expected_stale_periods(now: datetime):
+    """s_j(t) from the change signal: the expected time the stored copy has been stale, in periods.
+
+    With changes at rate λ_j (Poisson), a copy checked τ ago has been stale for τ − (1 − e^(−λτ))/λ on
+    average: 0 right after the check, growing by at most one period per period, and by almost exactly
+    one once a change is all but certain — eq. 1's s_j, weighted by how likely the copy is stale. λ_j is
+    (changes found + 1) over the time since the URL was first seen plus one recrawl cycle (the prior: a
+    page is taken to change about once a cycle until the scans have seen it change)."""
+    tau = AgeSeconds(now, "last_checked_at")
+    seen = AgeSeconds(now, "created_at")
+    rate = (_changes_found() + Value(1.0)) / (Greatest(seen, Value(0.0)) + Value(float(settings.CRAWL_RECRAWL_CYCLE)))
+    expected = tau - (Value(1.0) - Exp(-rate * tau)) / rate
+    return Greatest(expected, Value(0.0)) / Value(float(settings.CRAWL_STALENESS_PERIOD))
 
 
 def staleness_scored(qs: QuerySet, *, now: datetime, signal: bool = True) -> QuerySet:
-    """`qs` (Url rows) annotated with `staleness_score`, the seed 004 score of this period; `signal`: count s
-    from the estimated change where Last-Modified tells (the default), else from the last check."""
+    """`qs` (Url rows) annotated with `staleness_score`, the seed 004 score of this period; `signal`: s_j is
+    the expected staleness given the changes found (the default), else the periods since the last check."""
     remaining = float(horizon_remaining(now=now))
-    periods = _periods(now, signal=signal)
+    periods = _expected_stale_periods(now) if signal else _periods(now)
     return qs.annotate(staleness_score=Value(remaining) * periods - _cost_seconds(now=now))
 
 
@@ -137,14 +159,7 @@ def baseline_scored(qs: QuerySet, *, now: datetime, policy: str) -> QuerySet:
     if policy == "round-robin":  # oldest check first, to the second
         return qs.annotate(staleness_score=AgeSeconds(now, "last_checked_at") / Value(period))
     if policy == "change-frequency":
-        found = (
-            UrlEvent.objects.filter(url=OuterRef("pk"), agent=Agent.ACTIVE_SCAN.value)
-            .filter(from_state=State.VISITED.value, to_state=State.INIT.value)
-            .values("url")
-            .annotate(n=Count("id"))
-            .values("n")
-        )
-        changes = Coalesce(Subquery(found), Value(0), output_field=FloatField())
+        changes = _changes_found()
         seen = AgeSeconds(now, "created_at") / Value(period)
         rate = (changes + Value(1.0)) / (seen + Value(1.0))
         return qs.annotate(staleness_score=rate * _periods(now))
@@ -163,8 +178,8 @@ def staleness_top(qs: QuerySet, *, now: datetime, limit: int, policy: str = "sta
         scored = baseline_scored(qs, now=now, policy=policy)
         return list(scored.order_by(F("staleness_score").desc(), "id").values_list("id", flat=True)[:limit])
     remaining = horizon_remaining(now=now)
-    # Pruning stays exact with the signal: s counted from the estimated change is never more than s
-    # counted from the last check, so (T − t)·(periods since the last check) still bounds the score.
+    # Pruning stays exact with the signal: the expected staleness is never more than the time since the
+    # last check, so (T − t)·(periods since the last check) still bounds the score.
     scored = staleness_scored(qs, now=now, signal=policy == "staleness")
     sample = scored.order_by("last_checked_at", "id").values_list("staleness_score", flat=True)[: SAMPLE * limit]
     scores = sorted(sample, reverse=True)
