@@ -5,8 +5,8 @@
 Prints figures; asserts nothing (DESIGN.md §11). One run: five crawlers side by side, one per recrawl
 policy (CRAWL_RECRAWL_POLICY) — ours (the paper's score with s the expected staleness given the changes
 the scans found, crawlcore.services.staleness), the same score with the paper's plain s, oldest-first
-round robin, and the paper's two baselines, change frequency (Tan et al. 2010) and importance (Khan et al. 2013). Each is
-the real embedded stack (SQLite, the in-process broker and worker threads running the load, extract
+round robin, and the paper's two baselines, change frequency (Tan et al. 2010) and importance (Khan et
+al. 2013). Each is the real embedded stack (SQLite, the in-process broker and worker threads running the load, extract
 and scan agents, the dispatcher and the active sweep) against its own copy of the same changing web
 (testweb/changing.py: the same pages, sizes, server speeds and change schedule, from the same clock
 origin). Each crawler first loads every page (the warm-up), then all of them start the same recrawl
