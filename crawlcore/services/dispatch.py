@@ -14,8 +14,8 @@ the robots take servers, not only while a backlog lasts.
 The wait queue is reset at each hour boundary (paper step 4): a dispatcher message carries the hour it
 was sent in, and a load worker drops a message from an earlier hour (`load_dispatch_current`); the first
 round of the new hour forgets the old hour's dispatches, so the queue is refilled from the new column. A
-robot's own continuation on its server (the load agent's next batch) carries no hour: an unfinished
-server keeps its robot across the boundary unless the pause rule stops it.
+robot's own continuation on its server (the load agent's next batch, `continuation=True`) carries no
+hour: an unfinished server keeps its robot across the boundary unless the pause rule stops it.
 """
 
 from __future__ import annotations
@@ -125,7 +125,9 @@ def load_dispatch_current(*, server_id: int, hour: int | None, now: datetime | N
     return False
 
 
-def _dispatch(candidates, now: datetime, *, limit: int | None = None) -> int:
+def _dispatch(candidates, now: datetime, *, limit: int | None = None, stamped: bool = True) -> int:
+    """Send the candidates in policy order, at most `limit`; `stamped`: the messages carry this hour."""
+    stamp = hour_key(now) if stamped else None
     sent = 0
     stale = now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER)
     for server_id, crawler_num in servers_in_policy_order(candidates, now=now):
@@ -138,7 +140,7 @@ def _dispatch(candidates, now: datetime, *, limit: int | None = None) -> int:
             .update(dispatched_at=now)
         )
         if changed:
-            enqueue_load_on_commit(server_id=server_id, crawler_num=crawler_num, hour=hour_key(now))
+            enqueue_load_on_commit(server_id=server_id, crawler_num=crawler_num, hour=stamp)
             sent += 1
     return sent
 
@@ -162,13 +164,17 @@ def dispatch_due(*, now: datetime | None = None) -> int:
     return sent
 
 
-def servers_dispatch_with_due_work(*, server_ids: Iterable[int]) -> int:
+def servers_dispatch_with_due_work(*, server_ids: Iterable[int], continuation: bool = False) -> int:
     """The same, for a few servers just given new URLs (so the crawl need not wait for the next round),
-    within the room the load slots leave."""
+    within the room the load slots leave. `continuation`: the load agent going on with the server it just
+    worked on — its robot keeps it (the paper's robot stays on a server until done or paused), so neither
+    the room nor the hour applies: the message carries no hour and survives the boundary."""
     ids = list(server_ids)
     if not ids:
         return 0
     now = timezone.now()
+    if continuation:
+        return _dispatch(_dispatchable(now).filter(id__in=ids), now, stamped=False)
     room = load_capacity(now=now).room
     return _dispatch(_dispatchable(now).filter(id__in=ids), now, limit=room) if room else 0
 
