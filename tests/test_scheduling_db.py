@@ -16,6 +16,7 @@ from django.apps import apps as django_apps
 from django.core.management import call_command
 from django.db import connection
 from django.db.migrations.loader import MigrationLoader
+from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from crawlcore.models import Page, Server, StatusCheck, Url
@@ -342,6 +343,21 @@ def test_the_wait_queue_is_rebuilt_from_the_new_column_at_the_hour_boundary(sett
     assert not load_dispatch_current(server_id=a.id, hour=hour_key(before), now=after)  # dropped by the worker
     assert load_dispatch_current(server_id=c.id, hour=hour_key(after), now=after)
     assert load_dispatch_current(server_id=a.id, hour=None, now=after)  # a robot's continuation on its server
+
+
+def test_a_robots_continuation_carries_no_hour_and_needs_no_room(settings, monkeypatch):
+    from crawlcore.services.dispatch import servers_dispatch_with_due_work
+
+    out: list[dict] = []
+    monkeypatch.setattr("crawlcore.services.dispatch.enqueue_load_on_commit", lambda **kw: out.append(kw))
+    settings.CRAWL_LOAD_SLOTS, settings.CRAWL_LOAD_PREFETCH = 1, 0
+    busy, mine = _server(1, [1.0] * 24), _server(2, [1.0] * 24)
+    for s in (busy, mine):
+        _due(s, 1, timezone.now())
+    _working(busy, timezone.now())  # the one slot is taken
+    assert servers_dispatch_with_due_work(server_ids=[mine.id]) == 0  # new work waits for room
+    assert servers_dispatch_with_due_work(server_ids=[mine.id], continuation=True) == 1
+    assert out == [{"server_id": mine.id, "crawler_num": None, "hour": None}]
 
 
 def test_default_pause_rule_is_the_papers_next_hour_against_the_one_after(settings, sent):
