@@ -53,6 +53,10 @@ class Server(models.Model):
         help_text="Mean ms per hour of day 0-23 (None: no data); written hourly by the monitor, read by the schedulers",
     )
     load_profile_at = models.DateTimeField(null=True, blank=True)
+    # Who answers for this server: alerts sends its own server's events to owner_email (issue 19);
+    # link reports address the owner by name (issue 20).
+    owner_name = models.CharField(max_length=200, blank=True)
+    owner_email = models.EmailField(max_length=254, blank=True, help_text="Gets this server's alerts")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

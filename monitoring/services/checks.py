@@ -29,6 +29,7 @@ from crawler.lifecycle import Agent
 from crawler.multicheck import CheckRequest, MultiChecker
 from crawler.netguard import forbidden_reason, parse_cidrs
 
+from .. import hooks
 from ..logic import AcceptedCodes, Confirmation, Status, classify, confirm
 from ..models import ServerMonitor, StatusChange
 from ..selectors import in_window, maintenance_windows
@@ -229,6 +230,7 @@ def checks_record(*, checked: Sequence[Checked], claimed_at: datetime | None = N
             m.claim_token = ""
         _states_save(list(monitors.values()))
         StatusChange.objects.bulk_create(changes)
+        hooks.status_changes_written(changes)  # alerts' outbox rows, in this same transaction
     return list(checked)
 
 

@@ -1,0 +1,13 @@
+"""Alerts (queue `housekeeping`): the outbox sender, on beat every 10 s and, embedded, after each change."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from alerts.services.send import notifications_send
+
+
+@shared_task(name="tasks.alerts.send")
+def send() -> dict:
+    sent = notifications_send()
+    return {"messages": len(sent), "delivered": sum(s.events for s in sent if s.ok)}
