@@ -68,14 +68,8 @@ def _email_send(dest: Destination, message: Message) -> Outcome:
         to=list(dest.addresses),
         # The same key gives the same Message-ID: mail clients fold a re-sent copy into the first.
         headers={"Idempotency-Key": message.key, "Message-ID": f"<{message.key}@crawladmin>"},
-        connection=get_connection(
-            host=settings.EMAIL_HOST,
-            port=settings.EMAIL_PORT,
-            username=settings.EMAIL_HOST_USER or None,
-            password=settings.EMAIL_HOST_PASSWORD or None,
-            use_tls=settings.EMAIL_USE_TLS,
-            timeout=settings.ALERTS_SEND_TIMEOUT,
-        ),
+        # EMAIL_BACKEND and the EMAIL_* settings choose the rest; the timeout bounds a hung relay.
+        connection=get_connection(timeout=settings.ALERTS_SEND_TIMEOUT),
     )
     try:
         mail.send()

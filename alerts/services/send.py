@@ -157,7 +157,9 @@ def _record(rows: Sequence[Notification], token: str, outcome: Outcome, now: dat
 
 def notifications_send(*, flush: bool = False, now: datetime | None = None) -> list[Sent]:
     """Process the outbox once: every due row, one message per channel (per kept key, for retries)."""
-    now = now or timezone.now()
+    # A given `now` (tests, replays) is the clock of the whole run; otherwise outcomes get their own time.
+    clock = (lambda: now) if now is not None else timezone.now
+    now = clock()
     token, rows = notifications_claim(now=now, flush=flush)
     if not rows:
         return []
@@ -170,7 +172,7 @@ def notifications_send(*, flush: bool = False, now: datetime | None = None) -> l
             outcome = deliver(channel.destination, message)
         except DestinationError as exc:  # saved valid, invalid now (an Apprise upgrade dropped a service)
             outcome = Outcome(False, str(exc))
-        final = _record(group, token, outcome, timezone.now())
+        final = _record(group, token, outcome, clock())
         if not outcome.ok:
             # The masked error only: never the channel's URL.
             log.warning("alert to channel %s failed (%s)%s", channel.name, outcome.error, " for good" if final else "")
