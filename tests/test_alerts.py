@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from alerts.models import Channel, Event, Notification, Rule
-from alerts.services.channels import ChannelError, channel_add, channel_test
+from alerts.services.channels import ChannelError, channel_add
 from alerts.services.mutes import mute_add
 from alerts.services.send import notifications_send
 from crawler.fetch import FailureKind, FetchResult, Timings
