@@ -12,8 +12,9 @@ from django.core.exceptions import ValidationError
 from django.utils.html import format_html
 
 from .destinations import DestinationError, destination_parse
-from .models import Channel, Mute, Notification, Rule
+from .models import Channel, MaintenanceSchedule, Mute, Notification, Rule
 from .services.channels import channel_test
+from .services.maintenance import maintenance_windows_write
 
 
 class RuleInline(admin.TabularInline):
@@ -126,3 +127,15 @@ class NotificationAdmin(admin.ModelAdmin):
 class MuteAdmin(admin.ModelAdmin):
     list_display = ("__str__", "server", "group", "until", "reason")
     raw_id_fields = ("server",)
+
+
+@admin.register(MaintenanceSchedule)
+class MaintenanceScheduleAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "server", "group", "schedule", "duration_minutes", "enabled", "reason")
+    list_filter = ("enabled",)
+    raw_id_fields = ("server",)
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        # The coming windows now, not at beat's next run: one may open within minutes.
+        maintenance_windows_write()

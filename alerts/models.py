@@ -13,6 +13,7 @@ from crawlcore.models import Server
 
 from .destinations import Destination, DestinationError, destination_parse
 from .logic import KindsError, kinds_parse
+from .maintenance import MAX_DURATION, ScheduleError, cron_of
 
 
 class Channel(models.Model):
@@ -153,3 +154,37 @@ class Mute(models.Model):
 
     def __str__(self) -> str:
         return f"mute {self.server or 'group ' + self.group} until {self.until:%Y-%m-%d %H:%M}"
+
+
+class MaintenanceSchedule(models.Model):
+    """A recurring maintenance window for a server or a group: a cron expression (or "sun 02:00") and a
+    duration. Its windows are written ahead as monitoring's MaintenanceWindow rows, so checks inside them
+    are recorded as maintenance, left out of uptime, and change no status (so alert no one)."""
+
+    server = models.ForeignKey(Server, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    group = models.CharField(max_length=100, blank=True)
+    schedule = models.CharField(max_length=100, help_text="Cron (UTC), e.g. '0 2 * * 0', or weekly: 'sun 02:00'")
+    duration_minutes = models.PositiveIntegerField()
+    reason = models.CharField(max_length=200, blank=True)
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(group="") & Q(server__isnull=False)) | (~Q(group="") & Q(server__isnull=True)),
+                name="alert_maint_group_xor_server",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.schedule} for {self.duration_minutes} min, {self.server or 'group ' + self.group}"
+
+    def clean(self) -> None:
+        try:
+            cron_of(self.schedule)
+        except ScheduleError as exc:
+            raise ValidationError({"schedule": str(exc)}) from None
+        if not 0 < (self.duration_minutes or 0) <= MAX_DURATION.total_seconds() / 60:
+            raise ValidationError({"duration_minutes": "a maintenance window lasts more than 0 and at most 7 days"})
+        if bool(self.group) == bool(self.server_id):
+            raise ValidationError("a schedule is for one server or one group")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from alerts.services.maintenance import maintenance_windows_write
 from alerts.services.send import notifications_send
 
 
@@ -11,3 +12,8 @@ from alerts.services.send import notifications_send
 def send() -> dict:
     sent = notifications_send()
     return {"messages": len(sent), "delivered": sum(s.events for s in sent if s.ok)}
+
+
+@shared_task(name="tasks.alerts.maintenance")
+def maintenance() -> int:
+    return maintenance_windows_write()

@@ -240,3 +240,28 @@ def test_mute_keeps_the_event_but_notifies_no_one(db):
     feed([a, b], [200, None, None])
     assert set(Event.objects.values_list("server_id", flat=True)) == {a, b}
     assert set(Notification.objects.values_list("server_id", flat=True)) == {b}
+
+
+def test_recurring_maintenance_silences_and_is_left_out_of_the_status(db):
+    from alerts.models import MaintenanceSchedule
+    from alerts.services.maintenance import maintenance_windows_write
+    from crawlcore.models import StatusCheck
+    from monitoring.models import MaintenanceWindow, ServerMonitor
+
+    a, b = add_server("127.0.0.5", group="campus"), add_server("127.0.0.6", group="lab")
+    channel_add(name="all", url="json://127.0.0.1:9/")
+    # Every day 10:00-10:30 UTC for group campus; T0 is 10:00.
+    sched = MaintenanceSchedule(group="campus", schedule="0 10 * * *", duration_minutes=30, reason="patching")
+    sched.full_clean()
+    sched.save()
+    assert maintenance_windows_write(now=T0 - timedelta(hours=1)) == 2  # today's and tomorrow's
+    assert maintenance_windows_write(now=T0 - timedelta(hours=1)) == 0  # idempotent
+    assert MaintenanceWindow.objects.filter(server_id=a).first().reason == "scheduled: patching"
+    feed([a, b], [200, None, None, None])  # inside the window for a, not for b
+    assert set(Event.objects.values_list("server_id", "kind")) == {(b, "down")}
+    assert ServerMonitor.objects.get(server_id=a).status == "unknown"  # no check outside a window yet
+    assert StatusCheck.objects.filter(server_id=a).count() == 4
+    feed([a], [None, None], start=T0 + timedelta(minutes=31))  # after the window: an outage is an outage
+    assert set(Event.objects.values_list("server_id", "kind")) == {(b, "down"), (a, "down")}
+    with pytest.raises(ValidationError, match="neither a 5-field cron"):
+        MaintenanceSchedule(group="x", schedule="sometimes", duration_minutes=5).full_clean()

@@ -87,3 +87,27 @@ def test_destination_parse_names_what_is_wrong():
         destination_parse("foo://bar")
     with pytest.raises(DestinationError, match="not an e-mail address"):
         destination_parse("email:ops")
+
+
+def test_weekly_shorthand_and_cron_give_the_windows_in_a_range():
+    from datetime import UTC, datetime, timedelta
+
+    from alerts.maintenance import ScheduleError, cron_of, occurrences
+
+    assert cron_of("Sun 02:00") == "0 2 * * 0"
+    assert cron_of("mon,thu 22:30") == "30 22 * * 1,4"
+    monday = datetime(2026, 3, 2, tzinfo=UTC)
+    week = list(occurrences("mon,thu 22:30", timedelta(hours=2), monday, monday + timedelta(days=7)))
+    assert week == [
+        (datetime(2026, 3, 2, 22, 30, tzinfo=UTC), datetime(2026, 3, 3, 0, 30, tzinfo=UTC)),
+        (datetime(2026, 3, 5, 22, 30, tzinfo=UTC), datetime(2026, 3, 6, 0, 30, tzinfo=UTC)),
+    ]
+    # A window already open at the start of the range is part of it.
+    open_now = list(occurrences("0 23 * * *", timedelta(hours=2), monday, monday + timedelta(hours=1)))
+    assert open_now == [(datetime(2026, 3, 1, 23, tzinfo=UTC), datetime(2026, 3, 2, 1, tzinfo=UTC))]
+    with pytest.raises(ScheduleError, match="unknown day sonday"):
+        cron_of("sonday 02:00")
+    with pytest.raises(ScheduleError, match="neither a 5-field cron expression"):
+        cron_of("every sunday")
+    with pytest.raises(ScheduleError, match="at most 7 days"):
+        list(occurrences("0 2 * * 0", timedelta(days=8), monday, monday))

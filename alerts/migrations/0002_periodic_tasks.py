@@ -10,6 +10,7 @@ from django.db import migrations
 JOBS = [
     # name, task, every (seconds), queue
     ("alerts: send notifications", "tasks.alerts.send", 10, "housekeeping"),
+    ("alerts: write recurring maintenance windows", "tasks.alerts.maintenance", 600, "housekeeping"),
 ]
 
 
