@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -262,10 +263,13 @@ def summarize(samples: Iterable[CheckSample]) -> tuple[CategoryCounts, LatencySt
 # --------------------------------------------------------------------------------------------------
 # Server list rows (import_servers)
 
-COLUMNS = ("host_or_url", "group", "crawler_num", "interval_s", "delay_threshold_s", "accepted_codes")
+COLUMNS = ("host_or_url", "group", "crawler_num", "interval_s", "delay_threshold_s", "accepted_codes", "owner_email")
 MIN_INTERVAL_S = 10.0
 MAX_INTERVAL_S = 7 * 86400.0
 MAX_THRESHOLD_S = 600.0
+
+
+_EMAIL = re.compile(r"^[^@\s,;<>]+@[^@\s,;<>]+\.[^@\s,;<>]+$")
 
 
 class RowError(ValueError):
@@ -283,6 +287,7 @@ class ServerRow:
     interval_s: float | None
     delay_threshold_s: float | None
     accepted_codes: str
+    owner_email: str = ""  # the server owner's contact: alerts sends them their server's events
 
 
 def is_header(cells: Sequence[str]) -> bool:
@@ -307,7 +312,7 @@ def parse_server_row(cells: Sequence[str]) -> ServerRow:
     if len(cells) > len(COLUMNS):
         raise RowError(f"{len(cells)} fields, at most {len(COLUMNS)} expected ({', '.join(COLUMNS)})")
     cells = [c.strip() for c in cells] + [""] * (len(COLUMNS) - len(cells))
-    target, group, crawler, interval, threshold, codes = cells
+    target, group, crawler, interval, threshold, codes, owner = cells
     if not target:
         raise RowError("host or URL is empty")
     url = target if "://" in target else f"http://{target}/"
@@ -327,6 +332,8 @@ def parse_server_row(cells: Sequence[str]) -> ServerRow:
         accepted = str(AcceptedCodes.parse(codes))
     except AcceptedCodesError as exc:
         raise RowError(f"accepted codes: {exc}") from None
+    if owner and not _EMAIL.match(owner):
+        raise RowError(f"owner {owner!r} is not an e-mail address")
     home = f"{key.origin()}/"
     return ServerRow(
         scheme=key.scheme,
@@ -338,4 +345,5 @@ def parse_server_row(cells: Sequence[str]) -> ServerRow:
         interval_s=_number(interval, "interval", MIN_INTERVAL_S, MAX_INTERVAL_S),
         delay_threshold_s=_number(threshold, "delay threshold", 0.0, MAX_THRESHOLD_S),
         accepted_codes=accepted,
+        owner_email=owner,
     )

@@ -265,3 +265,17 @@ def test_recurring_maintenance_silences_and_is_left_out_of_the_status(db):
     assert set(Event.objects.values_list("server_id", "kind")) == {(b, "down"), (a, "down")}
     with pytest.raises(ValidationError, match="neither a 5-field cron"):
         MaintenanceSchedule(group="x", schedule="sometimes", duration_minutes=5).full_clean()
+
+
+def test_import_servers_takes_an_optional_owner_column(db, tmp_path, capsys):
+    from crawlcore.models import Server
+
+    csv = tmp_path / "servers.csv"
+    csv.write_text("127.0.0.5,campus,,,,,web@campus.example\n127.0.0.6,lab\n127.0.0.7,lab,,,,,not-an-address\n")
+    with pytest.raises(SystemExit):
+        call_command("import_servers", str(csv))
+    assert "line 3: owner 'not-an-address' is not an e-mail address" in capsys.readouterr().err
+    assert dict(Server.objects.values_list("host", "owner_email")) == {
+        "127.0.0.5": "web@campus.example",
+        "127.0.0.6": "",
+    }

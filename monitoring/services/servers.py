@@ -39,7 +39,9 @@ def servers_import(*, rows: Sequence[ServerRow]) -> Imported:
         )
         for r in rows:
             server = servers[ServerKey(r.scheme, r.host, r.port)]
-            Server.objects.filter(id=server.id).update(group=r.group, crawler_num=r.crawler_num)
+            Server.objects.filter(id=server.id).update(
+                group=r.group, crawler_num=r.crawler_num, owner_email=r.owner_email
+            )
             ServerMonitor.objects.update_or_create(
                 server_id=server.id,
                 defaults={
