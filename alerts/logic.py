@@ -115,7 +115,12 @@ class EventView:
     locations: dict[str, str] = field(default_factory=dict)  # crawler number -> what it saw (quorum)
 
     def line(self) -> str:
-        change = f"{self.from_status} -> {self.to_status}" if self.to_status else self.kind
+        if not self.to_status:
+            change = self.kind
+        elif self.from_status == self.to_status:  # a reminder: the reason says "still ..."
+            change = self.to_status
+        else:
+            change = f"{self.from_status} -> {self.to_status}"
         text = f"{self.server}: {change}"
         if self.reason:
             text += f" ({self.reason})"

@@ -279,3 +279,20 @@ def test_import_servers_takes_an_optional_owner_column(db, tmp_path, capsys):
         "127.0.0.5": "web@campus.example",
         "127.0.0.6": "",
     }
+
+
+@override_settings(ALERTS_REMINDER_HOURS=2.0)
+def test_a_server_still_down_is_reminded_every_n_hours(db):
+    from alerts.services.reminders import reminders_write
+
+    sid = add_server("127.0.0.5")
+    channel_add(name="all", url="json://127.0.0.1:9/", events="down")
+    feed([sid], [200, None, None])  # down at T0 + 20 s
+    assert reminders_write(now=T0 + timedelta(hours=1)) == 0
+    assert reminders_write(now=T0 + timedelta(hours=2, minutes=1)) == 1
+    assert reminders_write(now=T0 + timedelta(hours=3)) == 0  # told an hour ago
+    reminder = Event.objects.order_by("-id").first()
+    assert (reminder.kind, reminder.reason) == ("down", "reminder: still disconnect")
+    assert Notification.objects.filter(event=reminder).count() == 1
+    feed([sid], [200], start=T0 + timedelta(hours=3))
+    assert reminders_write(now=T0 + timedelta(hours=9)) == 0  # recovered

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
+from alerts.services.reminders import reminders_write
 from alerts.services.send import notifications_send
 
 
@@ -16,6 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("--flush", action="store_true", help="ignore the grouping window")
 
     def handle(self, *args, flush: bool = False, **options) -> None:
+        reminders_write()
         sent = notifications_send(flush=flush)
         for s in sent:
             if s.ok:
