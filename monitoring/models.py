@@ -5,13 +5,22 @@ with agent="monitor".
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from crawlcore.models import Server, StatusCheck
 
 from .logic import Status
+from .quorum import LocationsError, locations_parse
 
 STATUS_CHOICES = [(s.value, s.value.title()) for s in Status]
+
+
+def locations_valid(text: str) -> None:
+    try:
+        locations_parse(text)
+    except LocationsError as exc:
+        raise ValidationError(str(exc)) from None
 
 
 class ServerMonitor(models.Model):
@@ -27,6 +36,15 @@ class ServerMonitor(models.Model):
     accepted_codes = models.CharField(max_length=200, blank=True, help_text="e.g. 200,301-302; empty: any 2xx/3xx")
     fail_after = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Empty: MONITOR_FAIL_AFTER")
     recover_after = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Empty: MONITOR_RECOVER_AFTER")
+    locations = models.CharField(
+        max_length=200,
+        blank=True,
+        validators=[locations_valid],
+        help_text="Crawler numbers that each check it, e.g. 1,2,3; the status moves when a quorum agrees (issue 19)",
+    )
+    quorum = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Locations that must agree; empty: a majority of them"
+    )
     # Confirmation state (logic.Confirmation) and the schedule; written only by monitoring services.
     status = models.CharField(max_length=12, choices=STATUS_CHOICES, default=Status.UNKNOWN.value)
     status_since = models.DateTimeField(null=True, blank=True)
@@ -94,3 +112,21 @@ class MaintenanceWindow(models.Model):
         constraints = [
             models.CheckConstraint(condition=models.Q(ends_at__gt=models.F("starts_at")), name="maint_ends_after_start")
         ]
+
+
+class LocationState(models.Model):
+    """One location's (crawler number's) own confirmation state and schedule for a multi-location monitor;
+    the server's status follows a quorum of these (monitoring.quorum)."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="location_states")
+    crawler_num = models.PositiveIntegerField()
+    status = models.CharField(max_length=12, choices=STATUS_CHOICES, default=Status.UNKNOWN.value)
+    candidate = models.CharField(max_length=12, blank=True)
+    streak = models.PositiveIntegerField(default=0)
+    last_check_at = models.DateTimeField(null=True, blank=True)
+    last_category = models.CharField(max_length=12, blank=True)
+    next_check_at = models.DateTimeField(null=True, blank=True)
+    claim_token = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["server", "crawler_num"], name="location_state_unique")]
