@@ -12,6 +12,12 @@ def _changes_written(changes: Sequence[Any]) -> None:
     events_from_changes(changes=changes)
 
 
+def _certificates_seen(seen: Sequence[Any]) -> None:
+    from .services.outbox import events_from_certificates
+
+    events_from_certificates(seen=seen)
+
+
 def _round_finished() -> None:
     from .services.send import notifications_flush
 
@@ -29,4 +35,5 @@ class AlertsConfig(AppConfig):
         from monitoring import hooks
 
         hooks.on_status_changes(_changes_written)
+        hooks.on_certificates_seen(_certificates_seen)
         hooks.on_round_finished(_round_finished)

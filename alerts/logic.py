@@ -49,15 +49,20 @@ def kinds_parse(text: str) -> tuple[str, ...]:
     return tuple(k.value for k in ROUTABLE if k.value in names)
 
 
-def event_kind(from_status: str, to_status: str) -> str | None:
+_FAILURE_KINDS = {"tls": Kind.CERT.value, "content": Kind.CONTENT.value}
+
+
+def event_kind(from_status: str, to_status: str, failure: str = "", last_bad_kind: str = "") -> str | None:
     """The event a confirmed change is. Down: into disconnect or error from anything not already bad (the
-    first confirmed status counts: a server down from the start must be told). Recovered: from bad back
-    to good, or from delay back to normal. Delay: normal (or unknown) to delay. A change between the two
-    bad categories, or unknown to normal, tells nobody anything new."""
+    first confirmed status counts: a server down from the start must be told); cert or content instead
+    when the confirming check failed on its certificate (failure kind tls) or its content. Recovered: from
+    bad back to good (cert or content again when that is what went wrong: `last_bad_kind`), or from delay
+    back to normal. Delay: normal (or unknown) to delay. A change between the two bad categories, or
+    unknown to normal, tells nobody anything new."""
     if to_status in BAD:
-        return None if from_status in BAD else Kind.DOWN.value
+        return None if from_status in BAD else _FAILURE_KINDS.get(failure, Kind.DOWN.value)
     if from_status in BAD:
-        return Kind.UP.value
+        return last_bad_kind if last_bad_kind in _FAILURE_KINDS.values() else Kind.UP.value
     if to_status == "delay":
         return Kind.DELAY.value
     if to_status == "normal" and from_status == "delay":
@@ -97,7 +102,15 @@ def routes_match(routes: Iterable[Route], *, kind: str, server_id: int, group: s
 # --------------------------------------------------------------------------------------------------
 # Messages
 
-_TITLES = {"down": "down", "up": "recovered", "delay": "slow", "cert": "certificate", "content": "content check"}
+_TITLES = {
+    "down": "down",
+    "up": "recovered",
+    "delay": "slow",
+    "cert": "certificate problem",
+    "content": "content check failed",
+    "cert:fixed": "certificate valid again",
+    "content:fixed": "content check passes again",
+}
 
 
 @dataclass(frozen=True)
@@ -171,7 +184,8 @@ def message_compose(events: Sequence[EventView], *, key: str) -> Message:
     largest group ("12 servers down in group campus"), the body lists every event by kind."""
     by_kind: dict[str, list[EventView]] = {}
     for e in sorted(events, key=lambda e: (e.at, e.server)):
-        by_kind.setdefault(e.kind, []).append(e)
+        fixed = e.kind in ("cert", "content") and e.to_status in GOOD  # the problem went away
+        by_kind.setdefault(f"{e.kind}:fixed" if fixed else e.kind, []).append(e)
     order = sorted(by_kind, key=lambda k: (-len(by_kind[k]), k))
     title = "; ".join(_headline(k, by_kind[k]) for k in order)
     parts = []
@@ -182,6 +196,13 @@ def message_compose(events: Sequence[EventView], *, key: str) -> Message:
         if len(evs) > MAX_LINES:
             parts.append(f"- ... and {len(evs) - MAX_LINES} more")
     return Message(title=f"[crawladmin] {title}", body="\n".join(parts), events=tuple(events), key=key)
+
+
+def cert_threshold_crossed(previous_days: float | None, days: float, thresholds: Sequence[int]) -> int | None:
+    """The smallest threshold (days) the certificate's time left fell to since the previous check, or None.
+    First sight counts as crossing every threshold above the days left; a renewed certificate crosses none."""
+    crossed = [t for t in thresholds if days <= t and (previous_days is None or previous_days > t)]
+    return min(crossed) if crossed else None
 
 
 def idempotency_key(channel_id: int, notification_ids: Iterable[int]) -> str:

@@ -22,6 +22,16 @@ VERSION = "0.1.0"
 env = Env.from_os()
 
 
+def _days_list(text: str) -> tuple[int, ...]:
+    try:
+        days = tuple(sorted({int(p) for p in text.split(",") if p.strip()}, reverse=True))
+    except ValueError:
+        raise ConfigError(f"ALERTS_CERT_DAYS={text!r}: a comma list of whole days, e.g. 21,7,1") from None
+    if any(d < 0 or d > 365 for d in days):
+        raise ConfigError(f"ALERTS_CERT_DAYS={text!r}: days must be within 0-365")
+    return days
+
+
 def _load() -> dict:
     """Every environment-driven value, parsed in one place so one bad value gives one clear error."""
     data_dir = Path(env.str("CRAWLADMIN_DATA_DIR", str(BASE_DIR / "var")))
@@ -107,6 +117,8 @@ def _load() -> dict:
         "ALERTS_LEASE_SECONDS": env.number("ALERTS_LEASE_SECONDS", 120.0, minimum=1.0),
         "ALERTS_SEND_TIMEOUT": env.number("ALERTS_SEND_TIMEOUT", 10.0, minimum=0.1, maximum=300.0),
         "ALERTS_REMINDER_HOURS": env.number("ALERTS_REMINDER_HOURS", 0.0, minimum=0.0),
+        # Days left at which a certificate's coming expiry is told, once each.
+        "ALERTS_CERT_DAYS": _days_list(env.str("ALERTS_CERT_DAYS", "21,7,1")),
         # SMTP for e-mail alerts (DESIGN.md §12); unset EMAIL_HOST: no plain e-mail channels.
         "EMAIL_HOST": env.str("EMAIL_HOST", ""),
         "EMAIL_PORT": env.integer("EMAIL_PORT", 25, minimum=1, maximum=65535),

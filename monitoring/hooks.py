@@ -6,6 +6,8 @@ function here from its AppConfig.ready(), and monitoring calls every registered 
 * ``status_changes_written(changes)`` inside the transaction that wrote the StatusChange rows (their
   ids set), so what a hook writes (alerts' outbox rows) commits or rolls back with the change itself;
   an exception from a hook rolls the checks back too, and the lease brings the servers due again.
+* ``certificates_seen(seen)`` in the same transaction, with the certificates https checks saw
+  (monitoring.services.certificates.CertificateSeen), so alerts can tell an expiry coming.
 * ``round_finished()`` when an operator's ``check_servers`` round has been recorded, so what it caused
   is delivered before the command exits.
 
@@ -22,11 +24,17 @@ RoundHook = Callable[[], None]
 
 _changes_hooks: list[ChangesHook] = []
 _round_hooks: list[RoundHook] = []
+_certificate_hooks: list[ChangesHook] = []
 
 
 def on_status_changes(hook: ChangesHook) -> None:
     if hook not in _changes_hooks:
         _changes_hooks.append(hook)
+
+
+def on_certificates_seen(hook: ChangesHook) -> None:
+    if hook not in _certificate_hooks:
+        _certificate_hooks.append(hook)
 
 
 def on_round_finished(hook: RoundHook) -> None:
@@ -39,6 +47,12 @@ def status_changes_written(changes: Sequence[Any]) -> None:
     if changes:
         for hook in _changes_hooks:
             hook(changes)
+
+
+def certificates_seen(seen: Sequence[Any]) -> None:
+    if seen:
+        for hook in _certificate_hooks:
+            hook(seen)
 
 
 def round_finished() -> None:

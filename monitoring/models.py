@@ -10,6 +10,7 @@ from django.db import models
 
 from crawlcore.models import Server, StatusCheck
 
+from .content import ContentRule, ContentRuleError, rule_check
 from .logic import Status
 from .quorum import LocationsError, locations_parse
 
@@ -42,6 +43,9 @@ class ServerMonitor(models.Model):
         validators=[locations_valid],
         help_text="Crawler numbers that each check it, e.g. 1,2,3; the status moves when a quorum agrees (issue 19)",
     )
+    content_must = models.TextField(blank=True, help_text="The health page must contain this (content check)")
+    content_must_not = models.TextField(blank=True, help_text="The health page must not contain this")
+    content_regex = models.BooleanField(default=False, help_text="The two above are regular expressions")
     quorum = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Locations that must agree; empty: a majority of them"
     )
@@ -61,6 +65,12 @@ class ServerMonitor(models.Model):
 
     def __str__(self) -> str:
         return f"monitor of {self.server_id}"
+
+    def clean(self) -> None:
+        try:
+            rule_check(ContentRule(self.content_must, self.content_must_not, self.content_regex))
+        except ContentRuleError as exc:
+            raise ValidationError({"content_must": str(exc)}) from None
 
 
 class StatusChange(models.Model):
@@ -130,3 +140,17 @@ class LocationState(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["server", "crawler_num"], name="location_state_unique")]
+
+
+class ServerCertificate(models.Model):
+    """The certificate the server's last https check saw (issue 19): what the server page shows and what
+    alerts compares to tell an expiry coming."""
+
+    server = models.OneToOneField(Server, on_delete=models.CASCADE, primary_key=True, related_name="certificate")
+    subject = models.CharField(max_length=300, blank=True)
+    issuer = models.CharField(max_length=300, blank=True)
+    names = models.JSONField(default=list, blank=True)
+    not_before = models.DateTimeField(null=True, blank=True)
+    not_after = models.DateTimeField(null=True, blank=True)
+    checked_at = models.DateTimeField()
+    error = models.CharField(max_length=300, blank=True, help_text="The last check's TLS failure, if any")

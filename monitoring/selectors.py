@@ -13,7 +13,7 @@ from django.utils import timezone
 from crawlcore.models import Server
 
 from .logic import CategoryCounts, Uptime, load_profile, uptime
-from .models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
+from .models import HourlyRollup, MaintenanceWindow, ServerCertificate, ServerMonitor, StatusChange
 
 Windows = Sequence[tuple[datetime, datetime]]
 UPTIME_WINDOWS = {"24h": 24, "7d": 7 * 24, "30d": 30 * 24}  # in hourly buckets
@@ -127,3 +127,13 @@ def _profile_rows(qs, now: datetime, days: int):
 
 def servers_by_id(*, server_ids: Iterable[int]) -> dict[int, Server]:
     return Server.objects.in_bulk(list(server_ids))
+
+
+def server_certificate(*, server_id: int, now: datetime | None = None) -> dict | None:
+    """The certificate the server's last https check saw, with the days left; None for plain http."""
+    cert = ServerCertificate.objects.filter(server_id=server_id).first()
+    if cert is None:
+        return None
+    now = now or timezone.now()
+    days = None if cert.not_after is None else (cert.not_after - now).total_seconds() / 86400.0
+    return {"cert": cert, "days_left": days, "expired": days is not None and days < 0}

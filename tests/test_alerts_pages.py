@@ -126,3 +126,19 @@ def test_metrics_count_sent_and_failed_per_channel(logged):
     assert 'crawladmin_notifications{channel="hook",status="sent"} 1' in text
     assert 'crawladmin_notifications{channel="hook",status="failed"} 1' in text
     assert "pw-s3cr3t" not in text and Channel.objects.count() == 1
+
+
+def test_server_page_shows_the_certificates_days_left(root, logged):
+    from monitoring.models import ServerCertificate
+
+    server, _ = logged
+    now = timezone.now()
+    ServerCertificate.objects.create(
+        server=server,
+        subject="CN = x",
+        issuer="CN = Test CA",
+        not_after=now + timedelta(days=12, hours=1),
+        checked_at=now,
+    )
+    page = root.get(f"/dashboard/servers/{server.id}/").content.decode()
+    assert "certificate 12 days left (CN = Test CA)" in page

@@ -14,9 +14,9 @@ from celery import current_app
 from django.conf import settings
 from django.db import transaction
 
-from crawlcore.models import Server
+from crawlcore.models import Server, StatusCheck
 
-from ..logic import Route, event_kind, kinds_parse, routes_match
+from ..logic import BAD, Kind, Route, cert_threshold_crossed, event_kind, kinds_parse, routes_match
 from ..models import Channel, Event, Notification, Rule
 from .mutes import muted_servers
 
@@ -51,14 +51,31 @@ def send_soon_on_commit(delay_s: float) -> None:
         transaction.on_commit(lambda: current_app.send_task(SEND_TASK, countdown=delay_s))
 
 
+def _last_bad_kinds(server_ids: set[int]) -> dict[int, str]:
+    """Each server's latest down / cert / content event kind: what a recovery recovers from."""
+    latest: dict[int, tuple] = {}
+    rows = Event.objects.filter(server_id__in=server_ids, kind__in=["down", "cert", "content"]).exclude(to_status="")
+    for sid, kind, at, pk in rows.values_list("server_id", "kind", "at", "id"):
+        if sid not in latest or (at, pk) > latest[sid][:2]:
+            latest[sid] = (at, pk, kind)
+    return {sid: v[2] for sid, v in latest.items()}
+
+
 def events_from_changes(*, changes: Sequence[Any]) -> list[Event]:
-    """Events (down, delay, recovered) from StatusChange rows just created, and their outbox rows."""
-    kinds = [(c, event_kind(c.from_status, c.to_status)) for c in changes]
+    """Events (down, cert, content, delay, recovered) from StatusChange rows just created, and their
+    outbox rows. The confirming check's failure kind tells a certificate or content failure from an outage."""
+    check_ids = [c.status_check_id for c in changes if c.status_check_id and c.to_status in BAD]
+    failures = dict(StatusCheck.objects.filter(id__in=check_ids).values_list("id", "failure_kind")) if check_ids else {}
+    recovering = {c.server_id for c in changes if c.from_status in BAD and c.to_status not in BAD}
+    last_bad = _last_bad_kinds(recovering) if recovering else {}
+    kinds = [
+        (c, event_kind(c.from_status, c.to_status, failures.get(c.status_check_id, ""), last_bad.get(c.server_id, "")))
+        for c in changes
+    ]
     kinds = [(c, k) for c, k in kinds if k is not None]
     if not kinds:
         return []
-    server_ids = {c.server_id for c, _ in kinds}
-    servers = {s["id"]: s for s in Server.objects.filter(id__in=server_ids).values("id", "group", "owner_email")}
+    servers = _servers({c.server_id for c, _ in kinds})
     events = Event.objects.bulk_create(
         [
             Event(
@@ -75,6 +92,34 @@ def events_from_changes(*, changes: Sequence[Any]) -> list[Event]:
         ]
     )
     outbox_write(events=events, servers=servers)
+    return events
+
+
+def _servers(server_ids: set[int]) -> dict[int, dict]:
+    return {s["id"]: s for s in Server.objects.filter(id__in=server_ids).values("id", "group", "owner_email")}
+
+
+def events_from_certificates(*, seen: Sequence[Any]) -> list[Event]:
+    """A cert event when a certificate's days left fall to a threshold (ALERTS_CERT_DAYS, 21/7/1 by default)
+    since the previous check. An invalid certificate is told by the confirmed change (failure kind tls)."""
+    thresholds = settings.ALERTS_CERT_DAYS
+    events = []
+    for s in seen:
+        cert, at = s.certificate, s.at
+        if s.tls_error or cert.not_after is None:
+            continue
+        days = cert.days_left(at)
+        before = None if s.previous_not_after is None else (s.previous_not_after - at).total_seconds() / 86400.0
+        crossed = cert_threshold_crossed(before, days, thresholds)
+        if crossed is None:
+            continue
+        when = "has expired" if days < 0 else f"expires in {days:.0f} day{'' if round(days) == 1 else 's'}"
+        reason = f"certificate {when} ({cert.not_after:%Y-%m-%d %H:%M} UTC; {cert.subject}; issuer {cert.issuer})"
+        events.append(Event(kind=Kind.CERT.value, server_id=s.server_id, at=at, reason=reason[:300]))
+    if not events:
+        return []
+    events = Event.objects.bulk_create(events)
+    outbox_write(events=events, servers=_servers({e.server_id for e in events}))
     return events
 
 

@@ -24,16 +24,19 @@ from django.utils import timezone
 
 from crawlcore.models import StatusCheck
 from crawlcore.services.common import lease_deadline
-from crawler.fetch import FetchPolicy, FetchResult
+from crawler.fetch import FailureKind, FetchPolicy, FetchResult
 from crawler.lifecycle import Agent
 from crawler.multicheck import CheckRequest, MultiChecker
 from crawler.netguard import forbidden_reason, parse_cidrs
+from crawler.status import Category
 
 from .. import hooks
+from ..content import ContentRule, content_failure
 from ..logic import AcceptedCodes, Confirmation, Status, classify, confirm
 from ..models import LocationState, ServerMonitor, StatusChange
 from ..quorum import locations_parse, quorum_decide, quorum_needed
 from ..selectors import in_window, maintenance_windows
+from .certificates import certificates_record
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,7 @@ class Target:
     accepted: AcceptedCodes
     fail_after: int
     recover_after: int
+    content: ContentRule = ContentRule()  # empty: no content check
 
 
 def target_of(monitor: ServerMonitor) -> Target:
@@ -67,6 +71,7 @@ def target_of(monitor: ServerMonitor) -> Target:
         accepted=AcceptedCodes.parse(monitor.accepted_codes),
         fail_after=monitor.fail_after or settings.MONITOR_FAIL_AFTER,
         recover_after=monitor.recover_after or settings.MONITOR_RECOVER_AFTER,
+        content=ContentRule(monitor.content_must, monitor.content_must_not, monitor.content_regex),
     )
 
 
@@ -81,6 +86,8 @@ class Checked:
     status: str = ""  # the confirmed status after this check ("maintenance" inside a window)
     changed_from: str | None = None
     check_id: int | None = None
+    failure: str = ""  # set by the monitor's own verdict (content); else the fetch's failure kind
+    detail: str = ""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -125,12 +132,21 @@ def checks_fetch(*, targets: Sequence[Target]) -> list[Checked]:
     connection (no keep-alive), so each one measures DNS, connect, first byte and body, as a check
     five minutes later would anyway."""
     guards = {trusted: _guard(trusted) for trusted in {t.trusted for t in targets}}
-    timed = _checker().check_all([CheckRequest(t.url, guards[t.trusted]) for t in targets])  # never raises
+    requests = [CheckRequest(t.url, guards[t.trusted], keep_body=bool(t.content)) for t in targets]
+    timed = _checker().check_all(requests)  # never raises
     out = []
     for target, (started_at, result) in zip(targets, timed, strict=True):
         latency_s = result.timings.total_ms / 1000.0
         category = classify(result.status, latency_s, target.threshold_s, target.accepted).value
-        out.append(Checked(target, result, datetime.fromtimestamp(started_at, UTC), category))
+        checked = Checked(target, result, datetime.fromtimestamp(started_at, UTC), category)
+        if result.failure is FailureKind.TLS:
+            # An expired, mismatched or untrusted certificate: the server answers, wrongly (issue 19).
+            checked.category = Category.ERROR.value
+        elif target.content and category in (Category.NORMAL.value, Category.DELAY.value):
+            why = content_failure(result.body, target.content)
+            if why is not None:
+                checked.category, checked.failure, checked.detail = Category.ERROR.value, "content", why
+        out.append(checked)
     return out
 
 
@@ -148,8 +164,8 @@ def _check_values(c: Checked) -> dict:
         checked_at=c.checked_at,
         status_code=r.status,
         category=c.category,
-        failure_kind=r.failure.value if r.failure else "",
-        detail=r.detail[:300],
+        failure_kind=c.failure or (r.failure.value if r.failure else ""),
+        detail=(c.detail or r.detail)[:300],
         latency_ms=t.total_ms,
         dns_ms=t.dns_ms,
         connect_ms=t.connect_ms,
@@ -238,6 +254,7 @@ def checks_record(*, checked: Sequence[Checked], claimed_at: datetime | None = N
         _location_states_save(locations)
         StatusChange.objects.bulk_create(changes)
         hooks.status_changes_written(changes)  # alerts' outbox rows, in this same transaction
+        certificates_record(checked=[c for c in checked if c.result.certificate is not None])
     return list(checked)
 
 
@@ -379,6 +396,7 @@ def _apply_located(
 # What target_of reads; the rest (the server's robots.txt, the load profile...) stays in the database.
 _TARGET_FIELDS = [
     *("health_url", "interval_s", "delay_threshold_s", "accepted_codes", "fail_after", "recover_after"),
+    *("content_must", "content_must_not", "content_regex"),
     *("server__scheme", "server__host", "server__port", "server__trusted"),
 ]
 
