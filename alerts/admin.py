@@ -11,10 +11,14 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.utils.html import format_html
 
+from crawlcore.models import Server
+from monitoring.admin import MonitoredServerAdmin
+
 from .destinations import DestinationError, destination_parse
 from .models import Channel, MaintenanceSchedule, Mute, Notification, Rule
 from .services.channels import channel_test
 from .services.maintenance import maintenance_windows_write
+from .services.mutes import mute_add, mute_end
 
 
 class RuleInline(admin.TabularInline):
@@ -139,3 +143,41 @@ class MaintenanceScheduleAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         # The coming windows now, not at beat's next run: one may open within minutes.
         maintenance_windows_write()
+
+
+class AlertingServerAdmin(MonitoredServerAdmin):
+    """The server list with "mute for ..." (alerts sits above monitoring, which extends the core's page)."""
+
+    actions = [*MonitoredServerAdmin.actions, "mute_4h", "mute_24h", "mute_7d", "unmute"]
+
+    def _mute(self, request, queryset, seconds: float, label: str) -> None:
+        if not request.user.has_perm("alerts.add_mute"):
+            self.message_user(request, "you may not mute alerts", messages.ERROR)
+            return
+        for server in queryset:
+            mute_add(server_id=server.id, seconds=seconds, reason=f"muted by {request.user}")
+        self.message_user(request, f"alerts of {queryset.count()} server(s) muted for {label}", messages.SUCCESS)
+
+    @admin.action(description="Mute alerts for 4 hours")
+    def mute_4h(self, request, queryset) -> None:
+        self._mute(request, queryset, 4 * 3600, "4 hours")
+
+    @admin.action(description="Mute alerts for 24 hours")
+    def mute_24h(self, request, queryset) -> None:
+        self._mute(request, queryset, 86400, "24 hours")
+
+    @admin.action(description="Mute alerts for 7 days")
+    def mute_7d(self, request, queryset) -> None:
+        self._mute(request, queryset, 7 * 86400, "7 days")
+
+    @admin.action(description="Unmute alerts")
+    def unmute(self, request, queryset) -> None:
+        if not request.user.has_perm("alerts.change_mute"):
+            self.message_user(request, "you may not unmute alerts", messages.ERROR)
+            return
+        n = sum(mute_end(server_id=server.id) for server in queryset)
+        self.message_user(request, f"{n} mute(s) ended", messages.SUCCESS)
+
+
+admin.site.unregister(Server)
+admin.site.register(Server, AlertingServerAdmin)

@@ -142,3 +142,12 @@ def test_server_page_shows_the_certificates_days_left(root, logged):
     )
     page = root.get(f"/dashboard/servers/{server.id}/").content.decode()
     assert "certificate 12 days left (CN = Test CA)" in page
+
+
+def test_mute_for_action_on_the_server_list(root, logged):
+    server, _ = logged
+    root.post("/admin/crawladmin/server/", {"action": "mute_24h", "_selected_action": [server.id]}, follow=True)
+    mute = Mute.objects.get(server=server)
+    assert timedelta(hours=23.9) < mute.until - timezone.now() <= timedelta(hours=24)
+    root.post("/admin/crawladmin/server/", {"action": "unmute", "_selected_action": [server.id]}, follow=True)
+    assert Mute.objects.get().until <= timezone.now()
