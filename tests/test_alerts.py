@@ -296,3 +296,35 @@ def test_a_server_still_down_is_reminded_every_n_hours(db):
     assert Notification.objects.filter(event=reminder).count() == 1
     feed([sid], [200], start=T0 + timedelta(hours=3))
     assert reminders_write(now=T0 + timedelta(hours=9)) == 0  # recovered
+
+
+def test_a_failed_delivery_never_records_or_logs_the_secret(db, caplog):
+    from .monitorweb import refusing_url
+
+    sid = add_server("127.0.0.5")
+    url = refusing_url("127.0.0.1").replace("http://", "json://alice:pw-s3cr3t@")
+    channel_add(name="hook", url=url, events="down")
+    feed([sid], [200, None, None])
+    with caplog.at_level("DEBUG"):
+        sent = notifications_send(now=LATER)
+    assert [s.ok for s in sent] == [False]
+    row = Notification.objects.get()
+    assert row.error and "pw-s3cr3t" not in row.error
+    assert "pw-s3cr3t" not in caplog.text and "pw-s3cr3t" not in sent[0].error
+
+
+def test_embedded_mode_sends_from_the_in_process_worker_after_the_window(
+    db, monkeypatch, django_capture_on_commit_callbacks
+):
+    from celery import current_app
+
+    sid = add_server("127.0.0.5")
+    channel_add(name="all", url="json://127.0.0.1:9/")
+    queued = []
+    monkeypatch.setattr(current_app, "send_task", lambda name, **kw: queued.append((name, kw)))
+    with (
+        override_settings(CELERY_EMBEDDED=True, ALERTS_GROUP_WINDOW=60.0),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        feed([sid], [200, None, None])
+    assert queued == [("tasks.alerts.send", {"countdown": 61.0})]
