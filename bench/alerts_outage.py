@@ -123,7 +123,7 @@ def main() -> int:
             del os.environ[name]
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crawladmin.settings")
-    from tests.alertsweb import smtp_server, webhook_receiver
+    from testweb.alerts import smtp_server, webhook_receiver
 
     with LocalWeb(args.servers) as web, webhook_receiver() as rx, smtp_server() as box:
         os.environ["EMAIL_PORT"] = str(box.port)
@@ -136,7 +136,7 @@ def main() -> int:
         from alerts.models import Notification
         from alerts.services.channels import channel_add
         from alerts.services.send import notifications_send
-        from monitoring.logic import parse_server_row
+        from monitoring.server_list import parse_server_row
         from monitoring.services.checks import monitors_check
         from monitoring.services.servers import servers_import
 

@@ -20,12 +20,15 @@ subclasses: a connection class (pinned IP, connect timing) whose ``response_clas
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextvars
 import enum
 import http.client
 import io
+import os
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -48,6 +51,7 @@ from urllib3.exceptions import (
 from urllib3.util.connection import create_connection
 
 from .certs import Certificate
+from .sanitize import clean_headers, clean_line, header_int
 
 __all__ = ["FailureKind", "FetchPolicy", "FetchResult", "Fetcher", "Timings"]
 
@@ -87,6 +91,7 @@ class FetchPolicy:
     max_body_bytes: int = 10 * 1024 * 1024  # after decompression; larger bodies are cut and flagged too_large
     user_agent: str = "crawladmin/0.1"
     max_header_bytes: int = 64 * 1024  # sum of header sizes; over it -> BAD_RESPONSE (header flood)
+    dns_timeout: float = 5.0  # seconds for the name lookup; over it -> DNS
 
 
 @dataclass
@@ -426,7 +431,7 @@ class _Outcome:
             headers=self.headers,
             body=bytes(self.body),
             failure=failure,
-            detail=detail,
+            detail=clean_line(detail, 500),
             truncated=self.truncated,
             bytes_received=len(self.body),
             timings=Timings(
@@ -441,6 +446,28 @@ class _Outcome:
 
 
 _DEFAULT = object()  # marks 'use the fetcher's own address_check'
+_RESOLVER_THREADS = 8
+_resolver: concurrent.futures.ThreadPoolExecutor | None = None
+_resolver_lock = threading.Lock()
+
+
+def _resolver_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The process's resolver threads, shared by every Fetcher, created on first use."""
+    global _resolver
+    if _resolver is None:
+        with _resolver_lock:
+            if _resolver is None:
+                _resolver = concurrent.futures.ThreadPoolExecutor(_RESOLVER_THREADS, thread_name_prefix="resolve")
+    return _resolver
+
+
+def _forget_resolver() -> None:
+    # A forked child (a prefork worker) inherits the pool object but not its threads: start afresh.
+    global _resolver
+    _resolver = None
+
+
+os.register_at_fork(after_in_child=_forget_resolver)
 
 
 class Fetcher:
@@ -501,11 +528,18 @@ class Fetcher:
     def _resolve(self, host: str, port: int, outcome: _Outcome, check) -> tuple[str, ...]:
         """Resolve once, time it, and filter through address_check; the connection is pinned to the result.
 
-        getaddrinfo has no timeout parameter; it is bounded by the system resolver's own settings.
+        getaddrinfo has no timeout parameter, and a resolver that never answers would hold the worker for
+        as long as the system's resolver settings say (minutes with retries). So the lookup runs on a
+        small shared pool of resolver threads and is waited for at most `dns_timeout`; a lookup still
+        running then is left to finish on its own and the fetch fails as DNS.
         """
         started = time.monotonic()
         try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            future = _resolver_pool().submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
+            infos = future.result(timeout=self.policy.dns_timeout)
+        except concurrent.futures.TimeoutError as exc:
+            detail = f"cannot resolve {host}: no answer within {self.policy.dns_timeout:g}s"
+            raise _Failure(FailureKind.DNS, detail) from exc
         except (socket.gaierror, UnicodeError) as exc:
             raise _Failure(FailureKind.DNS, f"cannot resolve {host}: {exc}") from exc
         finally:
@@ -596,7 +630,7 @@ class Fetcher:
             raise _Failure(*_classify(exc, exchange.phase, self.policy)) from exc
         outcome.headers_at = time.monotonic()
         outcome.status = response.status_code
-        outcome.headers = {name.lower(): value for name, value in response.headers.items()}
+        outcome.headers = clean_headers(response.headers.items())
         return response
 
     def _read_body(self, outcome: _Outcome, response: requests.Response) -> None:
@@ -650,10 +684,4 @@ class Fetcher:
 
 
 def _content_length(headers: dict[str, str]) -> int | None:
-    value = headers.get("content-length")
-    if value is None:
-        return None
-    try:
-        return int(value.split(",")[0].strip())
-    except ValueError:
-        return None
+    return header_int(headers.get("content-length"))

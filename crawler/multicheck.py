@@ -43,6 +43,7 @@ import pycurl
 
 from .certs import certificate_from_curl
 from .fetch import FailureKind, FetchPolicy, FetchResult, Timings
+from .sanitize import MAX_HEADER_NAME, MAX_HEADER_VALUE, clean_line
 
 __all__ = ["CheckRequest", "MultiChecker", "TimedResult"]
 
@@ -102,7 +103,9 @@ class _Transfer:
             return -1  # not len(line): libcurl aborts with WRITE_ERROR
         if line.startswith(b"HTTP/"):  # a status line: a new response (after a 1xx) starts afresh
             parts = line.split(None, 2)
-            self.status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+            # Three digits or no status (RFC 9110 §15): a longer number would overflow the stored column.
+            code = parts[1] if len(parts) > 1 else b""
+            self.status = int(code) if len(code) == 3 and code.isdigit() else None
             self.headers = {}
         elif line in (b"\r\n", b"\n"):
             if self.status is not None and self.status >= 200:  # an interim 1xx is not the answer
@@ -111,8 +114,9 @@ class _Transfer:
                 heapq.heappush(self.heap, (self.deadline, self.index, self))
         else:
             name, sep, value = line.decode("latin-1").partition(":")
-            if sep:
-                self.headers[name.strip().lower()] = value.strip()
+            name = clean_line(name, MAX_HEADER_NAME).strip().lower()
+            if sep and name:
+                self.headers[name] = clean_line(value, MAX_HEADER_VALUE).strip()
         return None
 
     def on_body(self, chunk: bytes) -> int | None:
@@ -295,7 +299,7 @@ class MultiChecker:
             headers=t.headers if t.headers_done_at is not None else {},
             body=bytes(t.body) if t.body is not None else b"",
             failure=failure,
-            detail=detail,
+            detail=clean_line(detail, 500),
             truncated=failure is FailureKind.TOO_LARGE,
             bytes_received=t.received,
             timings=timings,

@@ -13,6 +13,8 @@ from functools import lru_cache
 
 from protego import Protego
 
+from .sanitize import clean_text
+
 __all__ = [
     "ALLOW_ALL",
     "DISALLOW_ALL",
@@ -20,6 +22,7 @@ __all__ = [
     "PARSED",
     "RobotsRules",
     "product_token",
+    "robots_text",
     "rules_from_response",
     "rules_from_text",
 ]
@@ -69,6 +72,21 @@ class RobotsRules:
         return None if delay is None else float(delay)
 
 
+def robots_text(body: bytes) -> str:
+    """The text of a robots.txt body, as stored and parsed. RFC 9309 §2.2: the file is UTF-8, and a
+    crawler parses every line it can and uses the rules it could parse. So bytes that are not UTF-8
+    become U+FFFD (their lines then match nothing), a byte-order mark is dropped, and NUL and the other
+    control characters (which no rule contains, and which the database can't store) are removed. A file
+    saved as UTF-16 says so with its byte-order mark: it is decoded as UTF-16, which is what its author
+    wrote, rather than read as UTF-8 with a NUL between every two letters."""
+    body = body[:MAX_ROBOTS_BYTES]
+    if body[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        text = body.decode("utf-16", errors="replace")
+    else:
+        text = body.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    return clean_text(text.removeprefix("\ufeff"), MAX_ROBOTS_BYTES)
+
+
 def rules_from_text(text: str) -> RobotsRules:
     """Rebuild rules from a stored robots.txt body (always kind "parsed")."""
     # The cap is in bytes upstream; chars are >= bytes/4, so this is a safe bound
@@ -82,8 +100,7 @@ def rules_from_response(status: int | None, body: bytes) -> RobotsRules:
         # Unreachable / server error: assume complete disallow.
         return RobotsRules(kind=DISALLOW_ALL)
     if 200 <= status < 300:
-        text = body[:MAX_ROBOTS_BYTES].decode("utf-8", errors="replace")
-        return RobotsRules(kind=PARSED, text=text)
+        return RobotsRules(kind=PARSED, text=robots_text(body))
     # 4xx ("unavailable") means no restrictions; 3xx should have been followed
     # by the caller, and 1xx is nonsense here - neither should block crawling.
     return RobotsRules(kind=ALLOW_ALL)

@@ -21,7 +21,6 @@ command's as it runs) leaves one sample, at most one per SAMPLE_MIN_GAP, kept SA
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +33,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
+from crawlcore.db import locks, transactions
 from crawlcore.models import Link, Server, StatusCheck, Url
 from crawlcore.selectors import check_category_counts, crawl_summary
 from crawler.lifecycle import State
@@ -46,7 +46,6 @@ from .models import BrokenLink, CrawlSample, ServerRollup, Snapshot
 
 FAILING = (State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value, State.DEAD.value)
 MEMO_SECONDS = 2.0  # a process re-reads a snapshot at most this often
-LOCK_PREFIX = "crawladmin.dashboard:"
 
 CRAWL_SUMMARY = "crawl_summary"
 CHECK_TOTALS = "check_totals"
@@ -87,42 +86,12 @@ def _stored(name: str) -> Figures | None:
 def _lock(name: str, *, wait: bool) -> Iterator[bool]:
     """Whether this caller may compute `name` now. Must run inside a transaction: on PostgreSQL the lock
     is an advisory transaction lock, released at commit, held across processes and machines."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            if wait:
-                cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [LOCK_PREFIX + name])
-                got = True
-            else:
-                cursor.execute("SELECT pg_try_advisory_xact_lock(hashtext(%s))", [LOCK_PREFIX + name])
-                got = bool(cursor.fetchone()[0])
+    with locks.advisory_lock("dashboard", name, wait=locks.FOREVER if wait else 0) as got:
         yield got
-        return
-    with _guard:
-        lock = _process_locks.setdefault(name, threading.Lock())
-    got = lock.acquire(blocking=wait)
-    try:
-        yield got
-    finally:
-        if got:
-            lock.release()
-
-
-_guard = threading.Lock()
-_process_locks: dict[str, threading.Lock] = {}
-
-
-def _gently() -> None:
-    """For the rest of this transaction (SET LOCAL), on PostgreSQL: a count over millions of rows should
-    not take every core from the pages being served meanwhile, so one process and no JIT compilation
-    (which costs more than it saves on these plain scans)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-            cursor.execute("SET LOCAL jit = off")
 
 
 def _compute_and_store(name: str, compute: Callable[[], Any]) -> Figures:
-    _gently()
+    transactions.gently()
     started, t = timezone.now(), time.perf_counter()
     data = compute()
     seconds = time.perf_counter() - t
@@ -298,7 +267,7 @@ def server_rollups_refresh(*, now: datetime | None = None) -> int | None:
     with transaction.atomic(), _lock(SERVER_ROLLUPS, wait=False) as got:
         if not got:
             return None
-        _gently()
+        transactions.gently()
         figures_ = server_figures_compute(now=now)
         uptimes = uptime_counts(now=now)
         ids = list(Server.objects.values_list("id", flat=True))

@@ -17,21 +17,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import connection
 from django.db.models import Case, Count, Exists, IntegerField, Model, OuterRef, Subquery, Value, When
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.timesince import timesince
 
+from crawlcore.db import estimates, features, raw
 from crawlcore.models import Page, Server, StatusCheck, Url
 from crawlcore.selectors import check_category_counts
 from crawlcore.services.schedule import schedule_table
 from crawler.lifecycle import Agent, State
-from crawler.status import Category
+from crawler.status import Category, Status
 from monitoring.models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
 from monitoring.selectors import hour_floor, uptime_counts, uptime_of
 
-from . import rawsql, rollups
+from . import rollups
 from .cache import cached
 from .idrange import first_id_since
 from .models import BrokenLink, CrawlSample, ServerRollup
@@ -39,10 +39,12 @@ from .templatetags.dashboard_tags import ms
 
 FAILING = rollups.FAILING
 SERVER_ANSWERS = rollups.SERVER_ANSWERS
-MAINTENANCE = "maintenance"
-UNMONITORED = "unmonitored"
+# Plain strings (not the enum's members) for the SQL expressions below.
+MAINTENANCE = Status.MAINTENANCE.value
+UNMONITORED = Status.UNMONITORED.value
 # Worst first: the grid shows servers in trouble at the top.
-GRID_STATUSES = ("error", "disconnect", "delay", MAINTENANCE, "unknown", "normal", UNMONITORED)
+_GRID_ORDER = (Status.ERROR, Status.DISCONNECT, Status.DELAY, Status.MAINTENANCE, Status.UNKNOWN, Status.NORMAL)
+GRID_STATUSES = (*(s.value for s in _GRID_ORDER), UNMONITORED)
 RANGES = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 
 # How old each figure may be when a reader gets it (seconds). Beat refreshes the rollups well within
@@ -61,16 +63,8 @@ DEAD_LINKS_PAGE = 50
 
 
 def table_estimate(model: type[Model]) -> int:
-    """Rows in the table: PostgreSQL's planner estimate (pg_class.reltuples, kept by autovacuum's
-    ANALYZE) instead of a COUNT(*) that would read the whole table; an exact count elsewhere (SQLite:
-    the embedded mode, small by nature)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [model._meta.db_table])
-            row = cursor.fetchone()
-        if row and row[0] >= 0:  # -1: never analysed yet
-            return int(row[0])
-    return model.objects.count()
+    """Rows in the table, estimated without reading it (crawlcore.db.estimates)."""
+    return estimates.table_rows(model)
 
 
 def recent_checks(*, seconds: float, now: datetime | None = None):
@@ -348,7 +342,7 @@ def grid_tiles(*, status: str = "", group: str = "", limit: int = 300, offset: i
 
 
 # --------------------------------------------------------------------------------------------------
-# One server (its page makes these reads on every view: hand-written SQL, dashboard.rawsql)
+# One server (its page makes these reads on every view: hand-written SQL, crawlcore.db.raw)
 
 
 def server_latency_series(*, server_id: int, range_name: str, now: datetime | None = None) -> dict:
@@ -357,27 +351,27 @@ def server_latency_series(*, server_id: int, range_name: str, now: datetime | No
     now = now or timezone.now()
     span = RANGES[range_name]
     if range_name == "1h":
-        answers = rawsql.placeholders(SERVER_ANSWERS)
+        answers = raw.placeholders(SERVER_ANSWERS)
         sql = (
-            f"SELECT checked_at, latency_ms, category FROM {rawsql.table(StatusCheck)}"
+            f"SELECT checked_at, latency_ms, category FROM {raw.table(StatusCheck)}"
             f" WHERE server_id = %s AND checked_at >= %s AND category IN ({answers}) {{agent}}"
             " ORDER BY checked_at LIMIT 5000"
         )
         params = [server_id, now - span, *SERVER_ANSWERS]
-        rows = rawsql.fetch(
+        rows = raw.fetch(
             sql.format(agent="AND agent = %s"), [*params, Agent.MONITOR.value], datetimes=["checked_at"]
         )
         if not rows:
-            rows = rawsql.fetch(sql.format(agent=""), params, datetimes=["checked_at"])
+            rows = raw.fetch(sql.format(agent=""), params, datetimes=["checked_at"])
         return {
             "kind": "checks",
             "labels": [r["checked_at"].isoformat() for r in rows],
             "series": {"latency": [round(r["latency_ms"], 1) for r in rows]},
             "categories": [r["category"] for r in rows],
         }
-    rows = rawsql.fetch_rows(
-        f"SELECT {rawsql.iso_utc('hour')}, latency_mean_ms, latency_p95_ms, latency_max_ms"
-        f" FROM {rawsql.table(HourlyRollup)} WHERE server_id = %s AND hour > %s ORDER BY hour",
+    rows = raw.fetch_rows(
+        f"SELECT {raw.iso_utc('hour')}, latency_mean_ms, latency_p95_ms, latency_max_ms"
+        f" FROM {raw.table(HourlyRollup)} WHERE server_id = %s AND hour > %s ORDER BY hour",
         [server_id, hour_floor(now) - span],
     )
     # A month is 720 points: one pass over plain tuples, the labels already text.
@@ -409,7 +403,7 @@ def server_latency_chart(*, server_id: int, range_name: str, now: datetime | Non
     the server page's cost (issue 7's benchmark). The values are server_latency_series's, rounded by
     PostgreSQL's numeric rounding (1092.55 → 1092.6 where Python's float gives 1092.5)."""
     now = now or timezone.now()
-    if range_name == "1h" or connection.vendor != "postgresql":
+    if range_name == "1h" or not features.json_aggregates():
         series = server_latency_series(server_id=server_id, range_name=range_name, now=now)
         text = json.dumps(series, separators=(",", ":"))
         first = next(iter(series["series"].values()), [])
@@ -422,10 +416,10 @@ def server_latency_chart(*, server_id: int, range_name: str, now: datetime | Non
     def rounded(column: str) -> str:
         return f"round({column}::numeric, 1)"
 
-    [(points, labels, mean, p95, top)] = rawsql.fetch_rows(
-        f"SELECT count(latency_mean_ms), {agg(rawsql.iso_utc('hour'))}, {agg(rounded('latency_mean_ms'))},"
+    [(points, labels, mean, p95, top)] = raw.fetch_rows(
+        f"SELECT count(latency_mean_ms), {agg(raw.iso_utc('hour'))}, {agg(rounded('latency_mean_ms'))},"
         f" {agg(rounded('latency_p95_ms'))}, {agg(rounded('latency_max_ms'))}"
-        f" FROM {rawsql.table(HourlyRollup)} WHERE server_id = %s AND hour > %s",
+        f" FROM {raw.table(HourlyRollup)} WHERE server_id = %s AND hour > %s",
         [server_id, hour_floor(now) - RANGES[range_name]],
     )
     text = (
@@ -438,9 +432,9 @@ def server_latency_chart(*, server_id: int, range_name: str, now: datetime | Non
 def server_recent_checks(*, server_id: int, limit: int = 60) -> list[dict]:
     """The server's newest checks, oldest first (the bar reads left to right): each a dict of the check's
     fields, plus `latency` formatted and `summary`, the line its bar segment shows on hover."""
-    rows = rawsql.fetch(
+    rows = raw.fetch(
         "SELECT checked_at, status_code, category, failure_kind, detail, latency_ms, agent, requested_url"
-        f" FROM {rawsql.table(StatusCheck)} WHERE server_id = %s ORDER BY checked_at DESC, id DESC LIMIT %s",
+        f" FROM {raw.table(StatusCheck)} WHERE server_id = %s ORDER BY checked_at DESC, id DESC LIMIT %s",
         [server_id, limit],
         datetimes=["checked_at"],
     )
@@ -460,8 +454,8 @@ def _local(at: datetime) -> str:
 
 def server_timeline_recent(*, server_id: int, limit: int = 100) -> list[dict]:
     """The server's confirmed status changes, newest first: at (formatted), from_status, to_status, reason."""
-    rows = rawsql.fetch(
-        f"SELECT at, from_status, to_status, reason FROM {rawsql.table(StatusChange)}"
+    rows = raw.fetch(
+        f"SELECT at, from_status, to_status, reason FROM {raw.table(StatusChange)}"
         " WHERE server_id = %s ORDER BY at DESC, id DESC LIMIT %s",
         [server_id, limit],
         datetimes=["at"],
@@ -485,12 +479,12 @@ class ServerHead:
 def server_head(*, server_id: int, now: datetime | None = None) -> ServerHead | None:
     """The server, its monitor and its status now, in one query; None when there is no such server."""
     now = now or timezone.now()
-    rows = rawsql.fetch(
+    rows = raw.fetch(
         'SELECT s.id, s.scheme, s.host, s.port, s.ip, s."group", s.crawler_num, s.enabled, s.excluded_reason,'
         " m.server_id AS monitored, m.status, m.status_since, s.load_profile,"
-        f" EXISTS (SELECT 1 FROM {rawsql.table(MaintenanceWindow)} w"
+        f" EXISTS (SELECT 1 FROM {raw.table(MaintenanceWindow)} w"
         "          WHERE w.server_id = s.id AND w.starts_at <= %s AND w.ends_at > %s) AS in_maintenance"
-        f" FROM {rawsql.table(Server)} s LEFT JOIN {rawsql.table(ServerMonitor)} m ON m.server_id = s.id"
+        f" FROM {raw.table(Server)} s LEFT JOIN {raw.table(ServerMonitor)} m ON m.server_id = s.id"
         " WHERE s.id = %s",
         [now, now, server_id],
         datetimes=["status_since"],
@@ -515,8 +509,8 @@ def server_figures(*, server_id: int, now: datetime | None = None) -> dict:
     embedded mode)."""
     now = now or timezone.now()
     figures = ("url_states", "failing_url_kinds", "check_failure_kinds", "uptime_counts")
-    rows = rawsql.fetch(
-        f"SELECT {', '.join(figures)}, check_days, computed_at FROM {rawsql.table(ServerRollup)}"
+    rows = raw.fetch(
+        f"SELECT {', '.join(figures)}, check_days, computed_at FROM {raw.table(ServerRollup)}"
         " WHERE server_id = %s AND computed_at >= %s",
         [server_id, now - timedelta(seconds=SERVER_ROLLUP_MAX_AGE)],
         datetimes=["computed_at"],
@@ -606,19 +600,19 @@ def dead_links_of(*, server_id: int, limit: int = DEAD_LINKS_PAGE, after: tuple[
     broken-link rollup, an index range however big the site. Targets are read live: one that recovered
     since the last refresh is left out, and each shows its current state and status."""
     dead_links_figures()  # builds the rollup if it is missing or too old
-    url, page = rawsql.table(Url), rawsql.table(Page)
+    url, page = raw.table(Url), raw.table(Page)
     where, params = "b.site_id = %s", [server_id]
     if after is not None:
         where += " AND (b.from_url_id > %s OR (b.from_url_id = %s AND b.to_url_id > %s))"
         params += [after[0], after[0], after[1]]
-    rows = rawsql.fetch(
+    rows = raw.fetch(
         'SELECT b.from_url_id, f.url AS "from_url__url", p.title, b.to_url_id, t.url AS "to_url__url",'
         ' t.state AS "to_url__state", t.last_status AS "to_url__last_status",'
         ' t.failure_kind AS "to_url__failure_kind", t.last_checked_at AS "to_url__last_checked_at"'
-        f" FROM {rawsql.table(BrokenLink)} b"
+        f" FROM {raw.table(BrokenLink)} b"
         f" JOIN {url} t ON t.id = b.to_url_id JOIN {url} f ON f.id = b.from_url_id"
         f" LEFT JOIN {page} p ON p.url_id = b.from_url_id"
-        f" WHERE {where} AND t.state IN ({rawsql.placeholders(FAILING)}) AND t.exclusion_reason = ''"
+        f" WHERE {where} AND t.state IN ({raw.placeholders(FAILING)}) AND t.exclusion_reason = ''"
         " ORDER BY b.from_url_id, b.to_url_id LIMIT %s",
         [*params, *FAILING, limit],
         datetimes=["to_url__last_checked_at"],

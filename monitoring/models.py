@@ -9,12 +9,13 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from crawlcore.models import Server, StatusCheck
+from crawler.status import CONFIRMED, Status
 
 from .content import ContentRule, ContentRuleError, rule_check
-from .logic import Status
 from .quorum import LocationsError, locations_parse
 
-STATUS_CHOICES = [(s.value, s.value.title()) for s in Status]
+# Only confirmed statuses are stored: maintenance and unmonitored are shown, never written here.
+STATUS_CHOICES = [(s.value, s.value.title()) for s in CONFIRMED]
 
 
 def locations_valid(text: str) -> None:
@@ -49,7 +50,7 @@ class ServerMonitor(models.Model):
     quorum = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Locations that must agree; empty: a majority of them"
     )
-    # Confirmation state (logic.Confirmation) and the schedule; written only by monitoring services.
+    # Confirmation state (monitoring.confirm.Confirmation) and the schedule; written only by monitoring services.
     status = models.CharField(max_length=12, choices=STATUS_CHOICES, default=Status.UNKNOWN.value)
     status_since = models.DateTimeField(null=True, blank=True)
     candidate = models.CharField(max_length=12, blank=True)

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .logic import BAD, GOOD, Status
+from crawler.status import BAD, GOOD, Status
 
 
 class LocationsError(ValueError):

@@ -14,19 +14,18 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from crawlcore.db import estimates, locks, transactions
+
 from .blockrank import blockrank
-from .bulk import RankRows, estimated_rows, graph_read, ranks_write
 from .convert import BLOCKS, convert
 from .models import RankRun
 from .pagerank import build_graph, pagerank
+from .store import RankRows, graph_read, ranks_write
 
 logger = logging.getLogger("ranking")
-
-# pg_try_advisory_lock key: "rank" in ASCII. Session-level, so a killed process releases it.
-_LOCK_KEY = 0x72616E6B
 
 
 class Progress(Protocol):
@@ -182,28 +181,16 @@ def run_summary(run: RankRun) -> dict:
 def _read(progress: Progress):
     from crawlcore.models import Link, Url
 
-    progress.stage("read URLs and links", total=estimated_rows(Url) + estimated_rows(Link))
-    outermost = not connection.in_atomic_block
-    with transaction.atomic():
-        if connection.vendor == "postgresql" and outermost:
-            # Servers, URLs and links from one snapshot: no link to a URL inserted between the reads.
-            with connection.cursor() as cur:
-                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    progress.stage("read URLs and links", total=estimates.table_rows(Url) + estimates.table_rows(Link))
+    # Servers, URLs and links from one snapshot: no link to a URL inserted between the reads.
+    with transactions.read_snapshot():
         return graph_read(on_table=lambda _name, rows: progress.advance(rows))
 
 
 @contextmanager
 def _single_run():
-    if connection.vendor != "postgresql":
-        # Embedded: one process; and each run's write is one transaction, so the last one wins whole.
-        yield
-        return
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_try_advisory_lock(%s)", [_LOCK_KEY])
-        if not cur.fetchone()[0]:
+    """One run at a time, cluster-wide (a session advisory lock: a killed process releases it)."""
+    with locks.advisory_lock("rank") as taken:
+        if not taken:
             raise RankAlreadyRunning("another ranking run is in progress")
-    try:
         yield
-    finally:
-        with connection.cursor() as cur:
-            cur.execute("SELECT pg_advisory_unlock(%s)", [_LOCK_KEY])

@@ -16,11 +16,11 @@ from alerts.services.channels import ChannelError, channel_add
 from alerts.services.mutes import mute_add
 from alerts.services.send import notifications_send
 from crawler.fetch import FailureKind, FetchResult, Timings
-from monitoring.logic import AcceptedCodes, parse_server_row
+from monitoring.accepted_codes import AcceptedCodes
+from monitoring.server_list import parse_server_row
 from monitoring.services.checks import Checked, Target, checks_record
 from monitoring.services.servers import servers_import
-
-from .alertsweb import smtp_server, webhook_receiver
+from testweb.alerts import smtp_server, webhook_receiver
 
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
 LATER = T0 + timedelta(hours=1)
@@ -299,7 +299,7 @@ def test_a_server_still_down_is_reminded_every_n_hours(db):
 
 
 def test_a_failed_delivery_never_records_or_logs_the_secret(db, caplog):
-    from .monitorweb import refusing_url
+    from testweb.monitor import refusing_url
 
     sid = add_server("127.0.0.5")
     url = refusing_url("127.0.0.1").replace("http://", "json://alice:pw-s3cr3t@")

@@ -21,12 +21,11 @@ from alerts.models import Event, Notification
 from alerts.services.channels import channel_add
 from crawlcore.models import StatusCheck
 from monitoring.content import ContentRule, content_failure
-from monitoring.logic import parse_server_row
 from monitoring.models import ServerCertificate, ServerMonitor
+from monitoring.server_list import parse_server_row
 from monitoring.services.checks import monitors_check
 from monitoring.services.servers import servers_import
-
-from .monitorweb import scripted
+from testweb.monitor import scripted
 
 FAST = {"CRAWL_CONNECT_TIMEOUT": 2.0, "CRAWL_HEADER_TIMEOUT": 1.0, "CRAWL_BODY_TIMEOUT": 2.0}
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")

@@ -11,9 +11,10 @@ import subprocess
 import sys
 import time
 
-from .alertsweb import webhook_receiver
+from testweb.alerts import webhook_receiver
+from testweb.monitor import scripted
+
 from .crawlcheck import ROOT, clean_env
-from .monitorweb import scripted
 
 
 def manage(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess:

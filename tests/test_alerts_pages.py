@@ -14,8 +14,7 @@ from alerts.services.channels import channel_add
 from crawlcore.models import Server
 from dashboard.metrics import metrics_text
 from monitoring.models import ServerMonitor
-
-from .alertsweb import webhook_receiver
+from testweb.alerts import webhook_receiver
 
 SECRET = "json://alice:pw-s3cr3t@127.0.0.1:9/hook"
 

@@ -12,6 +12,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
+from crawlcore.db import locks
 from crawlcore.models import Link, Server, StatusCheck, Url
 from crawlcore.selectors import crawl_summary
 from crawlcore.services.urls import NewUrl, urls_insert
@@ -99,7 +100,7 @@ def test_figures_are_computed_once_and_shared_until_too_old():
 def test_a_reader_that_finds_a_computation_running_gets_the_previous_figures():
     rollups.figures("t", max_age=60, compute=lambda: {"n": 1})
     _age("t", 120)
-    lock = rollups._process_locks["t"]
+    lock = locks._process_locks[("dashboard", "t")]
     assert lock.acquire(blocking=False)  # someone else is computing "t" right now
     try:
         stale = rollups.figures("t", max_age=60, compute=lambda: pytest.fail("computed twice at once"))

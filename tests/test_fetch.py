@@ -569,3 +569,46 @@ def test_untrusted_certificate_is_tls_failure(serve, fetcher, self_signed) -> No
     server = serve(handler)
     result = fetcher.fetch(server.url().replace("http:", "https:"))
     assert result.failure is FailureKind.TLS and "TLS error" in result.detail and not result.responded
+
+
+# --- poison in headers, a resolver that never answers (issues 18, 23) ---------------------------------
+
+
+def test_nul_bytes_and_a_huge_content_length_arrive_as_storable_values(serve, fetcher) -> None:
+    raw = (
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Evil: a\x00b\x01c\r\n"
+        b"ETag: \"e\x00t\"\r\nLast-Modified: Wed\x00, 21 Oct 2015\r\n\r\nhello"
+    )
+    server = serve(answer_forever(raw))
+    result = fetcher.fetch(server.url("/"))
+    assert result.status == 200 and result.body == b"hello"
+    assert result.headers["x-evil"] == "abc" and result.headers["etag"] == '"et"'
+    assert all("\x00" not in k + v for k, v in result.headers.items())
+
+
+def test_a_content_length_beyond_a_bigint_is_ignored_not_trusted(serve, fetcher) -> None:
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\nConnection: close\r\n\r\nhello"
+    server = serve(answer_forever(raw))
+    result = fetcher.fetch(server.url("/"))
+    # Not "too large": a number no body can have says nothing; the body is read to the limit as usual.
+    assert result.failure != FailureKind.TOO_LARGE
+
+
+def test_a_name_lookup_that_never_answers_fails_as_dns_at_the_dns_deadline(monkeypatch) -> None:
+    release = threading.Event()
+
+    def hanging_lookup(*args, **kwargs):
+        release.wait(10)  # a resolver that does not answer (the real one would wait out its retries)
+        raise socket.gaierror("late")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging_lookup)
+    policy = FetchPolicy(connect_timeout=5, header_timeout=5, body_timeout=5, dns_timeout=0.3)
+    try:
+        with Fetcher(policy) as f:
+            started = time.monotonic()
+            result = f.fetch("http://never-answers.example/")
+            took = time.monotonic() - started
+    finally:
+        release.set()
+    assert result.failure == FailureKind.DNS and "within 0.3s" in result.detail
+    assert took < 2.0

@@ -10,7 +10,7 @@ from django.test import override_settings
 
 from alerts.models import Event
 from alerts.services.channels import channel_add
-from monitoring.logic import Status
+from crawler.status import Status
 from monitoring.models import LocationState, ServerMonitor, StatusChange
 from monitoring.quorum import LocationsError, locations_parse, quorum_decide, quorum_needed
 from monitoring.services.checks import monitors_claim

@@ -22,12 +22,11 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from crawlcore.db.bulk import insert_unsynced, update_by_id
 from crawlcore.models import StatusCheck
 from crawler.fetch import FetchResult
 from crawler.lifecycle import Agent
 from crawler.status import categorize
-
-from .sqlbulk import update_by_id
 
 INTERRUPTED_KIND = "interrupted"
 # After its per-request deadline a request has ended one way or the other; the margin covers DNS (not
@@ -38,18 +37,6 @@ PENDING_MARGIN_SECONDS = 30.0
 def request_deadline_seconds() -> float:
     """The longest a request can take: the fetcher's absolute connect, header and body deadlines."""
     return settings.CRAWL_CONNECT_TIMEOUT + settings.CRAWL_HEADER_TIMEOUT + settings.CRAWL_BODY_TIMEOUT
-
-
-# The intent row on PostgreSQL: one statement, so one round trip in autocommit, and set_config(..., true)
-# turns synchronous_commit off for its own transaction only: its commit does not wait for the WAL flush.
-# A killed worker or a dropped connection cannot lose a committed row; only a crash of PostgreSQL itself
-# within a fraction of a second could, and the outcome's own commit, which does wait, flushes it too.
-_INTENT_SQL = (
-    "WITH no_wait AS (SELECT set_config('synchronous_commit', 'off', true)) "
-    "INSERT INTO crawladmin_statuscheck (server_id, requested_url, method, checked_at, category, latency_ms, "
-    "agent, crawler_num, failure_kind, detail, bytes) "
-    "SELECT %s, %s, %s, %s, %s, 0, %s, %s, '', '', 0 FROM no_wait RETURNING id"
-)
 
 
 def check_begin(*, server_id: int, requested_url: str, method: str, agent: Agent) -> int:
@@ -63,24 +50,25 @@ def check_begin(*, server_id: int, requested_url: str, method: str, agent: Agent
             "a status check's intent must be committed on its own, not inside a durable-less transaction"
         )
     now = timezone.now()
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cur:
-            cur.execute(
-                _INTENT_SQL,
-                [server_id, requested_url, method, now, StatusCheck.PENDING, agent.value, settings.CRAWLER_NUM],
-            )
-            return cur.fetchone()[0]
-    check = StatusCheck.objects.create(
-        server_id=server_id,
-        requested_url=requested_url,
-        method=method,
-        checked_at=now,
-        category=StatusCheck.PENDING,
-        latency_ms=0.0,
-        agent=agent.value,
-        crawler_num=settings.CRAWLER_NUM,
+    # Committed without waiting for the WAL flush on PostgreSQL (crawlcore.db.bulk.insert_unsynced): only a
+    # crash of PostgreSQL itself within a fraction of a second could lose it, and the outcome's own commit,
+    # which does wait, flushes it too.
+    return insert_unsynced(
+        StatusCheck,
+        dict(
+            server_id=server_id,
+            requested_url=requested_url,
+            method=method,
+            checked_at=now,
+            category=StatusCheck.PENDING,
+            latency_ms=0.0,
+            agent=agent.value,
+            crawler_num=settings.CRAWLER_NUM,
+            failure_kind="",
+            detail="",
+            bytes=0,
+        ),
     )
-    return check.id
 
 
 def check_discard(*, check_id: int) -> None:
@@ -108,7 +96,7 @@ def _outcome(result: FetchResult) -> dict:
     )
 
 
-# The outcome's columns in _outcome()'s order, with their PostgreSQL types (for sqlbulk.update_by_id).
+# The outcome's columns in _outcome()'s order, with their PostgreSQL types (for crawlcore.db.bulk.update_by_id).
 _OUTCOME_COLUMNS = (
     ("url_id", "bigint"),
     ("checked_at", "timestamptz"),

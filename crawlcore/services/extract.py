@@ -11,11 +11,11 @@ from django.db import transaction
 from django.db.models import Min
 from django.utils import timezone
 
+from crawlcore.db.bulk import insert_ignore, update_by_id
 from crawlcore.models import Link, Page
 from crawler.parse import extract
 
 from .dispatch import servers_dispatch_with_due_work
-from .sqlbulk import insert_ignore, update_by_id
 from .urls import NewUrl, new_url_from, urls_insert
 
 log = logging.getLogger(__name__)

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from crawlcore.db.bulk import update_by_id, upsert
 from crawlcore.models import Link, Page, Server, Url, UrlEvent
 from crawler.fetch import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, event_for_fetch, next_state
@@ -22,7 +23,6 @@ from crawler.urlnorm import UrlError, canonicalize
 
 from .queue import enqueue_extract_on_commit, enqueue_load_on_commit
 from .servers import server_merge_if_alias
-from .sqlbulk import update_by_id, upsert
 from .urls import Claimed, new_url_from, url_exclude, url_transition, urls_claim, urls_insert, urls_release
 from .visit import Gate, ServerVisit
 

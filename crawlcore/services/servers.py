@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, connection
 from django.db.models import Q
 from django.utils import timezone
 
+from crawlcore.db import locks
 from crawlcore.models import Page, Server, ServerLease, Url
 from crawler.urlnorm import ServerKey
 
-from .common import lease_deadline
+from .leases import lease_deadline
 
 log = logging.getLogger(__name__)
 
@@ -114,39 +113,19 @@ def server_save_robots(*, server_id: int, kind: str, text: str, crawl_delay: flo
     )
 
 
-_ROBOTS_LOCK_CLASS = 0x7262  # first key of pg_advisory_lock(int4, int4): "rb"; the second is the server id
-
-
 @contextmanager
 def server_robots_lock(*, server_id: int, wait: float) -> Iterator[bool]:
-    """One robots.txt fetch per server at a time, across the cluster: a PostgreSQL session advisory lock
-    (not a transaction's: the fetch commits its status check on its own). Yields whether it was taken.
+    """One robots.txt fetch per server at a time, across the cluster: a session advisory lock (not a
+    transaction's: the fetch commits its status check on its own; crawlcore.db.locks "robots"). Yields
+    whether it was taken.
 
     A visit that finds the lock held waits up to `wait` seconds for the holder's answer, then re-reads the
     server's rules instead of asking robots.txt again (two slots of one server start together, and both
     found no rules). A lock not taken by then is given up: the fetch goes ahead rather than stall. The lock
     dies with its session, so a killed worker never leaves it held; if giving it back fails, this thread's
     connection is closed, which gives it back too."""
-    if connection.vendor != "postgresql":
-        yield True
-        return
-    deadline = time.monotonic() + wait
-    with connection.cursor() as cur:
-        while True:
-            cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [_ROBOTS_LOCK_CLASS, server_id])
-            taken = cur.fetchone()[0]
-            if taken or time.monotonic() >= deadline:
-                break
-            time.sleep(0.05)
-    try:
+    with locks.advisory_lock("robots", server_id, wait=wait) as taken:
         yield taken
-    finally:
-        if taken:
-            try:
-                with connection.cursor() as cur:
-                    cur.execute("SELECT pg_advisory_unlock(%s, %s)", [_ROBOTS_LOCK_CLASS, server_id])
-            except DatabaseError:
-                connection.close()
 
 
 def server_merge_if_alias(*, server: Server, home_checksum: str) -> Server | None:

@@ -13,12 +13,13 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from crawlcore.db import features
 from crawlcore.models import Url, UrlEvent
 from crawler.lifecycle import Agent, Event, InvalidTransition, State, next_state
 from crawler.scope import Scope
 from crawler.urlnorm import server_key, url_hash
 
-from .common import lease_deadline
+from .leases import lease_deadline
 from .servers import servers_ensure
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,7 @@ _CLAIMED = [f.name for f in dataclasses.fields(Claimed)]
 def urls_claim(*, server_id: int, owner: str, limit: int, now: datetime | None = None) -> list[Claimed]:
     """Lease up to `limit` due Init URLs of one server, shallowest first."""
     now = now or timezone.now()
-    if connection.vendor == "postgresql":
+    if features.skip_locked_claims():
         return _urls_claim_pg(server_id, owner, limit, now)
     free = Q(lease_owner="") | Q(lease_expires_at__lt=now)
     due = Url.objects.filter(server_id=server_id, state=State.INIT.value, next_check_at__lte=now).filter(free)

@@ -5,11 +5,13 @@ private-address guard, and a status check for every request.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.utils import timezone
@@ -19,7 +21,7 @@ from crawler.fetch import FailureKind, Fetcher, FetchPolicy, FetchResult, Timing
 from crawler.lifecycle import Agent
 from crawler.netguard import forbidden_reason, parse_cidrs
 from crawler.politeness import crawl_delay, retry_after_seconds
-from crawler.robots import DISALLOW_ALL, RobotsRules, product_token, rules_from_response, rules_from_text
+from crawler.robots import ALLOW_ALL, DISALLOW_ALL, RobotsRules, product_token, rules_from_response, rules_from_text
 from crawler.urlnorm import UrlError, canonicalize
 
 from .checks import check_begin, check_discard, check_finish, check_record, checks_finish
@@ -32,6 +34,8 @@ from .servers import (
     server_save_robots,
     server_take_turn,
 )
+
+log = logging.getLogger(__name__)
 
 _local = threading.local()
 
@@ -64,8 +68,22 @@ def address_check_for(server: Server):
     """The private-address guard; servers an operator added are trusted with any address."""
     if server.trusted:
         return None
+    return untrusted_address_check()
+
+
+def untrusted_address_check():
+    """The guard for a host nobody vouched for: only CRAWL_ALLOW_PRIVATE's networks may be private."""
     allowed = parse_cidrs(",".join(settings.CRAWL_ALLOW_PRIVATE))
     return lambda ip: forbidden_reason(ip, allowed)
+
+
+def _same_host(url: str, server: Server) -> bool:
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    except ValueError:
+        return False
+    return (parts.hostname or "").lower() == server.host.strip("[]").lower() and port == server.port
 
 
 class ServerVisit:
@@ -148,7 +166,10 @@ class ServerVisit:
         check_id = check_begin(server_id=self.server.id, requested_url=url, method=method, agent=self.agent)
         self._last_send = time.monotonic()
         # A time limit or a kill during the request leaves the row pending: the reconciler finishes it.
-        result = thread_fetcher().fetch(url, method=method, headers=headers, address_check=self._check)
+        # Trust belongs to the host an operator named, not to the visit: a request to any other host (a
+        # robots.txt redirect hop, say) is guarded like a host nobody vouched for.
+        check = self._check if _same_host(url, self.server) else untrusted_address_check()
+        result = thread_fetcher().fetch(url, method=method, headers=headers, address_check=check)
         if result.failure == FailureKind.FORBIDDEN_ADDRESS:
             check_discard(check_id=check_id)  # refused before connecting: no request, no check
         else:
@@ -208,9 +229,17 @@ class ServerVisit:
 
     def _robots_fetch(self) -> RobotsRules | FetchResult:
         s = self.server
-        result = self._fetch_robots(f"{s.origin}/robots.txt")
+        first = f"{s.origin}/robots.txt"
+        result = self._fetch_robots(first)
+        if result.failure == FailureKind.FORBIDDEN_ADDRESS and result.url == first:
+            return result  # the server's own address is forbidden: the caller excludes the server
         if result.failure == FailureKind.FORBIDDEN_ADDRESS:
-            return result
+            # A redirect toward an address we may not contact: the file is unavailable to us, which RFC 9309
+            # (§2.3.1.3) reads as no restrictions, as for a 4xx. The server itself stays crawlable.
+            log.warning("robots.txt of %s redirects to a forbidden address: %s", s.origin, result.detail)
+            server_save_robots(server_id=s.id, kind=ALLOW_ALL, text="", crawl_delay=None, ip=None)
+            s.crawl_delay = None
+            return RobotsRules(kind=ALLOW_ALL)
         if result.status is None or result.status >= 500 or result.incomplete:
             failure = result.failure.value if result.failure else FailureKind.HTTP_STATUS.value
             memo = f"{failure}|{result.status or ''}|{result.detail}"

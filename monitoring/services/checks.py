@@ -18,29 +18,29 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from crawlcore.db import bulk
 from crawlcore.models import StatusCheck
-from crawlcore.services.common import lease_deadline
+from crawlcore.services.leases import lease_deadline
 from crawler.fetch import FailureKind, FetchPolicy, FetchResult
 from crawler.lifecycle import Agent
 from crawler.multicheck import CheckRequest, MultiChecker
 from crawler.netguard import forbidden_reason, parse_cidrs
-from crawler.status import Category
+from crawler.status import Category, Status
 
 from .. import hooks
+from ..accepted_codes import AcceptedCodes, classify
+from ..confirm import Confirmation, confirm
 from ..content import ContentRule, content_failure
-from ..logic import AcceptedCodes, Confirmation, Status, classify, confirm
 from ..models import LocationState, ServerMonitor, StatusChange
 from ..quorum import locations_parse, quorum_decide, quorum_needed
 from ..selectors import in_window, maintenance_windows
 from .certificates import certificates_record
 
 log = logging.getLogger(__name__)
-
-MAINTENANCE = "maintenance"
 
 
 @dataclass(frozen=True)
@@ -178,30 +178,9 @@ def _check_values(c: Checked) -> dict:
 
 
 def _checks_insert(checked: Sequence[Checked]) -> None:
-    """Insert the checks' StatusCheck rows and set each check_id: INSERT ... VALUES ... RETURNING id
-    in chunks on PostgreSQL (plain values, no model instances: bulk_create's per-field preparation was
-    the largest cost left after the state UPDATE), bulk_create elsewhere."""
-    rows = [_check_values(c) for c in checked]
-    if connection.vendor != "postgresql":
-        created = StatusCheck.objects.bulk_create([StatusCheck(**row) for row in rows], batch_size=500)
-        for c, obj in zip(checked, created, strict=True):
-            c.check_id = obj.id
-        return
-    meta = StatusCheck._meta
-    names = list(rows[0])
-    qn = connection.ops.quote_name
-    columns = ", ".join(qn(meta.get_field(n).column) for n in names)
-    row_sql = "(" + ", ".join(["%s"] * len(names)) + ")"
-    ids: list[int] = []
-    with connection.cursor() as cursor:
-        for i in range(0, len(rows), 1000):
-            chunk = rows[i : i + 1000]
-            cursor.execute(
-                f"INSERT INTO {qn(meta.db_table)} ({columns}) VALUES {', '.join([row_sql] * len(chunk))} "
-                f"RETURNING {qn(meta.pk.column)}",
-                [row[n] for row in chunk for n in names],
-            )
-            ids += [r[0] for r in cursor.fetchall()]  # in VALUES order, as bulk_create relies on too
+    """Insert the checks' StatusCheck rows and set each check_id (plain values, no model instances on
+    PostgreSQL: see crawlcore.db.bulk.insert_returning_ids)."""
+    ids = bulk.insert_returning_ids(StatusCheck, [_check_values(c) for c in checked])
     for c, pk in zip(checked, ids, strict=True):
         c.check_id = pk
 
@@ -250,43 +229,13 @@ def checks_record(*, checked: Sequence[Checked], claimed_at: datetime | None = N
                 _apply(m, c, paused, changes)
                 m.claim_token = ""
             m.next_check_at = base + timedelta(seconds=c.target.interval_s)
-        _states_save(list(monitors.values()))
+        # One UPDATE ... FROM (VALUES ...) on PostgreSQL: bulk_update cost ~70% of a worker's time.
+        bulk.update_rows(list(monitors.values()), _STATE_FIELDS)
         _location_states_save(locations)
         StatusChange.objects.bulk_create(changes)
         hooks.status_changes_written(changes)  # alerts' outbox rows, in this same transaction
         certificates_record(checked=[c for c in checked if c.result.certificate is not None])
     return list(checked)
-
-
-def _states_save(monitors: list[ServerMonitor]) -> None:
-    """Write the confirmation state of these (locked) monitors: one UPDATE ... FROM (VALUES ...) on
-    PostgreSQL. Django's bulk_update builds a CASE WHEN per field and row in Python: it took ~70% of a
-    worker's time in the benchmark (bench/monitor_checks.py); other databases keep using it."""
-    if not monitors:
-        return
-    if connection.vendor != "postgresql":
-        ServerMonitor.objects.bulk_update(monitors, _STATE_FIELDS)
-        return
-    meta = ServerMonitor._meta
-    fields = [meta.get_field("server"), *(meta.get_field(name) for name in _STATE_FIELDS)]
-    columns = [f.column for f in fields]
-    types = [f.db_type(connection) for f in fields]
-    qn = connection.ops.quote_name
-    row = "(" + ", ".join(f"%s::{t}" for t in types) + ")"
-    assignments = ", ".join(f"{qn(c)} = v.{qn(c)}" for c in columns[1:])
-    for i in range(0, len(monitors), 1000):
-        chunk = monitors[i : i + 1000]
-        # Plain values (str, int, aware datetime, None) that the driver adapts; the casts in the row
-        # give NULLs their column types.
-        attnames = [f.attname for f in fields]
-        params = [getattr(m, a) for m in chunk for a in attnames]
-        sql = (
-            f"UPDATE {qn(meta.db_table)} AS m SET {assignments} "
-            f"FROM (VALUES {', '.join([row] * len(chunk))}) AS v({', '.join(qn(c) for c in columns)}) "
-            f"WHERE m.{qn(columns[0])} = v.{qn(columns[0])}"
-        )
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
 
 
 def _apply(m: ServerMonitor, c: Checked, paused: bool, changes: list[StatusChange]) -> None:
@@ -295,7 +244,7 @@ def _apply(m: ServerMonitor, c: Checked, paused: bool, changes: list[StatusChang
     if paused:
         # Inside a maintenance window a check is recorded but moves no status: a planned outage must
         # neither page anyone nor count as a confirmed failure once the window ends.
-        c.status = MAINTENANCE
+        c.status = Status.MAINTENANCE.value
         return
     state = Confirmation(Status(m.status), Status(m.candidate) if m.candidate else None, m.streak)
     new, change = confirm(state, c.category, fail_after=c.target.fail_after, recover_after=c.target.recover_after)
@@ -362,7 +311,7 @@ def _apply_located(
     here.last_check_at, here.last_category, here.claim_token = c.checked_at, c.category, ""
     here.next_check_at = base + timedelta(seconds=c.target.interval_s)
     if paused:
-        c.status = MAINTENANCE
+        c.status = Status.MAINTENANCE.value
         return
     state = Confirmation(Status(here.status), Status(here.candidate) if here.candidate else None, here.streak)
     new, _ = confirm(state, c.category, fail_after=c.target.fail_after, recover_after=c.target.recover_after)

@@ -27,57 +27,17 @@ import statistics
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import DateTimeField, F, FloatField, Func, QuerySet, Value
+from django.db.models import F, FloatField, QuerySet, Value
 from django.db.models.functions import Coalesce, Floor
 from django.utils import timezone
 
+from crawlcore.db.functions import AgeSeconds, JsonArrayFloat
 from crawlcore.selectors import load_profiles
 from scheduling.staleness import prune_age
 
 DEFAULT_KB = 16.0  # a page whose size was never seen: a typical HTML page
 DEFAULT_RESPONSE_S = 1.0  # no server has a profile for this hour
 SAMPLE = 4  # the bound comes from the best m of the 4m oldest: one large page among them cannot spoil it
-
-
-class AgeSeconds(Func):
-    """Seconds from `last_checked_at` to `now`."""
-
-    output_field = FloatField()
-
-    def __init__(self, now: datetime, field: str):
-        super().__init__(Value(now, output_field=DateTimeField()), F(field))
-
-    def as_sql(self, compiler, connection, **extra):  # PostgreSQL and the others with interval arithmetic
-        return super().as_sql(
-            compiler, connection, template="EXTRACT(EPOCH FROM (%(expressions)s))", arg_joiner=" - ", **extra
-        )
-
-    def as_sqlite(self, compiler, connection, **extra):
-        return super().as_sql(
-            compiler,
-            connection,
-            template="((julianday(%(expressions)s)) * 86400.0)",
-            arg_joiner=") - julianday(",
-            **extra,
-        )
-
-
-class ProfileHour(Func):
-    """One hour's value of a JSON array of 24 numbers; NULL when the profile or that hour is missing."""
-
-    output_field = FloatField()
-
-    def __init__(self, field: str, hour: int):
-        self.hour = int(hour)
-        super().__init__(F(field))
-
-    def as_sql(self, compiler, connection, **extra):
-        sql, params = compiler.compile(self.source_expressions[0])
-        return f"(({sql}) ->> {self.hour})::double precision", params
-
-    def as_sqlite(self, compiler, connection, **extra):
-        sql, params = compiler.compile(self.source_expressions[0])
-        return f"CAST(json_extract({sql}, '$[{self.hour}]') AS REAL)", params
 
 
 def default_response_s(*, hour: int) -> float:
@@ -93,7 +53,7 @@ def staleness_scored(qs: QuerySet, *, now: datetime) -> QuerySet:
     hour = timezone.localtime(now).hour
     size_kb = Coalesce(F("page__size"), F("content_length"), Value(DEFAULT_KB * 1024.0), output_field=FloatField())
     response_s = Coalesce(
-        ProfileHour("server__load_profile", hour) / Value(1000.0),
+        JsonArrayFloat("server__load_profile", hour) / Value(1000.0),
         Value(default_response_s(hour=hour)),
         output_field=FloatField(),
     )

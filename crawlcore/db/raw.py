@@ -1,4 +1,4 @@
-"""Hand-written SQL for the dashboard's hottest reads: the queries of a server's page and of a site's dead
+"""Hand-written reads, for the dashboard's hottest pages: the queries of a server's page and of a site's dead
 links, run on every view.
 
 Each is an indexed lookup that PostgreSQL answers in a tenth of a millisecond, while building it through the
@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 
 from django.db import connection
 from django.utils.dateparse import parse_datetime
+
+from ._vendor import is_postgres
 
 
 def table(model) -> str:
@@ -68,7 +70,7 @@ def fetch_rows(sql: str, params: Sequence = ()) -> list[tuple]:
 def iso_utc(column: str) -> str:
     """SQL for a timestamp column as ISO 8601 text in UTC ("2026-01-31T13:00:00+00:00", as Python's
     isoformat writes an aware UTC datetime): cheaper than turning hundreds of them into datetimes."""
-    if connection.vendor == "postgresql":
+    if is_postgres():
         return f"""to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')"""
     return f"strftime('%Y-%m-%dT%H:%M:%S+00:00', {column})"  # SQLite keeps naive UTC text
 

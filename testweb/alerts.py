@@ -1,4 +1,4 @@
-"""Receivers for the alerts tests, loopback only, started and stopped by the tests: an HTTP receiver for
+"""Receivers for the alerts tests and benchmark, loopback only, started and stopped by their user: an HTTP receiver for
 `json://` webhooks (answers from a script of statuses, optionally slowly) and a real SMTP server (aiosmtpd).
 """
 

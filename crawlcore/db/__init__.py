@@ -1,0 +1,17 @@
+"""Database-specific SQL, in one place: the only code that asks which database it runs on.
+
+The crawl runs on PostgreSQL; the embedded mode (and most unit tests) on SQLite. Everything whose SQL
+differs between the two lives here, by concern, and callers ask for what they need, not for a vendor:
+
+* bulk: insert, upsert and update many rows in one round trip (`execute_values` on PostgreSQL);
+* arrays: numpy columns in and out of a table (binary COPY on PostgreSQL);
+* locks: advisory locks, with every key namespace in one table;
+* estimates: cheap row counts;
+* transactions: per-transaction settings (a read-only snapshot, a gentle big count);
+* raw: hand-written reads returned as dicts, with their times and JSON decoded;
+* functions: ORM expressions whose SQL differs by database;
+* features: what the database can do, for callers whose two paths are domain SQL of their own.
+
+Nothing here imports a model: callers pass models or table names, so the package sits at the bottom of
+the crawl core and monitoring, ranking and the dashboard use it alike.
+"""

@@ -1,0 +1,192 @@
+"""Bulk statements the ORM has no cheap form for: one round trip for many rows, on PostgreSQL and SQLite.
+
+The crawl's hot paths write tens of rows per page (links, URL updates); building a model instance per row
+and one statement per update cost more than the crawl itself. insert_ignore, update_by_id and upsert take
+plain tuples; insert_returning_ids and update_rows take dicts and model instances (the monitor's checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import connection
+from django.db.models import Model
+
+from ._vendor import is_postgres
+
+PAGE = 1000  # rows per statement
+
+
+def insert_ignore(table: str, columns: Sequence[str], rows: Sequence[tuple]) -> None:
+    """INSERT the rows, skipping those that violate a unique constraint."""
+    if not rows:
+        return
+    cols = ", ".join(columns)
+    with connection.cursor() as cur:
+        if is_postgres():
+            from psycopg2.extras import execute_values
+
+            execute_values(
+                cur.cursor, f"INSERT INTO {table} ({cols}) VALUES %s ON CONFLICT DO NOTHING", rows, page_size=PAGE
+            )
+        else:
+            marks = ", ".join("%s" for _ in columns)
+            cur.executemany(f"INSERT OR IGNORE INTO {table} ({cols}) VALUES ({marks})", _adapted(rows))
+
+
+def update_by_id(
+    table: str,
+    columns: Sequence[tuple[str, str]],
+    rows: Sequence[tuple],
+    *,
+    where: str = "",
+    guards: Sequence[tuple[str, str]] = (),
+) -> list[int]:
+    """UPDATE each row `(id, value, ..., guard value, ...)` of `table`: `columns` names and PostgreSQL
+    types of the values to set, in order, then `guards` the columns that must still hold the given value
+    for the row to be updated. `where` adds a constant guard (SQL over the table's columns, aliased `t`;
+    no parameters). Returns the ids of the rows updated."""
+    if not rows:
+        return []
+    guard = "".join(f" AND t.{name} = v.g_{name}" for name, _ in guards) + (f" AND {where}" if where else "")
+    with connection.cursor() as cur:
+        if is_postgres():
+            from psycopg2.extras import execute_values
+
+            sets = ", ".join(f"{name} = v.{name}" for name, _ in columns)
+            names = ", ".join([name for name, _ in columns] + [f"g_{name}" for name, _ in guards])
+            template = "(%s, " + ", ".join(f"%s::{kind}" for _, kind in (*columns, *guards)) + ")"
+            done = execute_values(
+                cur.cursor,
+                f"UPDATE {table} AS t SET {sets} FROM (VALUES %s) AS v(id, {names}) WHERE t.id = v.id{guard} "
+                "RETURNING t.id",
+                rows,
+                template=template,
+                page_size=PAGE,
+                fetch=True,
+            )
+            return [r[0] for r in done]
+        sets = ", ".join(f"{name} = %s" for name, _ in columns)
+        checks = "".join(f" AND t.{name} = %s" for name, _ in guards) + (f" AND {where}" if where else "")
+        sql = f"UPDATE {table} AS t SET {sets} WHERE t.id = %s{checks}"
+        n = len(columns)
+        updated = []
+        for row in _adapted(rows):
+            cur.execute(sql, (*row[1 : n + 1], row[0], *row[n + 1 :]))
+            if cur.rowcount == 1:
+                updated.append(row[0])
+        return updated
+
+
+def upsert(
+    table: str, columns: Sequence[str], rows: Sequence[tuple], *, key: str, returning: str = "id"
+) -> list[tuple]:
+    """INSERT the rows, or UPDATE every other column of the row with the same `key` (unique); returns
+    `(returning, key)` of each row written."""
+    if not rows:
+        return []
+    cols = ", ".join(columns)
+    sets = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
+    tail = f"ON CONFLICT ({key}) DO UPDATE SET {sets} RETURNING {returning}, {key}"
+    with connection.cursor() as cur:
+        if is_postgres():
+            from psycopg2.extras import execute_values
+
+            return execute_values(
+                cur.cursor, f"INSERT INTO {table} ({cols}) VALUES %s {tail}", rows, page_size=PAGE, fetch=True
+            )
+        marks = ", ".join("%s" for _ in columns)
+        out = []
+        for row in _adapted(rows):
+            cur.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks}) {tail}", row)
+            out.extend(cur.fetchall())
+        return out
+
+
+def insert_returning_ids(model: type[Model], rows: Sequence[dict]) -> list[int]:
+    """INSERT one row of `model` per dict (field name -> value, the same names in each), returning the new
+    ids in the rows' order. PostgreSQL: INSERT ... VALUES ... RETURNING in chunks of PAGE, plain values and
+    no model instances (bulk_create's per-field preparation was the monitor's largest cost left after its
+    state UPDATE); elsewhere bulk_create."""
+    if not rows:
+        return []
+    if not is_postgres():
+        created = model.objects.bulk_create([model(**row) for row in rows], batch_size=500)
+        return [obj.pk for obj in created]
+    meta = model._meta
+    names = list(rows[0])
+    qn = connection.ops.quote_name
+    columns = ", ".join(qn(meta.get_field(n).column) for n in names)
+    row_sql = "(" + ", ".join(["%s"] * len(names)) + ")"
+    ids: list[int] = []
+    with connection.cursor() as cursor:
+        for i in range(0, len(rows), PAGE):
+            chunk = rows[i : i + PAGE]
+            cursor.execute(
+                f"INSERT INTO {qn(meta.db_table)} ({columns}) VALUES {', '.join([row_sql] * len(chunk))} "
+                f"RETURNING {qn(meta.pk.column)}",
+                [row[n] for row in chunk for n in names],
+            )
+            ids += [r[0] for r in cursor.fetchall()]  # in VALUES order, as bulk_create relies on too
+    return ids
+
+
+def update_rows(objs: Sequence[Model], fields: Sequence[str]) -> None:
+    """Write `fields` of these instances of one model, by primary key: one UPDATE ... FROM (VALUES ...) per
+    PAGE rows on PostgreSQL. Django's bulk_update builds a CASE WHEN per field and row in Python: it took
+    ~70% of a monitor worker's time in the benchmark (bench/monitor_checks.py); elsewhere it is used."""
+    if not objs:
+        return
+    model = type(objs[0])
+    if not is_postgres():
+        model.objects.bulk_update(objs, list(fields))
+        return
+    meta = model._meta
+    columns_of = [meta.pk, *(meta.get_field(name) for name in fields)]
+    columns = [f.column for f in columns_of]
+    types = [f.db_type(connection) for f in columns_of]
+    qn = connection.ops.quote_name
+    row = "(" + ", ".join(f"%s::{t}" for t in types) + ")"
+    assignments = ", ".join(f"{qn(c)} = v.{qn(c)}" for c in columns[1:])
+    attnames = [f.attname for f in columns_of]
+    for i in range(0, len(objs), PAGE):
+        chunk = objs[i : i + PAGE]
+        # Plain values (str, int, aware datetime, None) that the driver adapts; the casts in the row
+        # give NULLs their column types.
+        params = [getattr(m, a) for m in chunk for a in attnames]
+        sql = (
+            f"UPDATE {qn(meta.db_table)} AS m SET {assignments} "
+            f"FROM (VALUES {', '.join([row] * len(chunk))}) AS v({', '.join(qn(c) for c in columns)}) "
+            f"WHERE m.{qn(columns[0])} = v.{qn(columns[0])}"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+
+
+def insert_unsynced(model: type[Model], row: dict) -> int:
+    """INSERT one row (field name -> value) committed on its own at once; its id. On PostgreSQL one statement
+    (one round trip in autocommit), and set_config(..., true) turns synchronous_commit off for its own
+    transaction only: its commit does not wait for the WAL flush. A killed worker or a dropped connection
+    cannot lose a committed row; only a crash of PostgreSQL itself within a fraction of a second could.
+    Elsewhere a plain create."""
+    if not is_postgres():
+        return model.objects.create(**row).pk
+    meta = model._meta
+    qn = connection.ops.quote_name
+    columns = ", ".join(qn(meta.get_field(name).column) for name in row)
+    values = ", ".join(["%s"] * len(row))
+    sql = (
+        "WITH no_wait AS (SELECT set_config('synchronous_commit', 'off', true)) "
+        f"INSERT INTO {qn(meta.db_table)} ({columns}) SELECT {values} FROM no_wait RETURNING {qn(meta.pk.column)}"
+    )
+    with connection.cursor() as cur:
+        cur.execute(sql, list(row.values()))
+        return cur.fetchone()[0]
+
+
+def _adapted(rows: Sequence[tuple]) -> list[tuple]:
+    """SQLite stores datetimes as text in Django's own format; raw parameters must use it too, or string
+    comparisons with the ORM's values go wrong."""
+    adapt = connection.ops.adapt_datetimefield_value
+    return [tuple(adapt(v) if isinstance(v, datetime) else v for v in row) for row in rows]

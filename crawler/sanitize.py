@@ -1,0 +1,80 @@
+"""Response data made safe to store, where it enters the system.
+
+A server controls every byte of its status line, headers and bodies. Some of those bytes can't be
+stored: PostgreSQL refuses a NUL in text (``A string literal cannot contain NUL``), a lone surrogate
+can't be encoded as UTF-8, and a `Content-Length` of 2^63 overflows a bigint. One such value used to
+fail the write of a whole batch, which then rolled back and was fetched again and again. So the
+fetchers (crawler and monitor) pass what they read through here first: text loses NUL and the other
+control characters and is bounded in length; integers are parsed strictly and dropped when out of
+range. Nothing here raises.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = [
+    "BIGINT_MAX",
+    "MAX_HEADER_NAME",
+    "MAX_HEADER_VALUE",
+    "clean_headers",
+    "clean_line",
+    "clean_text",
+    "header_int",
+]
+
+BIGINT_MAX = 2**63 - 1
+MAX_HEADER_NAME = 200
+MAX_HEADER_VALUE = 4096
+MAX_HEADERS = 200  # distinct header names kept from one response
+
+# C0 controls and DEL, without tab; text that keeps its lines also keeps \n and \r.
+_CONTROLS_LINE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_CONTROLS_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
+_DIGITS = re.compile(r"\s*([0-9]{1,30})\s*")
+
+
+def clean_line(value: str, limit: int) -> str:
+    """One line of text (a header value, a status reason, an error detail): no control characters but
+    tab, no lone surrogates, at most `limit` characters."""
+    value = _CONTROLS_LINE.sub("", value)
+    if not value.isascii():
+        value = _SURROGATES.sub("\ufffd", value)
+    return value[:limit]
+
+
+def clean_text(value: str, limit: int) -> str:
+    """Text that keeps its lines (a robots.txt, a sitemap): like clean_line, with \\n and \\r kept."""
+    value = _CONTROLS_TEXT.sub("", value)
+    if not value.isascii():
+        value = _SURROGATES.sub("\ufffd", value)
+    return value[:limit]
+
+
+def clean_headers(items: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Response headers as stored and compared: lower-cased names, values cleaned and bounded; a
+    header whose name is empty once cleaned is dropped. Repeated names keep the first value, as the
+    HTTP libraries' merged views do for the headers we read."""
+    out: dict[str, str] = {}
+    for name, value in items:
+        key = clean_line(str(name), MAX_HEADER_NAME).strip().lower()
+        if not key or key in out:
+            continue
+        if len(out) >= MAX_HEADERS:
+            break
+        out[key] = clean_line(str(value), MAX_HEADER_VALUE)
+    return out
+
+
+def header_int(value: str | None, *, maximum: int = BIGINT_MAX) -> int | None:
+    """A non-negative integer header (Content-Length, Age …): the first of a comma-separated list,
+    None when it is missing, not a plain decimal number, or above `maximum`."""
+    if value is None:
+        return None
+    match = _DIGITS.fullmatch(value.split(",", 1)[0])
+    if match is None:
+        return None
+    number = int(match.group(1))
+    return number if number <= maximum else None
