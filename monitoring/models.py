@@ -13,6 +13,7 @@ from crawler.status import CONFIRMED, Status
 
 from .content import ContentRule, ContentRuleError, rule_check
 from .quorum import LocationsError, locations_parse
+from .validate import monitor_problems
 
 # Only confirmed statuses are stored: maintenance and unmonitored are shown, never written here.
 STATUS_CHOICES = [(s.value, s.value.title()) for s in CONFIRMED]
@@ -68,10 +69,20 @@ class ServerMonitor(models.Model):
         return f"monitor of {self.server_id}"
 
     def clean(self) -> None:
+        problems = monitor_problems(
+            health_url=self.health_url,
+            interval_s=self.interval_s,
+            delay_threshold_s=self.delay_threshold_s,
+            accepted_codes=self.accepted_codes,
+            fail_after=self.fail_after,
+            recover_after=self.recover_after,
+        )
         try:
             rule_check(ContentRule(self.content_must, self.content_must_not, self.content_regex))
         except ContentRuleError as exc:
-            raise ValidationError({"content_must": str(exc)}) from None
+            problems.setdefault("content_must", str(exc))
+        if problems:
+            raise ValidationError(problems)
 
 
 class StatusChange(models.Model):
