@@ -26,6 +26,16 @@ env = Env.from_os()
 _YEAR = 366 * 86400.0
 
 
+def _days_list(text: str) -> tuple[int, ...]:
+    try:
+        days = tuple(sorted({int(p) for p in text.split(",") if p.strip()}, reverse=True))
+    except ValueError:
+        raise ConfigError(f"ALERTS_CERT_DAYS={text!r}: a comma list of whole days, e.g. 21,7,1") from None
+    if any(d < 0 or d > 365 for d in days):
+        raise ConfigError(f"ALERTS_CERT_DAYS={text!r}: days must be within 0-365")
+    return days
+
+
 def _load() -> dict:
     """Every environment-driven value, parsed in one place so one bad value gives one clear error."""
     data_dir = Path(env.str("CRAWLADMIN_DATA_DIR", str(BASE_DIR / "var")))
@@ -125,6 +135,24 @@ def _load() -> dict:
         # Web page analyzer (analyzer app, issue 10): the national TLD and national IP ranges (seed 001).
         "ANALYZER_NATIONAL_TLD": national_tld(env, "ANALYZER_NATIONAL_TLD", "kr"),
         "ANALYZER_NATIONAL_CIDRS": env.cidrs("ANALYZER_NATIONAL_CIDRS"),
+        # Alerts (alerts app, issue 19): changes within the window go out as one message per channel; a failed
+        # delivery is retried after BASE, 2 BASE ... (up to 1 h) until MAX_ATTEMPTS; a claimed batch not
+        # recorded within LEASE (a killed sender) is claimed again; SEND_TIMEOUT bounds one delivery.
+        "ALERTS_GROUP_WINDOW": env.number("ALERTS_GROUP_WINDOW", 60.0, minimum=0.0, maximum=3600.0),
+        "ALERTS_MAX_ATTEMPTS": env.integer("ALERTS_MAX_ATTEMPTS", 8, minimum=1, maximum=100),
+        "ALERTS_RETRY_BASE": env.number("ALERTS_RETRY_BASE", 30.0, minimum=0.0),
+        "ALERTS_LEASE_SECONDS": env.number("ALERTS_LEASE_SECONDS", 120.0, minimum=1.0),
+        "ALERTS_SEND_TIMEOUT": env.number("ALERTS_SEND_TIMEOUT", 10.0, minimum=0.1, maximum=300.0),
+        "ALERTS_REMINDER_HOURS": env.number("ALERTS_REMINDER_HOURS", 0.0, minimum=0.0),
+        # Days left at which a certificate's coming expiry is told, once each.
+        "ALERTS_CERT_DAYS": _days_list(env.str("ALERTS_CERT_DAYS", "21,7,1")),
+        # SMTP for e-mail alerts (DESIGN.md §12); unset EMAIL_HOST: no plain e-mail channels.
+        "EMAIL_HOST": env.str("EMAIL_HOST", ""),
+        "EMAIL_PORT": env.integer("EMAIL_PORT", 25, minimum=1, maximum=65535),
+        "EMAIL_HOST_USER": env.str("EMAIL_HOST_USER", ""),
+        "EMAIL_HOST_PASSWORD": env.str("EMAIL_HOST_PASSWORD", ""),
+        "EMAIL_USE_TLS": env.boolean("EMAIL_USE_TLS", False),
+        "DEFAULT_FROM_EMAIL": env.str("DEFAULT_FROM_EMAIL", "crawladmin@localhost"),
         # The read-only JSON API (crawladmin/api.py) also accepts `Authorization: Bearer <this>`; empty: sessions only.
         "CRAWLADMIN_API_TOKEN": env.str("CRAWLADMIN_API_TOKEN", ""),
         "SECRET_KEY": env.str("DJANGO_SECRET_KEY", ""),
@@ -190,7 +218,11 @@ CELERY_EMBEDDED = CELERY_BROKER_URL.startswith("memory")
 
 # Every CRAWL_* and MONITOR_* value (and CRAWLER_NUM) becomes a setting of the same name: settings.CRAWL_MAX_DEPTH ...
 globals().update(
-    {name: value for name, value in _cfg.items() if name.startswith(("CRAWL", "MONITOR_", "RANK_", "ANALYZER_"))}
+    {
+        name: value
+        for name, value in _cfg.items()
+        if name.startswith(("CRAWL", "MONITOR_", "RANK_", "ANALYZER_", "ALERTS_", "EMAIL_"))
+    }
 )
 
 
@@ -213,6 +245,9 @@ def _private_file_create(path: Path, content: bytes) -> None:
 
 # A secret key from the environment in production; in the embedded mode one is generated once and
 # kept in the data directory, so sessions survive restarts and no key is ever committed.
+DEFAULT_FROM_EMAIL = _cfg["DEFAULT_FROM_EMAIL"]
+EMAIL_TIMEOUT = int(_cfg["ALERTS_SEND_TIMEOUT"]) or 1
+
 SECRET_KEY = _cfg["SECRET_KEY"]
 if not SECRET_KEY:
     if not EMBEDDED:
@@ -264,6 +299,7 @@ INSTALLED_APPS = [
     "monitoring",
     "ranking",
     "analyzer",
+    "alerts",
     "dashboard",
     "crawladmin",  # the shell, last: its commands tie the apps above together
 ]
