@@ -35,7 +35,7 @@ from crawler.lifecycle import State
 
 from .checks import checks_interrupt_stale
 from .queue import enqueue_extract_on_commit, enqueue_load_on_commit, queue_backlog
-from .schedule import not_paused, server_release_paused, servers_in_policy_order, servers_pause
+from .schedule import hour_start, not_paused, server_release_paused, servers_in_policy_order, servers_pause
 
 log = logging.getLogger(__name__)
 
@@ -62,12 +62,13 @@ def _dispatchable(now: datetime):
 
 
 def hour_key(now: datetime) -> int:
-    """The hour a dispatch belongs to: hours since the epoch (the same on every machine, whatever its zone)."""
-    return int(now.timestamp() // 3600)
+    """The hour a dispatch belongs to: the start of its hour of day (settings.TIME_ZONE, the hours of the
+    priority table's columns) in hours since the epoch, so every machine reads the same number."""
+    return int(hour_start(now).timestamp() // 3600)
 
 
 def _hour_floor(now: datetime) -> datetime:
-    return datetime.fromtimestamp(hour_key(now) * 3600, tz=now.tzinfo)
+    return hour_start(now)
 
 
 @dataclass(frozen=True)
