@@ -18,7 +18,8 @@ import hashlib
 import json
 import os
 import re
-import resource
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -27,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from analyzer.synthetic import host_name, synthetic_pages
-from bench.pgdb import copy_lines, fill_defaults, fresh_database, manage
+from bench.pgdb import ROOT, copy_lines, fill_defaults, fresh_database, manage
 
 FETCHED = datetime(2026, 11, 1, tzinfo=UTC)
 # COPY text format: a backslash-r backslash-n in a column is CR LF, backslash-N is NULL.
@@ -100,6 +101,19 @@ _PAGE_ORDER = (
 )  # fmt: skip
 
 
+def _run_measured(env: dict, args: list[str]) -> tuple[str, int]:
+    """Run `manage.py args` and return its stdout and its own peak RSS in KiB (wait4's rusage of that one
+    child: RUSAGE_CHILDREN would report the largest of all children, `migrate` included)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([sys.executable, "manage.py", *args], cwd=ROOT, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        if proc.returncode:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{err.read()[-3000:]}")
+        return out.read(), usage.ru_maxrss
+
+
 def bench(pages: int, hosts: int, max_size: str | None) -> dict:
     with fresh_database("warc") as url, tempfile.TemporaryDirectory(prefix="warc-bench-") as tmp:
         env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "bench-warc-" + uuid.uuid4().hex}
@@ -110,9 +124,9 @@ def bench(pages: int, hosts: int, max_size: str | None) -> dict:
         out = Path(tmp) / "crawl.warc.gz"
         args = ["export_warc", str(out), "--no-progress"] + (["--max-size", max_size] if max_size else [])
         t0 = time.perf_counter()
-        proc = manage(env, *args)
+        stdout, rss_kib = _run_measured(env, args)
         wall = time.perf_counter() - t0
-        records = int(re.search(r"(\d+) records", proc.stdout).group(1))
+        records = int(re.search(r"(\d+) records", stdout).group(1))
         written = sum(p.stat().st_size for p in Path(tmp).glob("crawl*.warc.gz"))
         files = len(list(Path(tmp).glob("crawl*.warc.gz")))
         index_lines = sum(1 for _ in (Path(tmp) / "crawl.cdxj").open())
@@ -127,8 +141,7 @@ def bench(pages: int, hosts: int, max_size: str | None) -> dict:
         "payload_mb_per_s": round(loaded["body_mb"] / wall, 2),
         "records_per_s": round(records / wall),
         "pages_per_s": round(pages / wall),
-        # ru_maxrss of the largest child: the export (migrate is smaller), KiB on Linux.
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
+        "peak_rss_mb": round(rss_kib / 1024, 1),
     }
 
 
