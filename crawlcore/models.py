@@ -147,6 +147,9 @@ class Page(models.Model):
     duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     fetched_at = models.DateTimeField()
     extracted_at = models.DateTimeField(null=True, blank=True)
+    # Its element ids and <a name>s, one a line: what a link's #fragment must name (the "missing anchor"
+    # check of the link reports). Written by the extract agent with the title.
+    anchors = models.TextField(blank=True, db_default="")
     extract_dispatched_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -171,6 +174,17 @@ class Link(models.Model):
         Url, on_delete=models.CASCADE, related_name="links_out", db_index=False, db_constraint=False
     )
     to_url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="links_in", db_constraint=False)
+    # What a site owner needs to find the link on the page (DESIGN.md §6b), of the first occurrence on the
+    # page (one row per page and target). Empty on links found before migration 0010. Database defaults, so
+    # writers that name only the ids (raw inserts, benchmarks) still work.
+    anchor_text = models.CharField(
+        max_length=200, blank=True, db_default="", help_text="Whitespace collapsed; alt of an image"
+    )
+    element = models.CharField(
+        max_length=12, blank=True, db_default="", help_text='"a href", "img src", ...; empty on a redirect'
+    )
+    nofollow = models.BooleanField(db_default=False, help_text="rel=nofollow on the link")
+    fragment = models.CharField(max_length=200, blank=True, db_default="", help_text="After #, as written")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["from_url", "to_url"], name="link_unique")]
