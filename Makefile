@@ -49,7 +49,7 @@ clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache
 
 lint: install
-	$(VENV)/bin/ruff check crawler crawladmin tasks testweb tests monitoring ranking scheduling analyzer dashboard bench
+	$(VENV)/bin/ruff check .
 
 # Benchmarks print figures; they are not tests.
 .PHONY: bench bench-agents bench-ranking bench-monitor bench-dashboard bench-throughput

@@ -253,7 +253,7 @@ def run_agents_cluster(setup: Setup, web: BenchWeb, run: int) -> RunResult:
     started with the integration tests' helpers; `manage.py crawl` seeds, dispatches and watches."""
     import psycopg2
 
-    from tests.cluster import Processes, manage, postgres_database, redis_server
+    from testweb.cluster import Processes, manage, postgres_database, redis_server
 
     tmp = setup.tmp / f"cluster-{run}"
     tmp.mkdir()

@@ -4,34 +4,16 @@ loading with COPY into tables whose Python-side defaults PostgreSQL does not kno
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
+# The fresh database is the cluster harness's (testweb.cluster), shared with the integration tests.
+from testweb.cluster import fresh_database
+
+__all__ = ["ROOT", "copy_lines", "fill_defaults", "fresh_database", "manage"]
+
 ROOT = Path(__file__).resolve().parent.parent
-ADMIN_PG = os.environ.get("CRAWLADMIN_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
-
-
-@contextmanager
-def fresh_database(prefix: str) -> Iterator[str]:
-    """A new, empty database named crawladmin_bench_<prefix>_…; dropped afterwards, whatever happens."""
-    import psycopg2
-
-    admin = psycopg2.connect(ADMIN_PG, connect_timeout=5)
-    admin.autocommit = True
-    name = f"crawladmin_bench_{prefix}_{uuid.uuid4().hex[:8]}"
-    with admin.cursor() as cur:
-        cur.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield ADMIN_PG.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.cursor() as cur:
-            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
 
 
 def manage(env: dict, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess:

@@ -5,7 +5,7 @@ Prints figures; asserts nothing (DESIGN.md §11), but checks each crawl found ex
                                [--keep-web DIR] [--workers SPEC] [--slots 2] [--env NAME=VALUE …]
                                [--no-frontier] [--json PATH]
 
-1. The web (bench.webgen): `servers` × `pages` static pages of ~10 KB with 30 links each (80 % on-site),
+1. The web (testweb.generated): `servers` × `pages` static pages of ~10 KB with 30 links each (80 % on-site),
    a robots.txt per server disallowing /private/, written under a temp directory (or --keep-web DIR, reused
    when its manifest matches) and served by our own nginx on 127.0.1.1 … on one port, access log on. wrk
    measures it first (keep-alive and a fresh connection per request) so the reader sees it is no bottleneck.
@@ -51,7 +51,7 @@ from contextlib import ExitStack, closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench.webgen import NginxWeb, Web, WebSpec, ensure_written, find_nginx, port_is_free
+from testweb.generated import NginxWeb, Web, WebSpec, ensure_written, find_nginx, port_is_free
 
 ROOT = Path(__file__).resolve().parent.parent
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -455,7 +455,7 @@ def _ours_env(args, db: str, broker: str, tmp: Path) -> dict[str, str]:
 
 def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path) -> dict:
     from bench.pgdb import fresh_database, manage
-    from tests.cluster import Processes, redis_server
+    from testweb.cluster import Processes, redis_server
 
     workers = parse_workers(args.workers)
     with fresh_database("tput") as db, redis_server(tmp) as broker:

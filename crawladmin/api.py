@@ -26,6 +26,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
 from crawlcore.models import Server
+from crawler.status import Status
 from dashboard.selectors import summary_counts
 from monitoring.models import ServerMonitor
 from monitoring.selectors import maintenance_windows
@@ -102,7 +103,7 @@ def _servers(*, limit: int, offset: int) -> tuple[int, list[dict]]:
         if monitor is not None:
             monitor.pop("server_id")
             if in_maintenance.get(row["id"]):
-                monitor["status"] = "maintenance"
+                monitor["status"] = Status.MAINTENANCE.value
         row["monitoring"] = monitor
     return qs.count(), rows
 

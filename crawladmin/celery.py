@@ -144,13 +144,14 @@ def _recycle_database(sender=None, **kwargs) -> None:
 
 
 @celeryd_after_setup.connect
-def _consume_pinned_queue(sender, instance, **kwargs) -> None:
-    """A worker started with CRAWLER_NUM=n on the load (or a scan) queue also takes the servers pinned to n."""
+def _consume_pinned_queues(sender, instance, **kwargs) -> None:
+    """A worker started with CRAWLER_NUM=n on a pinnable queue (load, a scan, monitor) also takes the servers
+    pinned to n, from that queue's pinned variant."""
     from django.conf import settings
 
-    from crawlcore.services.queue import SERVER_QUEUES, pinned_queue
+    from crawlcore.queues import PINNABLE, pinned_queue
 
     queues = instance.app.amqp.queues
-    for name in SERVER_QUEUES:
+    for name in PINNABLE:
         if settings.CRAWLER_NUM is not None and name in (queues.consume_from or {}):
             queues.select_add(pinned_queue(name, settings.CRAWLER_NUM))

@@ -14,7 +14,7 @@ from celery.worker import state as worker_state
 from django.conf import settings
 
 from crawladmin.celery import app
-from crawlcore.services.queue import SERVER_QUEUES, pinned_queue
+from crawlcore.queues import SERVER_QUEUES, Queue, pinned_queue
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,9 @@ def gate() -> Gate | None:
 
 
 def queues() -> list[str]:
-    names = ["load", "extract", "housekeeping", "monitor", "active_scan", "inactive_scan"]
+    """Every queue, and the crawl agents' pinned queues of this CRAWLER_NUM. Not the monitor's: in the
+    embedded mode monitoring sends pinned servers' checks to the plain queue (monitor_queue says why)."""
+    names = [q.value for q in Queue]
     if settings.CRAWLER_NUM is not None:
         names += [pinned_queue(name, settings.CRAWLER_NUM) for name in SERVER_QUEUES]
     return names

@@ -14,6 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from analyzer.config import national_tld
+from crawlcore import queues
 from crawler.config import ConfigError, Env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -202,7 +203,7 @@ WSGI_APPLICATION = "crawladmin.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [BASE_DIR / "templates"],  # the project-wide layout, login and shared partials; app pages stay in apps
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -318,18 +319,8 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # database more CPU than the tasks' own queries (issue 9). The fixup still recycles them every
 # CELERY_DB_REUSE_MAX tasks of a worker process.
 CELERY_DB_REUSE_MAX = 1000
-CELERY_TASK_DEFAULT_QUEUE = "housekeeping"
-# Celery tries these glob patterns in order: the specific scan tasks before the sweeps' pattern.
-CELERY_TASK_ROUTES = {
-    "tasks.scan.active_scan": {"queue": "active_scan"},
-    "tasks.scan.inactive_scan": {"queue": "inactive_scan"},
-    "tasks.scan.sweep_*": {"queue": "housekeeping"},
-    "tasks.load.*": {"queue": "load"},
-    "tasks.extract.*": {"queue": "extract"},
-    "tasks.housekeeping.*": {"queue": "housekeeping"},
-    "tasks.monitor.*": {"queue": "monitor"},
-    "tasks.rank.*": {"queue": "housekeeping"},
-}
+CELERY_TASK_DEFAULT_QUEUE = queues.DEFAULT_QUEUE.value
+CELERY_TASK_ROUTES = queues.celery_task_routes()
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 

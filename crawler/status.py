@@ -1,9 +1,15 @@
-"""The four HTTP-status categories of seed paper 002 (DESIGN.md §6).
+"""Status values, in one table: the four HTTP-status categories of seed paper 002 (DESIGN.md §6), and
+the statuses a monitored server can show.
+
+A check's category:
 
 normal     – 2xx/3xx within the delay threshold
 delay      – a valid response slower than the threshold
 disconnect – no HTTP response at all (refused, DNS failure, timeout, reset)
 error      – an HTTP response with a 4xx/5xx status
+
+The strings are stored (checks, monitors, the status timeline, rollup columns) and read by the
+dashboard's script and the API's clients: they never change.
 """
 
 from __future__ import annotations
@@ -16,6 +22,28 @@ class Category(enum.StrEnum):
     DELAY = "delay"
     DISCONNECT = "disconnect"
     ERROR = "error"
+
+
+class Status(enum.StrEnum):
+    """What a server's monitoring status reads.
+
+    A *confirmed* status (stored on the monitor and in the status timeline) is one of CONFIRMED: a
+    category, or unknown before the first. The other two are only shown: maintenance while a maintenance
+    window is open (its checks are recorded, never confirmed), unmonitored for a server with no monitor.
+    """
+
+    UNKNOWN = "unknown"
+    NORMAL = Category.NORMAL.value
+    DELAY = Category.DELAY.value
+    DISCONNECT = Category.DISCONNECT.value
+    ERROR = Category.ERROR.value
+    MAINTENANCE = "maintenance"
+    UNMONITORED = "unmonitored"
+
+
+CONFIRMED = (Status.UNKNOWN, Status.NORMAL, Status.DELAY, Status.DISCONNECT, Status.ERROR)
+GOOD = frozenset({Status.NORMAL, Status.DELAY})  # the server answered as it should
+BAD = frozenset({Status.DISCONNECT, Status.ERROR})
 
 
 def categorize(status: int | None, latency_s: float, delay_threshold_s: float) -> Category:

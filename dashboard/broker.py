@@ -7,24 +7,21 @@ is slow or gone, and twenty open dashboards must not broadcast twenty `inspect` 
 from __future__ import annotations
 
 import logging
-import re
 
 from django.conf import settings
 
 from crawlcore.models import Server
-from crawlcore.services.queue import SERVER_QUEUES, pinned_queue
+from crawlcore.queues import PINNABLE, Queue, crawler_num_of, pinned_queue
 
 from .cache import cached
 
 log = logging.getLogger(__name__)
 
-BASE_QUEUES = ("load", "extract", "active_scan", "inactive_scan", "housekeeping", "monitor")
 # kombu's Redis transport keeps a queue with priorities as one list per priority step; the default
 # steps are 0, 3, 6, 9, and step 0 is the queue's own name.
 PRIORITY_SEP = "\x06\x16"
 PRIORITY_STEPS = (3, 6, 9)
 TIMEOUT_S = 0.5
-PINNED = re.compile(r"^(?:load|active_scan|inactive_scan|monitor)\.c(\d+)$")
 
 
 def broker_is_redis() -> bool:
@@ -40,8 +37,8 @@ def _redis():
 def queue_names() -> list[str]:
     """The agents' queues and the pinned queues of every crawler number servers are pinned to."""
     nums = sorted(set(Server.objects.exclude(crawler_num=None).values_list("crawler_num", flat=True)))
-    pinned = [pinned_queue(q, n) for n in nums for q in (*SERVER_QUEUES, "monitor")]
-    return [*BASE_QUEUES, *pinned]
+    pinned = [pinned_queue(q, n) for n in nums for q in PINNABLE]
+    return [*(q.value for q in Queue), *pinned]
 
 
 def queue_lengths() -> dict[str, int] | None:
@@ -81,7 +78,7 @@ def _inspect() -> list[dict]:
     workers = []
     for name, queues in sorted(replies.items()):
         names = sorted(q.get("name", "") for q in queues or [])
-        nums = sorted({int(m.group(1)) for q in names if (m := PINNED.match(q))})
+        nums = sorted({n for q in names if (n := crawler_num_of(q)) is not None})
         workers.append({"name": name, "queues": names, "crawler_nums": nums})
     return workers
 

@@ -27,7 +27,7 @@ from crawlcore.models import Page, Server, StatusCheck, Url
 from crawlcore.selectors import check_category_counts
 from crawlcore.services.schedule import schedule_table
 from crawler.lifecycle import Agent, State
-from crawler.status import Category
+from crawler.status import Category, Status
 from monitoring.models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
 from monitoring.selectors import hour_floor, uptime_counts, uptime_of
 
@@ -39,10 +39,12 @@ from .templatetags.dashboard_tags import ms
 
 FAILING = rollups.FAILING
 SERVER_ANSWERS = rollups.SERVER_ANSWERS
-MAINTENANCE = "maintenance"
-UNMONITORED = "unmonitored"
+# Plain strings (not the enum's members) for the SQL expressions below.
+MAINTENANCE = Status.MAINTENANCE.value
+UNMONITORED = Status.UNMONITORED.value
 # Worst first: the grid shows servers in trouble at the top.
-GRID_STATUSES = ("error", "disconnect", "delay", MAINTENANCE, "unknown", "normal", UNMONITORED)
+_GRID_ORDER = (Status.ERROR, Status.DISCONNECT, Status.DELAY, Status.MAINTENANCE, Status.UNKNOWN, Status.NORMAL)
+GRID_STATUSES = (*(s.value for s in _GRID_ORDER), UNMONITORED)
 RANGES = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 
 # How old each figure may be when a reader gets it (seconds). Beat refreshes the rollups well within

@@ -62,7 +62,7 @@ def dashboard_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespo
 class LoginView(auth_views.LoginView):
     """Any active user may log in here (the admin's login takes staff only); the views decide the rest."""
 
-    template_name = "dashboard/login.html"
+    template_name = "registration/login.html"
     next_page = reverse_lazy("dashboard:grid")
     redirect_authenticated_user = True
 

@@ -7,17 +7,19 @@ from django.utils.html import format_html
 
 from crawlcore.admin import ServerAdmin, log_change
 from crawlcore.models import Server
+from crawler.status import Category, Status
 
 from .models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
+from .rollup import COUNT_FIELDS
 from .services.checks import monitors_check
 
 CHECK_NOW_LIMIT = 20  # checks run in the request: at most this many servers, each bounded by the timeouts
 STATUS_COLOURS = {
-    "normal": "#3a9d4f",
-    "delay": "#e3a21a",
-    "disconnect": "#7b3fa0",
-    "error": "#c8352b",
-    "maintenance": "#4a7ab5",
+    Status.NORMAL: "#3a9d4f",
+    Status.DELAY: "#e3a21a",
+    Status.DISCONNECT: "#7b3fa0",
+    Status.ERROR: "#c8352b",
+    Status.MAINTENANCE: "#4a7ab5",
 }
 
 
@@ -32,7 +34,8 @@ class MonitorStatusFilter(admin.SimpleListFilter):
     parameter_name = "monitor_status"
 
     def lookups(self, request, model_admin):
-        return [(s, s) for s in ("normal", "delay", "disconnect", "error", "unknown")] + [("none", "not monitored")]
+        statuses = [*(c.value for c in Category), Status.UNKNOWN.value]
+        return [(s, s) for s in statuses] + [("none", "not monitored")]
 
     def queryset(self, request, queryset):
         value = self.value()
@@ -125,11 +128,7 @@ class HourlyRollupAdmin(admin.ModelAdmin):
     list_display = (
         "server",
         "hour",
-        "normal",
-        "delay",
-        "disconnect",
-        "error",
-        "maintenance",
+        *COUNT_FIELDS,
         "latency_min_ms",
         "latency_mean_ms",
         "latency_p95_ms",

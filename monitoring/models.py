@@ -8,10 +8,10 @@ from __future__ import annotations
 from django.db import models
 
 from crawlcore.models import Server, StatusCheck
+from crawler.status import CONFIRMED, Status
 
-from .logic import Status
-
-STATUS_CHOICES = [(s.value, s.value.title()) for s in Status]
+# Only confirmed statuses are stored: maintenance and unmonitored are shown, never written here.
+STATUS_CHOICES = [(s.value, s.value.title()) for s in CONFIRMED]
 
 
 class ServerMonitor(models.Model):
@@ -27,7 +27,7 @@ class ServerMonitor(models.Model):
     accepted_codes = models.CharField(max_length=200, blank=True, help_text="e.g. 200,301-302; empty: any 2xx/3xx")
     fail_after = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Empty: MONITOR_FAIL_AFTER")
     recover_after = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Empty: MONITOR_RECOVER_AFTER")
-    # Confirmation state (logic.Confirmation) and the schedule; written only by monitoring services.
+    # Confirmation state (monitoring.confirm.Confirmation) and the schedule; written only by monitoring services.
     status = models.CharField(max_length=12, choices=STATUS_CHOICES, default=Status.UNKNOWN.value)
     status_since = models.DateTimeField(null=True, blank=True)
     candidate = models.CharField(max_length=12, blank=True)

@@ -11,13 +11,14 @@ from django.db import connection
 from django.utils import timezone
 
 from crawlcore.models import Server
+from crawler.status import Status
 
-from .logic import CategoryCounts, Uptime, load_profile, uptime
+from .load_profile import load_profile
 from .models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
+from .rollup import COUNT_FIELDS, CategoryCounts, Uptime, uptime
 
 Windows = Sequence[tuple[datetime, datetime]]
 UPTIME_WINDOWS = {"24h": 24, "7d": 7 * 24, "30d": 30 * 24}  # in hourly buckets
-_COUNT_FIELDS = ("normal", "delay", "disconnect", "error", "maintenance")  # CategoryCounts' order
 
 
 def hour_floor(at: datetime) -> datetime:
@@ -60,8 +61,9 @@ def server_status_now(*, server_id: int, now: datetime | None = None) -> str:
     """The confirmed status, or "maintenance" while a window is open."""
     now = now or timezone.now()
     if MaintenanceWindow.objects.filter(server_id=server_id, starts_at__lte=now, ends_at__gt=now).exists():
-        return "maintenance"
-    return ServerMonitor.objects.filter(server_id=server_id).values_list("status", flat=True).first() or "unknown"
+        return Status.MAINTENANCE.value
+    status = ServerMonitor.objects.filter(server_id=server_id).values_list("status", flat=True).first()
+    return status or Status.UNKNOWN.value
 
 
 def uptime_counts(
@@ -78,10 +80,10 @@ def uptime_counts(
     windows = [(name, current - timedelta(hours=hours - 1)) for name, hours in UPTIME_WINDOWS.items()]
     # CASE rather than FILTER: SQLite (the embedded mode) reads it too.
     sums = ", ".join(
-        f"COALESCE(SUM(CASE WHEN hour >= %s THEN {field} ELSE 0 END), 0)" for _ in windows for field in _COUNT_FIELDS
+        f"COALESCE(SUM(CASE WHEN hour >= %s THEN {field} ELSE 0 END), 0)" for _ in windows for field in COUNT_FIELDS
     )
     at = connection.ops.adapt_datetimefield_value  # as the ORM would pass them (SQLite: naive UTC text)
-    params = [at(start) for _, start in windows for _ in _COUNT_FIELDS]
+    params = [at(start) for _, start in windows for _ in COUNT_FIELDS]
     params += [at(current - timedelta(hours=longest)), at(current)]
     where = "hour > %s AND hour <= %s"
     if server_ids is not None:
@@ -95,7 +97,7 @@ def uptime_counts(
             f"SELECT server_id, {sums} FROM {HourlyRollup._meta.db_table} WHERE {where} GROUP BY server_id", params
         )
         rows = cursor.fetchall()
-    n = len(_COUNT_FIELDS)
+    n = len(COUNT_FIELDS)
     return {
         sid: {name: [int(v) for v in counts[i * n : (i + 1) * n]] for i, (name, _) in enumerate(windows)}
         for sid, *counts in rows

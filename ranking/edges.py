@@ -5,17 +5,28 @@ value declares a node with no links of its own; blank lines and lines starting w
 skipped, and so is a first line that is a header (`src,dst`, `source,target`, `from,to`).
 If every node is an integer, nodes are numbers (and printed as such); otherwise all are strings.
 Output: `node,rank`, highest rank first.
+
+`edge_file_rank` is the whole job: read, rank (BlockRank by site or domain when the nodes are URLs,
+plain PageRank for integer IDs), write, and summarise.
 """
 
 from __future__ import annotations
 
 import csv
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
+from urllib.parse import urlsplit
 
 import numpy as np
+
+from crawler.scope import registered_domain
+
+from .blockrank import blockrank
+from .pagerank import build_graph, pagerank
 
 HEADERS = {("src", "dst"), ("source", "target"), ("from", "to"), ("node",)}
 _INT = re.compile(r"[+-]?\d+\Z")
@@ -76,3 +87,63 @@ def write_ranks(target: str | Path | TextIO, nodes: list, ranks: np.ndarray) -> 
     for i in np.argsort(-ranks, kind="stable").tolist():
         writer.writerow((nodes[i], f"{ranks[i]:.17g}"))
     return None
+
+
+def url_blocks(nodes: list, kind: str) -> np.ndarray | None:
+    """Blocks for a CSV of URLs: by origin (site), registered domain, or — with no server groups in a
+    file — domain again for community. None when the nodes are not URLs."""
+    if not nodes or not isinstance(nodes[0], str):
+        return None
+    keys = []
+    for node in nodes:
+        parts = urlsplit(node)
+        if not parts.scheme or not parts.hostname:
+            return None
+        keys.append(f"{parts.scheme}://{parts.netloc.lower()}" if kind == "site" else registered_domain(parts.hostname))
+    _, blocks = np.unique(np.array(keys, dtype=object), return_inverse=True)
+    return blocks
+
+
+def edge_file_rank(
+    source: str | Path | TextIO,
+    target: str | Path | TextIO,
+    *,
+    block: str,
+    damping: float,
+    tol: float,
+    max_iter: int,
+    local_tol: float,
+    on_iteration: Callable[[str, int, float], None] | None = None,
+) -> dict:
+    """Rank the graph of edge file `source`, write `node,rank` to `target`, and return the summary.
+
+    Raises OSError, UnicodeDecodeError or EdgeFileError when the file cannot be read as an edge list.
+    `on_iteration(phase, k, residual)` is called after each power iteration (phase: local, block, global).
+    """
+    started = time.perf_counter()
+    edges = read_edges(source)
+    graph = build_graph(edges.src, edges.dst, len(edges.nodes))
+    kwargs = dict(damping=damping, tol=tol, max_iter=max_iter)
+    blocks = url_blocks(edges.nodes, block)
+    report = on_iteration or (lambda phase, k, residual: None)
+    if blocks is None:  # integer IDs: no host structure to block by
+        result = pagerank(graph, on_iteration=lambda k, r: report("global", k, r), **kwargs)
+        iterations = {"global": result.iterations}
+    else:
+        result = blockrank(graph, blocks, local_tol=local_tol, on_iteration=report, **kwargs)
+        iterations = {
+            "local": result.local_iterations, "block": result.block_iterations, "global": result.global_iterations
+        }
+    write_ranks(target, edges.nodes, result.ranks)
+    return {
+        "nodes": graph.n,
+        "links": graph.edges,
+        "dangling": graph.dangling,
+        "block": None if blocks is None else block,
+        "damping": damping,
+        "tolerance": tol,
+        "iterations": iterations,
+        "converged": result.converged,
+        "residual": result.residual,
+        "seconds": round(time.perf_counter() - started, 3),
+    }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from crawladmin import embedded
-from crawlcore.services.common import worker_identity
+from crawlcore.services.leases import worker_identity
 from crawlcore.services.load import load_server_batch
 
 from .retry import DATABASE_LOST, retry_after_database_loss

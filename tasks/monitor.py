@@ -1,49 +1,53 @@
-"""HTTP-status monitoring (queue `monitor`): the checks, and the beat jobs that keep load history."""
+"""HTTP-status monitoring (queue `monitor`): the checks, and the beat jobs that keep load history.
+
+Workers started with CRAWLER_NUM=n also consume `monitor.c<n>` (crawladmin.celery's pinned-queue hook).
+"""
 
 from __future__ import annotations
 
 from celery import shared_task
-from celery.signals import celeryd_after_setup
 
 from monitoring.services.checks import monitors_check
-from monitoring.services.dispatch import monitor_queue, monitors_dispatch_due
+from monitoring.services.dispatch import monitors_dispatch_due
 from monitoring.services.history import history_prune, load_profiles_build, rollups_build
 
+from .retry import DATABASE_LOST, retry_after_database_loss, skip_without_database
 
-@shared_task(name="tasks.monitor.check_servers", acks_late=True)
-def check_servers(server_ids: list[int]) -> dict:
+
+@shared_task(name="tasks.monitor.check_servers", acks_late=True, bind=True)
+def check_servers(self, server_ids: list[int]) -> dict:
     """Check the due servers among these ids; ones already claimed or not due are skipped (a duplicate
     or redelivered message writes nothing)."""
-    checked = monitors_check(server_ids=server_ids)
+    try:
+        checked = monitors_check(server_ids=server_ids)
+    except DATABASE_LOST as exc:
+        # The checks are written in one transaction with their status moves: none of them is stored. A
+        # claim that was committed before the loss leaves its servers leased, so the retry skips them and
+        # the dispatcher sends them again when the lease expires; servers not claimed yet are checked now.
+        raise retry_after_database_loss(self, exc) from exc
     return {"checked": len(checked)}
 
 
 @shared_task(name="tasks.monitor.dispatch")
-def dispatch() -> int:
-    return monitors_dispatch_due()
+def dispatch() -> int | None:
+    return skip_without_database("monitor dispatch", monitors_dispatch_due)
 
 
 @shared_task(name="tasks.monitor.rollup")
-def rollup() -> int:
-    return rollups_build()
+def rollup() -> int | None:
+    return skip_without_database("monitor rollup", rollups_build)
 
 
 @shared_task(name="tasks.monitor.load_profiles")
-def load_profiles() -> int:
-    return load_profiles_build()
+def load_profiles() -> int | None:
+    return skip_without_database("load profiles", load_profiles_build)
 
 
-@shared_task(name="tasks.monitor.prune")
-def prune() -> dict:
+def _prune() -> dict:
     out = history_prune()
     return {"checks": out.checks, "rollups": out.rollups}
 
 
-@celeryd_after_setup.connect
-def _consume_pinned_monitor_queue(sender, instance, **kwargs) -> None:
-    """A worker started with CRAWLER_NUM=n on the monitor queue also checks the servers pinned to n."""
-    from django.conf import settings
-
-    queues = instance.app.amqp.queues
-    if settings.CRAWLER_NUM is not None and "monitor" in (queues.consume_from or {}):
-        queues.select_add(monitor_queue(settings.CRAWLER_NUM))
+@shared_task(name="tasks.monitor.prune")
+def prune() -> dict | None:
+    return skip_without_database("monitor prune", _prune)

@@ -9,7 +9,17 @@ from django.conf import settings
 
 from ranking.services import RankAlreadyRunning, rank_crawl, run_summary
 
+from .retry import skip_without_database
+
 logger = logging.getLogger("tasks")
+
+
+def _rank(block: str | None) -> dict:
+    try:
+        return run_summary(rank_crawl(block=block))
+    except RankAlreadyRunning:
+        logger.info("ranking skipped: another run is in progress")
+        return {"skipped": "another run is in progress"}
 
 
 @shared_task(
@@ -18,9 +28,7 @@ logger = logging.getLogger("tasks")
     soft_time_limit=settings.RANK_TIME_LIMIT,
     time_limit=settings.RANK_TIME_LIMIT + 60,
 )
-def rank_crawl_task(block: str | None = None) -> dict:
-    try:
-        return run_summary(rank_crawl(block=block))
-    except RankAlreadyRunning:
-        logger.info("ranking skipped: another run is in progress")
-        return {"skipped": "another run is in progress"}
+def rank_crawl_task(block: str | None = None) -> dict | None:
+    # Nothing of a run is stored until its last transaction, and its lock goes with the lost session:
+    # skipped, the next scheduled run ranks from scratch.
+    return skip_without_database("ranking", _rank, block=block)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from crawladmin import embedded
-from crawlcore.services.common import worker_identity
+from crawlcore.services.leases import worker_identity
 from crawlcore.services.scan import scan_server_batch
 from crawlcore.services.sweep import scan_sweep
 from crawler.lifecycle import Agent

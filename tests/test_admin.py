@@ -99,7 +99,7 @@ def test_check_now_runs_the_monitoring_check(operator, settings):
     with TestWebServer(SiteSpec(n_servers=1, pages_per_server=2, first_octet=190)) as tw:
         host = tw.web.normal_hosts()[0]
         url = tw.web.url(host, "/")
-        from monitoring.logic import parse_server_row
+        from monitoring.server_list import parse_server_row
         from monitoring.services.servers import servers_import
 
         server_id = servers_import(rows=[parse_server_row([url])]).server_ids[0]

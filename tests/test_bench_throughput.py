@@ -1,4 +1,4 @@
-"""The throughput benchmark's pieces (bench.webgen, bench.throughput), on a tiny web: 2 servers × 20 pages.
+"""The throughput benchmark's pieces (testweb.generated, bench.throughput), on a tiny web: 2 servers × 20 pages.
 The benchmark itself is not a test; these check that the web it crawls is what it claims to be."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from bench.throughput import check_ours, check_scrapy, parse_workers
-from bench.webgen import ROBOTS_TXT, NginxWeb, Web, WebSpec, ensure_written, find_nginx
+from testweb.generated import ROBOTS_TXT, NginxWeb, Web, WebSpec, ensure_written, find_nginx
 
 from .conftest import skip_or_fail
 

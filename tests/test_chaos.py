@@ -36,8 +36,8 @@ from crawler.lifecycle import Agent
 from dashboard import selectors as dashboard_selectors
 from tasks import housekeeping
 from testweb import SiteSpec, TestWebServer
+from testweb.cluster import Processes, manage, private_postgres, redis_server, redis_server_aof
 
-from .cluster import Processes, manage, private_postgres, redis_server, redis_server_aof
 from .crawlcheck import clean_env, run_crawl
 
 # --------------------------------------------------------------------------------------------------

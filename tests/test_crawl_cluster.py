@@ -10,8 +10,8 @@ import psycopg2
 import pytest
 
 from testweb import SiteSpec, TestWebServer, Web
+from testweb.cluster import Processes, manage, postgres_database, redis_server
 
-from .cluster import Processes, manage, postgres_database, redis_server
 from .crawlcheck import UrlRow, assert_matches_web, clean_env, run_crawl
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from .cluster import manage, postgres_database
+from testweb.cluster import manage, postgres_database
 
 pytestmark = pytest.mark.integration
 

@@ -24,8 +24,8 @@ import pytest
 import yaml
 
 from testweb import SiteSpec, TestWebServer
+from testweb.cluster import manage, postgres_database, redis_server
 
-from .cluster import manage, postgres_database, redis_server
 from .crawlcheck import FAST_ENV, ROOT, run_crawl
 
 DOCKER = ROOT / "docker"

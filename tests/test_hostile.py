@@ -1,4 +1,4 @@
-"""An embedded crawl of a hostile web (tests/hostileweb.py): the crawler survives it, in bounded time,
+"""An embedded crawl of a hostile web (testweb/hostile.py): the crawler survives it, in bounded time,
 requests and memory, and files every URL under a state with a reason."""
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from testweb.hostile import CASES, DISALLOWED, MANY_LINKS, HostileWeb
+
 from .crawlcheck import ROOT, clean_env
-from .hostileweb import CASES, DISALLOWED, MANY_LINKS, HostileWeb
 
 HEADER_TIMEOUT, BODY_TIMEOUT = 1.0, 2.0
 MAX_BODY = 2 * 1024 * 1024

@@ -10,23 +10,23 @@ from django.test import override_settings
 
 from crawlcore.models import Server, StatusCheck
 from crawler.fetch import FailureKind, FetchResult, Timings
-from monitoring.logic import AcceptedCodes, ServerRow
+from monitoring.accepted_codes import AcceptedCodes
 from monitoring.models import HourlyRollup, ServerMonitor, StatusChange
 from monitoring.selectors import server_load_profile, server_status_now, server_timeline, server_uptime
+from monitoring.server_list import ServerRow
 from monitoring.services.checks import Checked, Target, checks_record, monitors_check, monitors_claim
 from monitoring.services.dispatch import monitors_dispatch_due
 from monitoring.services.history import history_prune, load_profiles_build, rollups_build
 from monitoring.services.servers import maintenance_add, servers_import
 from testweb import SiteSpec, TestWebServer
-
-from .monitorweb import refusing_url, scripted
+from testweb.monitor import refusing_url, scripted
 
 FAST = {"CRAWL_CONNECT_TIMEOUT": 1.0, "CRAWL_HEADER_TIMEOUT": 0.5, "CRAWL_BODY_TIMEOUT": 2.0}
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
 
 
 def row(url: str, **kw) -> ServerRow:
-    from monitoring.logic import parse_server_row
+    from monitoring.server_list import parse_server_row
 
     r = parse_server_row([url])
     return ServerRow(**{**r.__dict__, **kw})

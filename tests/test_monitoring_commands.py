@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from testweb import SiteSpec, TestWebServer
+from testweb.monitor import refusing_url, scripted
 
 from .crawlcheck import ROOT, clean_env
-from .monitorweb import refusing_url, scripted
 
 FLAP = [200, 500, 200, 500, 500, 200, 200]  # answers in order, one per check
 

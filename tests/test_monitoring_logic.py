@@ -4,23 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from crawler.status import Category
-from monitoring.logic import (
-    AcceptedCodes,
-    AcceptedCodesError,
-    CategoryCounts,
-    CheckSample,
-    Confirmation,
-    RowError,
-    Status,
-    classify,
-    confirm,
-    load_profile,
-    parse_server_row,
-    percentile,
-    summarize,
-    uptime,
-)
+from crawler.status import Category, Status
+from monitoring.accepted_codes import AcceptedCodes, AcceptedCodesError, classify
+from monitoring.confirm import Confirmation, confirm
+from monitoring.load_profile import load_profile
+from monitoring.rollup import CategoryCounts, CheckSample, percentile, summarize, uptime
+from monitoring.server_list import RowError, parse_server_row
 
 ANY = AcceptedCodes()
 
@@ -174,3 +163,19 @@ class TestServerRows:
     def test_bad_rows_say_what_is_wrong(self, cells, message):
         with pytest.raises(RowError, match=message):
             parse_server_row(cells)
+
+
+def test_status_values_are_the_stored_strings():
+    from crawler.status import CONFIRMED, Status
+
+    assert [s.value for s in CONFIRMED] == ["unknown", "normal", "delay", "disconnect", "error"]
+    assert {c.value for c in Category} <= {s.value for s in Status}
+    assert (Status.MAINTENANCE.value, Status.UNMONITORED.value) == ("maintenance", "unmonitored")
+
+
+def test_rollup_count_fields_are_category_counts_fields_in_order():
+    from dataclasses import fields
+
+    from monitoring.rollup import COUNT_FIELDS
+
+    assert COUNT_FIELDS == tuple(f.name for f in fields(CategoryCounts))

@@ -9,8 +9,8 @@ import psycopg2
 import pytest
 
 from testweb import SiteSpec, TestWebServer
+from testweb.cluster import Processes, manage, postgres_database, redis_server
 
-from .cluster import Processes, manage, postgres_database, redis_server
 from .crawlcheck import assert_matches_web, clean_env, run_crawl
 from .test_crawl_cluster import read_rows
 

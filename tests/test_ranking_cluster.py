@@ -11,7 +11,8 @@ import sys
 import networkx as nx
 import pytest
 
-from .cluster import manage, postgres_database
+from testweb.cluster import manage, postgres_database
+
 from .crawlcheck import ROOT
 
 pytestmark = pytest.mark.integration

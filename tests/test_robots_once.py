@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from .cluster import manage, postgres_database
+from testweb.cluster import manage, postgres_database
 
 pytestmark = pytest.mark.integration
 

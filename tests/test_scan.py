@@ -1,4 +1,4 @@
-"""The active and inactive scans step by step on SQLite, against a tiny loopback server (tests/scanweb.py):
+"""The active and inactive scans step by step on SQLite, against a tiny loopback server (testweb/scan.py):
 each test loads pages with the real load agent, changes what the server answers, then runs one sweep
 and the scan messages it sent, as a worker would."""
 
@@ -17,8 +17,7 @@ from crawlcore.services.sweep import scan_sweep
 from crawlcore.services.urls import NewUrl, urls_insert, urls_revive
 from crawler.lifecycle import Agent
 from crawler.urlnorm import canonicalize
-
-from .scanweb import Resource, ScanWeb
+from testweb.scan import Resource, ScanWeb
 
 pytestmark = pytest.mark.django_db
 

@@ -16,8 +16,8 @@ import psycopg2
 import pytest
 
 from testweb import SiteSpec, TestWebServer
+from testweb.cluster import Processes, manage, postgres_database, redis_server
 
-from .cluster import Processes, manage, postgres_database, redis_server
 from .crawlcheck import ROOT, clean_env, run_crawl
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from scheduling import sim_hybrid, sim_staleness
-from scheduling.policies import HybridSorting, best_hour, pause_hours, policy_build, profile_normalized
+from scheduling.hybrid_sorting import HybridSorting, best_hour, pause_hours, policy_build, profile_normalized
 from scheduling.staleness import Candidate, periods_since, prune_age, score, top_m
 
 

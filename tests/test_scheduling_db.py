@@ -18,7 +18,7 @@ from django.db.migrations.loader import MigrationLoader
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from crawlcore.models import Page, Server, StatusCheck, Url
-from crawlcore.services import recrawl
+from crawlcore.services import staleness as selection
 from crawlcore.services.dispatch import dispatch_due
 from crawlcore.services.schedule import schedule_table
 from crawlcore.services.sweep import active_candidates
@@ -53,7 +53,7 @@ def test_staleness_top_m_in_the_database_equals_brute_force(settings, monkeypatc
     settings.CRAWL_STALENESS_PERIOD, settings.CRAWL_STALENESS_HORIZON = PERIOD, HORIZON
     settings.CRAWL_REVISIT_AFTER = 0
     bounds: list[int | None] = []
-    monkeypatch.setattr(recrawl, "prune_age", lambda *a, **kw: bounds.append(prune_age(*a, **kw)) or bounds[-1])
+    monkeypatch.setattr(selection, "prune_age", lambda *a, **kw: bounds.append(prune_age(*a, **kw)) or bounds[-1])
     rng = random.Random(seed)
     top_ms = 200 if cheap else 3000
     servers = []
@@ -264,6 +264,7 @@ BEAT_MIGRATIONS = [
     ("crawladmin", "0003_scan_periodic_tasks"),
     ("monitoring", "0002_periodic_tasks"),
     ("ranking", "0002_periodic_task"),
+    ("dashboard", "0003_periodic_tasks"),
 ]
 BEAT_TASKS = {
     "tasks.housekeeping.dispatch",
@@ -296,6 +297,23 @@ def test_every_beat_job_exists_after_migrate_and_is_a_registered_task():
     tasks = set(PeriodicTask.objects.values_list("task", flat=True))
     assert BEAT_TASKS <= tasks
     assert tasks - {"celery.backend_cleanup"} <= set(app.tasks)
+
+
+def test_the_migrations_create_exactly_the_beat_job_table():
+    from crawlcore.beat import BEAT_JOBS
+
+    rows = PeriodicTask.objects.exclude(task="celery.backend_cleanup").values_list(
+        "name", "task", "interval__every", "queue", "interval__period"
+    )
+    assert set(rows) == {(j.name, j.task, j.every, j.queue, j.period) for j in BEAT_JOBS}
+
+
+def test_every_beat_job_goes_to_the_queue_its_task_is_routed_to():
+    from crawladmin.celery import app
+    from crawlcore.beat import BEAT_JOBS
+
+    for job in BEAT_JOBS:
+        assert app.amqp.router.route({}, job.task)["queue"].name == job.queue, job.name
 
 
 def test_an_operators_edit_survives_a_second_migrate():

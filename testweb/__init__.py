@@ -1,4 +1,12 @@
-"""Local test web for the crawler: deterministic sites on 127.0.0.x loopback IPs.
+"""Local test webs for the crawler, shared by the tests, the benchmarks and the demo: deterministic
+sites on 127.0.0.x loopback IPs, never the internet (DESIGN.md §11).
+
+  site, server   the test web: sites with dead, slow, changing, redirecting and robots-ruled pages
+  hostile        servers that lie, flood, trickle, trap and never answer
+  scan           a tiny server whose answers a scan test sets page by page
+  monitor        a server answering 500, one that flaps on command, an address that refuses
+  generated      the throughput benchmark's static web, written to disk and served by nginx
+  cluster        the harness of real services: PostgreSQL databases, redis-server, celery processes
 
 from testweb import SiteSpec, TestWebServer
 with TestWebServer(SiteSpec(first_octet=200)) as tw:

@@ -1,32 +1,13 @@
 """The beat jobs of the foundation, in django-celery-beat's database schedule (editable in the admin).
 
-get_or_create: running the migration again, or after an operator changed an interval, keeps their edit.
+The jobs are crawlcore.beat's table; a second migrate keeps an operator's edits (get_or_create).
 """
 
 from __future__ import annotations
 
 from django.db import migrations
 
-JOBS = [
-    # name, task, every (seconds), queue
-    ("crawladmin: dispatch due servers", "tasks.housekeeping.dispatch", 5, "housekeeping"),
-    ("crawladmin: reconcile leases and lost messages", "tasks.housekeeping.reconcile", 60, "housekeeping"),
-]
-
-
-def create_jobs(apps, schema_editor):
-    IntervalSchedule = apps.get_model("django_celery_beat", "IntervalSchedule")
-    PeriodicTask = apps.get_model("django_celery_beat", "PeriodicTask")
-    for name, task, every, queue in JOBS:
-        interval, _ = IntervalSchedule.objects.get_or_create(every=every, period="seconds")
-        PeriodicTask.objects.get_or_create(
-            name=name, defaults={"task": task, "interval": interval, "queue": queue, "enabled": True}
-        )
-
-
-def remove_jobs(apps, schema_editor):
-    PeriodicTask = apps.get_model("django_celery_beat", "PeriodicTask")
-    PeriodicTask.objects.filter(name__in=[name for name, *_ in JOBS]).delete()
+from crawlcore.beat import beat_jobs_migration
 
 
 class Migration(migrations.Migration):
@@ -34,4 +15,9 @@ class Migration(migrations.Migration):
         ("crawladmin", "0001_initial"),
         ("django_celery_beat", "0019_alter_periodictasks_options"),
     ]
-    operations = [migrations.RunPython(create_jobs, remove_jobs)]
+    operations = [
+        beat_jobs_migration(
+            "crawladmin: dispatch due servers",
+            "crawladmin: reconcile leases and lost messages",
+        )
+    ]

@@ -17,6 +17,7 @@ from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from crawlcore.models import Page, Server, ServerLease, Url
+from crawlcore.queues import Queue
 from crawler.lifecycle import State
 
 from .checks import checks_interrupt_stale
@@ -109,7 +110,7 @@ def reconcile(*, now: datetime | None = None) -> ReconcileOutcome:
     # While extract messages are still queued, an old undone page is most likely behind them, not lost:
     # sending it again would only make the backlog longer. Lost ones are found once the queue has drained.
     lost = []
-    if not queue_backlog("extract"):
+    if not queue_backlog(Queue.EXTRACT.value):
         lost = list(
             Page.objects.filter(extracted_at__isnull=True)
             .filter(Q(extract_dispatched_at__isnull=True) | Q(extract_dispatched_at__lt=stale))

@@ -1,6 +1,6 @@
 """Seed 000 in the dispatcher: the order servers are sent in each hour, and the Hybrid-Sorting pause.
 
-The policy (CRAWL_SCHEDULER: random, sorting or hybrid) is scheduling.policies', built from the 24-hour
+The policy (CRAWL_SCHEDULER: random, sorting or hybrid) is scheduling.hybrid_sorting', built from the 24-hour
 load profiles the monitoring app keeps (mean response time per hour of day). The dispatcher calls:
 
 * `servers_pause_at_hour_boundary` — paper step 5. A server fetched by the load agent in the hour that
@@ -35,7 +35,7 @@ from django.utils import timezone
 from crawlcore.models import Server, StatusCheck, Url
 from crawlcore.selectors import load_profiles
 from crawler.lifecycle import Agent, State
-from scheduling.policies import HOURS, ServerOrder, best_hour, policy_build, profile_normalized
+from scheduling.hybrid_sorting import HOURS, ServerOrder, best_hour, policy_build, profile_normalized
 
 
 def hour_start(now: datetime) -> datetime:

@@ -15,7 +15,7 @@ from crawlcore.db import locks
 from crawlcore.models import Page, Server, ServerLease, Url
 from crawler.urlnorm import ServerKey
 
-from .common import lease_deadline
+from .leases import lease_deadline
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from crawler.lifecycle import Agent, Event, InvalidTransition, State, next_state
 from crawler.scope import Scope
 from crawler.urlnorm import server_key, url_hash
 
-from .common import lease_deadline
+from .leases import lease_deadline
 from .servers import servers_ensure
 
 log = logging.getLogger(__name__)

@@ -1,34 +1,13 @@
 """The monitor's beat jobs, in django-celery-beat's database schedule (editable in the admin).
 
-get_or_create: running the migration again, or after an operator changed an interval, keeps their edit.
+The jobs are crawlcore.beat's table; a second migrate keeps an operator's edits (get_or_create).
 """
 
 from __future__ import annotations
 
 from django.db import migrations
 
-JOBS = [
-    # name, task, every (seconds), queue
-    ("monitoring: dispatch due server checks", "tasks.monitor.dispatch", 10, "monitor"),
-    ("monitoring: hourly rollups", "tasks.monitor.rollup", 300, "monitor"),
-    ("monitoring: 24-hour load profiles", "tasks.monitor.load_profiles", 3600, "monitor"),
-    ("monitoring: prune old checks and rollups", "tasks.monitor.prune", 86400, "monitor"),
-]
-
-
-def create_jobs(apps, schema_editor):
-    IntervalSchedule = apps.get_model("django_celery_beat", "IntervalSchedule")
-    PeriodicTask = apps.get_model("django_celery_beat", "PeriodicTask")
-    for name, task, every, queue in JOBS:
-        interval, _ = IntervalSchedule.objects.get_or_create(every=every, period="seconds")
-        PeriodicTask.objects.get_or_create(
-            name=name, defaults={"task": task, "interval": interval, "queue": queue, "enabled": True}
-        )
-
-
-def remove_jobs(apps, schema_editor):
-    PeriodicTask = apps.get_model("django_celery_beat", "PeriodicTask")
-    PeriodicTask.objects.filter(name__in=[name for name, *_ in JOBS]).delete()
+from crawlcore.beat import beat_jobs_migration
 
 
 class Migration(migrations.Migration):
@@ -36,4 +15,11 @@ class Migration(migrations.Migration):
         ("monitoring", "0001_initial"),
         ("django_celery_beat", "0019_alter_periodictasks_options"),
     ]
-    operations = [migrations.RunPython(create_jobs, remove_jobs)]
+    operations = [
+        beat_jobs_migration(
+            "monitoring: dispatch due server checks",
+            "monitoring: hourly rollups",
+            "monitoring: 24-hour load profiles",
+            "monitoring: prune old checks and rollups",
+        )
+    ]

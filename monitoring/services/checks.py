@@ -24,19 +24,19 @@ from django.utils import timezone
 
 from crawlcore.db import bulk
 from crawlcore.models import StatusCheck
-from crawlcore.services.common import lease_deadline
+from crawlcore.services.leases import lease_deadline
 from crawler.fetch import FetchPolicy, FetchResult
 from crawler.lifecycle import Agent
 from crawler.multicheck import CheckRequest, MultiChecker
 from crawler.netguard import forbidden_reason, parse_cidrs
+from crawler.status import Status
 
-from ..logic import AcceptedCodes, Confirmation, Status, classify, confirm
+from ..accepted_codes import AcceptedCodes, classify
+from ..confirm import Confirmation, confirm
 from ..models import ServerMonitor, StatusChange
 from ..selectors import in_window, maintenance_windows
 
 log = logging.getLogger(__name__)
-
-MAINTENANCE = "maintenance"
 
 
 @dataclass(frozen=True)
@@ -219,7 +219,7 @@ def _apply(m: ServerMonitor, c: Checked, paused: bool, changes: list[StatusChang
     if paused:
         # Inside a maintenance window a check is recorded but moves no status: a planned outage must
         # neither page anyone nor count as a confirmed failure once the window ends.
-        c.status = MAINTENANCE
+        c.status = Status.MAINTENANCE.value
         return
     state = Confirmation(Status(m.status), Status(m.candidate) if m.candidate else None, m.streak)
     new, change = confirm(state, c.category, fail_after=c.target.fail_after, recover_after=c.target.recover_after)

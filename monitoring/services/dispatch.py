@@ -16,6 +16,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from crawlcore.queues import Queue, pinned_queue
+
 from ..models import ServerMonitor
 
 CHECK_TASK = "tasks.monitor.check_servers"
@@ -24,10 +26,9 @@ MAX_PER_RUN = 50_000  # bounds one dispatcher run; what is left is sent by the n
 
 def monitor_queue(crawler_num: int | None) -> str:
     """Servers pinned to a crawler number are checked only by workers started with that CRAWLER_NUM
-    (they consume `monitor.c<n>` besides `monitor`). The embedded worker is every crawler at once."""
-    if crawler_num is None or settings.CELERY_EMBEDDED:
-        return "monitor"
-    return f"monitor.c{crawler_num}"
+    (they consume `monitor.c<n>` besides `monitor`). The embedded worker is every crawler at once, so
+    there a pinned server's checks go to the plain queue."""
+    return pinned_queue(Queue.MONITOR, None if settings.CELERY_EMBEDDED else crawler_num)
 
 
 def enqueue_checks_on_commit(*, server_ids: Sequence[int], crawler_num: int | None) -> None:

@@ -13,16 +13,13 @@ from django.utils import timezone
 from crawlcore.models import Server, StatusCheck
 from crawler.lifecycle import Agent
 
-from ..logic import CheckSample, load_profile, summarize
+from ..load_profile import load_profile
 from ..models import HourlyRollup
+from ..rollup import COUNT_FIELDS, CheckSample, summarize
 from ..selectors import hour_floor, in_window, maintenance_windows
 
 _ROLLUP_FIELDS = [
-    "normal",
-    "delay",
-    "disconnect",
-    "error",
-    "maintenance",
+    *COUNT_FIELDS,
     "timed",
     "latency_min_ms",
     "latency_mean_ms",

@@ -12,8 +12,8 @@ from crawlcore.models import Server
 from crawlcore.services.servers import servers_ensure
 from crawler.urlnorm import ServerKey
 
-from ..logic import ServerRow
 from ..models import MaintenanceWindow, ServerMonitor
+from ..server_list import ServerRow
 
 
 @dataclass

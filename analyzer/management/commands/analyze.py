@@ -9,21 +9,19 @@ second-level domain, by content type; homepages; active domains, national and fo
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connections
-from django.db.migrations.executor import MigrationExecutor
 from tqdm import tqdm
 
-from analyzer import resolve
-from analyzer.selectors import active_domain_list, analysis_report, homepage_list
-from analyzer.services import domains_resolve, national_networks, pages_analyse, pages_pending
+from analyzer.export import report_csv_write
+from analyzer.run import analysis_run
+from analyzer.services import national_networks
+from crawlcore.schema import SchemaOutdated, schema_ensure
 
 
 class Command(BaseCommand):
@@ -46,48 +44,37 @@ class Command(BaseCommand):
         if opts["batch_size"] < 1 or (opts["limit"] is not None and opts["limit"] < 0):
             raise CommandError("--batch-size must be positive and --limit not negative")
         self._ensure_schema()
-        national, networks = settings.ANALYZER_NATIONAL_TLD, national_networks()
         show = not opts["no_progress"]
-        run: dict = {}
-        if not opts["report_only"]:
-            pending = pages_pending(reanalyse=opts["reanalyse"]).count()
-            if opts["limit"] is not None:
-                pending = min(pending, opts["limit"])
+
+        @contextmanager
+        def bars(stage: str, total: int | None):
             # disable=None: tqdm draws only on a terminal, so --json piped to a file stays clean.
-            with tqdm(total=pending, desc="analyse", unit="page", file=sys.stderr, disable=None if show else True,
-                      dynamic_ncols=True) as bar:
-                outcome = pages_analyse(
-                    batch_size=opts["batch_size"], reanalyse=opts["reanalyse"], limit=opts["limit"], progress=bar.update
-                )
-            run = {"analyzed": outcome.pages, "failed": outcome.failed, "new_domains": outcome.new_domains,
-                   "seconds": round(outcome.seconds, 3)}
-            if networks and not opts["no_resolve"]:
-                with tqdm(desc="resolve", unit="domain", file=sys.stderr, disable=None if show else True) as bar:
-                    resolved = domains_resolve(
-                        resolver=resolve.system_resolver, national_tld=national, networks=networks,
-                        progress=bar.update,
-                    )
-                run["resolved"] = {"asked": resolved.asked, "from_crawl": resolved.from_crawl, "found": resolved.found}
-        report = analysis_report(national_tld=national, networks=networks)
-        if run:
-            report["run"] = run
+            style = {"unit": "page", "dynamic_ncols": True} if stage == "analyse" else {"unit": "domain"}
+            with tqdm(total=total, desc=stage, file=sys.stderr, disable=None if show else True, **style) as bar:
+                yield bar.update
+
+        report = analysis_run(
+            analyse=not opts["report_only"], reanalyse=opts["reanalyse"], batch_size=opts["batch_size"],
+            limit=opts["limit"], resolve_domains=not opts["no_resolve"], bars=bars,
+        )
         if opts["json"]:
             self.stdout.write(json.dumps(report, indent=2, ensure_ascii=False))
         elif opts["csv"]:
-            written = write_csv(Path(opts["csv"]), report, national_tld=national, networks=networks)
+            try:
+                written = report_csv_write(
+                    Path(opts["csv"]), report, national_tld=settings.ANALYZER_NATIONAL_TLD, networks=national_networks()
+                )
+            except OSError as exc:
+                raise CommandError(f"--csv {opts['csv']}: {exc}") from None
             self.stdout.write(f"wrote {len(written)} files to {opts['csv']}: {', '.join(written)}")
         else:
             self.stdout.write(format_report(report))
 
     def _ensure_schema(self) -> None:
-        """Embedded: create or upgrade the SQLite schema on the fly (as `crawl` does). Cluster: refuse to
-        run on an outdated schema; migrating is an operator's step."""
-        executor = MigrationExecutor(connections["default"])
-        if not executor.migration_plan(executor.loader.graph.leaf_nodes()):
-            return
-        if not settings.EMBEDDED:
-            raise CommandError("the database schema is not up to date: run `python manage.py migrate` first")
-        call_command("migrate", verbosity=0, interactive=False)
+        try:
+            schema_ensure()
+        except SchemaOutdated as exc:
+            raise CommandError(str(exc)) from None
 
 
 # --- output -------------------------------------------------------------------------------------
@@ -132,55 +119,3 @@ def format_report(r: dict) -> str:
     lines += _table(f"Active national domains (.{nat})", ("domain", "domains", "share"),
                     [(x["sld"], x["domains"], x["share"]) for x in active["national_slds"]])
     return "\n".join(lines).rstrip() + "\n"
-
-
-def _write(path: Path, header: list[str], rows) -> None:
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(header)
-        writer.writerows(rows)
-
-
-def write_csv(directory: Path, r: dict, *, national_tld: str, networks) -> list[str]:
-    """One file per table of the report, and the full lists of homepages and active domains."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CommandError(f"--csv {directory}: {exc}") from None
-    active = r["active_domains"]
-    tables = {
-        "languages.csv": (["language", "name", "pages", "share"],
-                          [(x["language"], x["name"], x["pages"], x["share"]) for x in r["languages"]]),
-        "domains.csv": (["domain", "pages", "share"], [(x["domain"], x["pages"], x["share"]) for x in r["domains"]]),
-        "country_codes.csv": (["tld", "pages", "share"],
-                              [(x["tld"], x["pages"], x["share"]) for x in r["country_codes"]]),
-        "national_slds.csv": (["sld", "pages", "share"],
-                              [(x["sld"], x["pages"], x["share"]) for x in r["national_slds"]]),
-        "content_classes.csv": (["class", "pages", "share"],
-                                [(x["class"], x["pages"], x["share"]) for x in r["content_classes"]]),
-        "media_types.csv": (["media_type", "class", "pages", "share"],
-                            [(x["media_type"], x["class"], x["pages"], x["share"]) for x in r["media_types"]]),
-        "active_domain_scopes.csv": (["scope", "domains", "share"],
-                                     [(x["scope"], x["domains"], x["share"]) for x in active["scopes"]]),
-        "summary.csv": (["figure", "value"], [
-            ("pages_stored", r["pages"]["stored"]), ("pages_analyzed", r["pages"]["analyzed"]),
-            ("pages_pending", r["pages"]["pending"]), ("pages_with_text", r["language_pages"]),
-            ("homepages", r["homepages"]["total"]),
-            ("homepages_user", r["homepages"]["user"]), ("homepages_root", r["homepages"]["root"]),
-            ("homepages_national", r["homepages"]["national"]["total"]), ("active_domains", active["total"]),
-            ("active_national", active["national"]), ("active_foreign_national_ip", active["foreign_national_ip"]),
-            ("active_foreign", active["foreign"]), ("active_unresolved", active["unresolved"]),
-            ("active_named_web", active["by_source"]["web"]), ("active_named_email", active["by_source"]["email"]),
-            ("active_named_ftp", active["by_source"]["ftp"]),
-        ]),
-    }
-    for name, (header, rows) in tables.items():
-        _write(directory / name, header, rows)
-    _write(directory / "homepages.csv", ["homepage", "kind"], homepage_list())
-    _write(
-        directory / "active_domains.csv",
-        ["domain", "scope", "ip", "web", "email", "ftp"],
-        ([d["domain"], d["scope"], d["ip"], int(d["web"]), int(d["email"]), int(d["ftp"])]
-         for d in active_domain_list(national_tld=national_tld, networks=networks)),
-    )
-    return [*tables, "homepages.csv", "active_domains.csv"]

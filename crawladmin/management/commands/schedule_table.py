@@ -10,7 +10,7 @@ import json
 from django.core.management.base import BaseCommand
 
 from crawlcore.services.schedule import schedule_table
-from scheduling.policies import HOURS, POLICIES
+from scheduling.hybrid_sorting import HOURS, POLICIES
 
 
 class Command(BaseCommand):

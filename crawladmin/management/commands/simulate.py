@@ -11,31 +11,12 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 from django.core.management.base import BaseCommand, CommandError
 
 from scheduling import sim_hybrid, sim_staleness
-
-PAPER_HOURS = {"random": 26, "sorting": 21, "hybrid": 19}
-PAPER_STALENESS = {"ours": 235.4, "change-frequency": 526.5, "importance": 897.7}
-LABELS = {
-    "random": "Random",
-    "sorting": "Sorting",
-    "hybrid": "Hybrid-Sorting",
-    "ours": "ours: (T-t)s - pg",
-    "change-frequency": "change frequency (Tan 2010)",
-    "importance": "importance (Khan 2013)",
-    "round-robin": "round robin, oldest first",
-}
-
-
-SHORT = {
-    "ours": "ours\n(T-t)s - pg",
-    "change-frequency": "change frequency\n(Tan 2010)",
-    "importance": "importance\n(Khan 2013)",
-    "round-robin": "round robin\n(oldest first)",
-}
+from scheduling.plots import plot_hybrid, plot_staleness
 
 
 class Command(BaseCommand):
@@ -75,33 +56,7 @@ class Command(BaseCommand):
         cfg = replace(sim_hybrid.Config(), **changes)
         if cfg.servers < 1 or cfg.robots < 1:
             raise CommandError("--servers and --robots must be at least 1")
-        seeds = []
-        for seed in range(opts["seeds"]):
-            runs = sim_hybrid.compare(cfg, seed)
-            seeds.append(
-                {
-                    "seed": seed,
-                    "hours": {p: round(r.hours, 2) for p, r in runs.items()},
-                    "whole_hours": {p: r.whole_hours for p, r in runs.items()},
-                    "pauses": runs["hybrid"].pauses,
-                    "per_hour": {p: [round(v, 1) for v in r.per_hour] for p, r in runs.items()},
-                }
-            )
-        mean = {p: statistics.mean(s["hours"][p] for s in seeds) for p in sim_hybrid.POLICIES}
-        return {
-            "experiment": "seed 000: Random / Sorting / Hybrid-Sorting robot scheduling",
-            "config": asdict(cfg),
-            "seeds": seeds,
-            "mean_hours": {p: round(v, 2) for p, v in mean.items()},
-            "ratios": {
-                "random/hybrid": round(mean["random"] / mean["hybrid"], 3),
-                "sorting/hybrid": round(mean["sorting"] / mean["hybrid"], 3),
-                "random/sorting": round(mean["random"] / mean["sorting"], 3),
-            },
-            "paper_hours": PAPER_HOURS,
-            "paper_ratios": {"random/hybrid": 1.368, "sorting/hybrid": 1.105, "random/sorting": 1.238},
-            "ordering_held": sum(s["hours"]["hybrid"] < s["hours"]["sorting"] < s["hours"]["random"] for s in seeds),
-        }
+        return sim_hybrid.experiment(cfg, opts["seeds"])
 
     def _print_hybrid(self, r: dict) -> None:
         cfg = r["config"]
@@ -135,30 +90,7 @@ class Command(BaseCommand):
         cfg = replace(sim_staleness.Config(), **changes)
         if cfg.pages < 1 or cfg.threads < 1:
             raise CommandError("--pages and --threads must be at least 1")
-        seeds = []
-        for seed in range(opts["seeds"]):
-            runs = sim_staleness.compare(cfg, seed)
-            seeds.append(
-                {
-                    "seed": seed,
-                    "mean_minutes": {p: round(r.mean_minutes, 1) for p, r in runs.items()},
-                    "fetched": {p: r.fetched for p, r in runs.items()},
-                    "per_period": {p: [round(v, 1) for v in r.per_period] for p, r in runs.items()},
-                }
-            )
-        mean = {p: statistics.mean(s["mean_minutes"][p] for s in seeds) for p in sim_staleness.POLICIES}
-        return {
-            "experiment": "seed 004: staleness-optimal recrawl",
-            "config": asdict(cfg),
-            "seeds": seeds,
-            "mean_minutes": {p: round(v, 1) for p, v in mean.items()},
-            "ratios_to_ours": {p: round(mean[p] / mean["ours"], 3) for p in sim_staleness.POLICIES if p != "ours"},
-            "paper_minutes": PAPER_STALENESS,
-            "paper_ratios": {"change-frequency": 2.24, "importance": 3.81},
-            "ours_best_in": sum(
-                all(s["mean_minutes"]["ours"] < s["mean_minutes"][b] for b in sim_staleness.BASELINES) for s in seeds
-            ),
-        }
+        return sim_staleness.experiment(cfg, opts["seeds"])
 
     def _print_staleness(self, r: dict) -> None:
         cfg = r["config"]
@@ -185,84 +117,3 @@ class Command(BaseCommand):
         fetched = {n: statistics.mean(s["fetched"][n] for s in r["seeds"]) for n in names}
         w("pages fetched per run: " + ", ".join(f"{n} {v:.0f}" for n, v in fetched.items()))
         w(f"ours below both baselines in {r['ours_best_in']} of {len(r['seeds'])} seeds")
-
-
-# -------------------------------------------------------------------------------------------------- plots
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def plot_hybrid(r: dict, path: str) -> None:
-    plt = _pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5), constrained_layout=True)
-    first = r["seeds"][0]
-    for p in sim_hybrid.POLICIES:
-        curve = first["per_hour"][p]
-        left.plot(
-            range(1, len(curve) + 1), curve, marker="o", markersize=3, label=f"{LABELS[p]}: {first['hours'][p]:.1f} h"
-        )
-    left.set_title("Pages collected per hour (seed 0)")
-    left.set_xlabel("hour of the run")
-    left.set_ylabel("pages collected in that hour")
-    left.grid(alpha=0.3)
-    left.legend()
-    seeds = [s["seed"] for s in r["seeds"]]
-    width = 0.8 / 3
-    for i, p in enumerate(sim_hybrid.POLICIES):
-        right.bar(
-            [x + (i - 1) * width for x in seeds],
-            [s["hours"][p] for s in r["seeds"]],
-            width,
-            label=f"{LABELS[p]} (mean {r['mean_hours'][p]:.1f} h, paper {r['paper_hours'][p]} h)",
-        )
-    right.set_title(f"Hours to collect all {r['config']['servers']} servers with {r['config']['robots']} robots")
-    right.set_xlabel("random seed")
-    right.set_ylabel("hours to finish")
-    right.set_xticks(seeds)
-    right.grid(axis="y", alpha=0.3)
-    right.legend(loc="lower right")
-    fig.suptitle("Seed 000: Random vs Sorting vs Hybrid-Sorting server order")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def plot_staleness(r: dict, path: str) -> None:
-    plt = _pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5), constrained_layout=True)
-    first = r["seeds"][0]
-    minutes = r["config"]["period_minutes"]
-    for p in sim_staleness.POLICIES:
-        curve = first["per_period"][p]
-        left.plot(
-            [i * minutes / 60 for i in range(len(curve))],
-            curve,
-            label=f"{LABELS[p]}: {first['mean_minutes'][p]:.0f} min",
-        )
-    left.set_title("Mean staleness of the collection over the day (seed 0)")
-    left.set_xlabel("hours since start")
-    left.set_ylabel("mean page staleness (minutes)")
-    left.grid(alpha=0.3)
-    left.legend()
-    names = list(sim_staleness.POLICIES)
-    ours = [r["mean_minutes"][n] for n in names]
-    paper = [r["paper_minutes"].get(n, 0.0) for n in names]
-    xs = range(len(names))
-    right.bar([x - 0.2 for x in xs], ours, 0.4, label=f"simulated, mean of {len(r['seeds'])} seeds")
-    right.bar([x + 0.2 for x in xs], paper, 0.4, label="paper (no round robin there)")
-    for x, v in zip(xs, ours, strict=True):
-        right.annotate(f"{v:.0f}", (x - 0.2, v), ha="center", va="bottom", fontsize=8)
-    right.set_xticks(list(xs), [SHORT[n] for n in names], fontsize=9)
-    right.set_title("Mean page staleness by policy")
-    right.set_ylabel("minutes")
-    right.grid(axis="y", alpha=0.3)
-    right.legend()
-    fig.suptitle("Seed 004: staleness-optimal recrawl against change-frequency and importance baselines")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

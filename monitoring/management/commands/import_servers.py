@@ -14,7 +14,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from monitoring.logic import COLUMNS, RowError, ServerRow, is_header, parse_server_row
+from monitoring.server_list import COLUMNS, RowError, ServerRow, is_header, parse_server_row
 from monitoring.services.servers import servers_import
 
 Bad = list[tuple[int, str]]

@@ -9,22 +9,14 @@ from __future__ import annotations
 
 import json
 import sys
-import time
-from urllib.parse import urlsplit
 
-import numpy as np
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connections
-from django.db.migrations.executor import MigrationExecutor
 from tqdm import tqdm
 
-from crawler.scope import registered_domain
-from ranking.blockrank import blockrank
+from crawlcore.schema import SchemaOutdated, schema_ensure
 from ranking.convert import BLOCKS
-from ranking.edges import EdgeFileError, read_edges, write_ranks
-from ranking.pagerank import build_graph, pagerank
+from ranking.edges import EdgeFileError, edge_file_rank
 from ranking.services import RankAlreadyRunning, rank_crawl, run_summary
 
 
@@ -86,52 +78,30 @@ class Command(BaseCommand):
         self._print(summary, as_json=opts["json"])
 
     def _rank_file(self, opts, progress: TqdmProgress) -> dict:
-        started = time.perf_counter()
-        try:
-            edges = read_edges(opts["edges"])
-        except (OSError, EdgeFileError, UnicodeDecodeError) as exc:
-            raise CommandError(f"{opts['edges']}: {exc}") from None
         tol = settings.RANK_TOLERANCE if opts["tol"] is None else opts["tol"]
         damping = settings.RANK_DAMPING if opts["damping"] is None else opts["damping"]
         if not 0 <= damping < 1 or tol <= 0:
             raise CommandError("--damping must be in [0, 1) and --tol positive")
-        graph = build_graph(edges.src, edges.dst, len(edges.nodes))
-        kwargs = dict(damping=damping, tol=tol, max_iter=settings.RANK_MAX_ITERATIONS)
-        block_kind = opts["block"] or settings.RANK_BLOCK
-        blocks = _url_blocks(edges.nodes, block_kind)
 
         def on_iteration(phase: str, k: int, residual: float) -> None:
             if k == 1:
                 progress.stage(f"{phase} PageRank", total=settings.RANK_MAX_ITERATIONS)
             progress.advance(1, residual=residual)
 
-        if blocks is None:  # integer IDs: no host structure to block by
-            result = pagerank(graph, on_iteration=lambda k, r: on_iteration("global", k, r), **kwargs)
-            iterations = {"global": result.iterations}
-        else:
-            result = blockrank(
-                graph, blocks, local_tol=settings.RANK_LOCAL_TOLERANCE, on_iteration=on_iteration, **kwargs
+        try:
+            summary = edge_file_rank(
+                opts["edges"],
+                opts["out"] or self.stdout,
+                block=opts["block"] or settings.RANK_BLOCK,
+                damping=damping,
+                tol=tol,
+                max_iter=settings.RANK_MAX_ITERATIONS,
+                local_tol=settings.RANK_LOCAL_TOLERANCE,
+                on_iteration=on_iteration,
             )
-            iterations = {
-                "local": result.local_iterations, "block": result.block_iterations, "global": result.global_iterations
-            }
-        if opts["out"]:
-            write_ranks(opts["out"], edges.nodes, result.ranks)
-        else:
-            write_ranks(self.stdout, edges.nodes, result.ranks)
-        return {
-            "nodes": graph.n,
-            "links": graph.edges,
-            "dangling": graph.dangling,
-            "block": None if blocks is None else block_kind,
-            "damping": damping,
-            "tolerance": tol,
-            "iterations": iterations,
-            "converged": result.converged,
-            "residual": result.residual,
-            "seconds": round(time.perf_counter() - started, 3),
-            "out": opts["out"],
-        }
+        except (OSError, EdgeFileError, UnicodeDecodeError) as exc:
+            raise CommandError(f"{opts['edges']}: {exc}") from None
+        return {**summary, "out": opts["out"]}
 
     def _print(self, summary: dict, *, as_json: bool) -> None:
         # With --edges and no --out the ranks went to stdout: the summary goes to stderr then.
@@ -151,26 +121,7 @@ class Command(BaseCommand):
         stream.write("\n".join(lines))
 
     def _ensure_schema(self) -> None:
-        """Embedded: create or upgrade the SQLite schema on the fly (as `crawl` does). Cluster: refuse to
-        run on an outdated schema; migrating is an operator's step."""
-        if settings.EMBEDDED:
-            call_command("migrate", verbosity=0, interactive=False)
-            return
-        executor = MigrationExecutor(connections["default"])
-        if executor.migration_plan(executor.loader.graph.leaf_nodes()):
-            raise CommandError("the database schema is not up to date: run `python manage.py migrate` first")
-
-
-def _url_blocks(nodes: list, kind: str) -> np.ndarray | None:
-    """Blocks for a CSV of URLs: by origin (site), registered domain, or — with no server groups in a
-    file — domain again for community. None when the nodes are not URLs."""
-    if not nodes or not isinstance(nodes[0], str):
-        return None
-    keys = []
-    for node in nodes:
-        parts = urlsplit(node)
-        if not parts.scheme or not parts.hostname:
-            return None
-        keys.append(f"{parts.scheme}://{parts.netloc.lower()}" if kind == "site" else registered_domain(parts.hostname))
-    _, blocks = np.unique(np.array(keys, dtype=object), return_inverse=True)
-    return blocks
+        try:
+            schema_ensure()
+        except SchemaOutdated as exc:
+            raise CommandError(str(exc)) from None

@@ -1,5 +1,9 @@
-"""Real services for the integration tests: a fresh PostgreSQL database, a private redis-server, and
-`celery` worker and beat processes, each started and stopped by the test that uses them."""
+"""Real services for the integration tests and the benchmarks: a fresh PostgreSQL database, a private
+redis-server, and `celery` worker and beat processes, each started and stopped by whoever uses them.
+
+A service this machine lacks raises ServiceMissing: the tests turn it into a skip (a failure in CI,
+tests/conftest.py), a benchmark lets it end the run with the reason.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +14,35 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.pgdb import ADMIN_PG, fresh_database
+ROOT = Path(__file__).resolve().parent.parent
+ADMIN_PG = os.environ.get("CRAWLADMIN_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
 
-from .conftest import skip_or_fail
-from .crawlcheck import ROOT
+
+class ServiceMissing(RuntimeError):
+    """A real service (PostgreSQL, redis-server, their binaries) is not available on this machine."""
+
+
+@contextmanager
+def fresh_database(prefix: str) -> Iterator[str]:
+    """A new, empty database named crawladmin_bench_<prefix>_…; dropped afterwards, whatever happens."""
+    import psycopg2
+
+    admin = psycopg2.connect(ADMIN_PG, connect_timeout=5)
+    admin.autocommit = True
+    name = f"crawladmin_bench_{prefix}_{uuid.uuid4().hex[:8]}"
+    with admin.cursor() as cur:
+        cur.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield ADMIN_PG.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.cursor() as cur:
+            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
 
 
 def _free_port() -> int:
@@ -28,14 +53,14 @@ def _free_port() -> int:
 
 @contextmanager
 def postgres_database() -> Iterator[str]:
-    """A new, empty database on the local PostgreSQL (bench.pgdb's, shared with the benchmarks); dropped
-    afterwards. A PostgreSQL that cannot be reached skips the test, or fails it in CI."""
+    """A new, empty database on the local PostgreSQL (fresh_database, shared with the benchmarks); dropped
+    afterwards. A PostgreSQL that cannot be reached raises ServiceMissing."""
     import psycopg2
 
     try:
         psycopg2.connect(ADMIN_PG, connect_timeout=5).close()
     except psycopg2.OperationalError as exc:
-        skip_or_fail(f"PostgreSQL not reachable at {ADMIN_PG}: {exc}")
+        raise ServiceMissing(f"PostgreSQL not reachable at {ADMIN_PG}: {exc}") from None
     with fresh_database("it") as url:
         yield url
 
@@ -45,7 +70,7 @@ def redis_server(tmp: Path) -> Iterator[str]:
     """A private redis-server on a free loopback port (no persistence); stopped afterwards."""
     binary = shutil.which("redis-server")
     if binary is None:
-        skip_or_fail("redis-server is not installed")
+        raise ServiceMissing("redis-server is not installed")
     port = _free_port()
     proc = subprocess.Popen(
         [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", str(tmp)],
@@ -233,14 +258,14 @@ def private_postgres(tmp: Path) -> Iterator[PrivatePostgres]:
 
     bindir = _postgres_bindir()
     if bindir is None or not (bindir / "initdb").exists():
-        skip_or_fail("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+        raise ServiceMissing("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
     as_root = os.geteuid() == 0
     root = Path(tempfile.mkdtemp(prefix="crawladmin-pg-", dir=None if as_root else tmp))
     as_user: list[str] = []
     if as_root:
         runuser = shutil.which("runuser")
         if runuser is None:
-            skip_or_fail("running as root without runuser: cannot start PostgreSQL as the postgres user")
+            raise ServiceMissing("running as root without runuser: cannot start PostgreSQL as the postgres user")
         shutil.chown(root, "postgres", "postgres")
         as_user = [runuser, "-u", "postgres", "--"]
     pg = PrivatePostgres(bindir, root, _free_port(), as_user)
@@ -306,7 +331,7 @@ def redis_server_aof(tmp: Path) -> Iterator[AofRedis]:
     """A private redis-server with persistence (AOF, fsync every second); `.url`, `.restart()`."""
     binary = shutil.which("redis-server")
     if binary is None:
-        skip_or_fail("redis-server is not installed")
+        raise ServiceMissing("redis-server is not installed")
     datadir = tmp / "redis"
     datadir.mkdir(exist_ok=True)
     server = AofRedis(binary, datadir, _free_port())

@@ -1,3 +1,5 @@
+"""Who holds a lease and until when: the two values every claim (URLs, servers, monitors) writes."""
+
 from __future__ import annotations
 
 import os

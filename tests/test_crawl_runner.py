@@ -1,0 +1,83 @@
+"""The crawl runner (crawladmin.runner) one step at a time, on SQLite, with no worker: what each step runs,
+and when the crawl ends."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from crawladmin import runner as runner_module
+from crawladmin.runner import RECONCILE_EVERY, SWEEP_EVERY, CrawlRunner, crawl_seeds_insert
+from crawlcore.beat import beat_job
+from crawlcore.models import Url
+
+pytestmark = pytest.mark.django_db
+
+DISPATCH = beat_job("tasks.housekeeping.dispatch").name
+RECONCILE = beat_job("tasks.housekeeping.reconcile").name
+SWEEPS = [beat_job("tasks.scan.sweep_inactive").name, beat_job("tasks.scan.sweep_active").name]
+SAMPLE = "crawl sample"
+
+
+def _runner(**kwargs) -> CrawlRunner:
+    return CrawlRunner(started=timezone.now(), t0=100.0, **kwargs)
+
+
+def test_the_first_step_runs_every_job_but_the_reconciler():
+    step = _runner().step(100.0)
+    assert step.ran == [DISPATCH, *SWEEPS, SAMPLE]
+    assert step.stopped is None  # one quiet look is not enough
+
+
+def test_later_steps_run_each_job_at_its_own_cadence():
+    runner = _runner()
+    runner.step(100.0)
+    assert runner.step(100.5).ran == [DISPATCH]
+    runner.idle_steps = 0
+    assert runner.step(101.0).ran == [DISPATCH, SAMPLE]  # a sample a second at the start
+    runner.idle_steps = 0
+    assert runner.step(100.0 + SWEEP_EVERY + 0.5).ran == [DISPATCH, *SWEEPS, SAMPLE]
+    runner.idle_steps = 0
+    assert RECONCILE in runner.step(100.0 + RECONCILE_EVERY).ran
+
+
+def test_an_empty_crawl_is_done_after_two_quiet_steps():
+    runner = _runner()
+    assert runner.step(100.0).stopped is None
+    assert runner.step(100.3).stopped == "done"
+
+
+def test_a_due_url_keeps_the_crawl_going_until_its_time_is_up():
+    # No worker here, and the test's transaction never commits, so nothing dispatched is ever loaded.
+    crawl_seeds_insert(seeds=["http://runner.example/"])
+    assert Url.objects.filter(state="init").count() == 1
+    runner = _runner(max_seconds=5.0)
+    for now in (100.0, 100.3, 101.0, 104.9):
+        step = runner.step(now)
+        assert step.stopped is None and step.progress["due"] + step.progress["leased"] >= 1
+    assert runner.step(105.0).stopped == "max-seconds"
+
+
+def test_max_pages_stops_before_any_job_runs():
+    step = _runner(max_pages=0).step(100.0)
+    assert (step.stopped, step.ran) == ("max-pages", [])
+
+
+def test_dispatch_only_leaves_dispatch_reconcile_and_sweeps_to_beat():
+    assert _runner(dispatch=False).step(100.0).ran == [SAMPLE]
+
+
+def test_run_steps_until_stopped_and_sleeps_between_steps():
+    clock = iter([100.0, 100.3, 100.6])
+    slept: list[float] = []
+    steps: list = []
+    reason = _runner().run(on_step=steps.append, clock=lambda: next(clock), sleep=slept.append)
+    assert reason == "done" and len(steps) == 2 and slept == [0.3]
+
+
+def test_ctrl_c_is_a_reason_to_stop(monkeypatch):
+    def interrupted(self, now):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner_module.CrawlRunner, "step", interrupted)
+    assert _runner().run(sleep=lambda s: None) == "interrupted"
