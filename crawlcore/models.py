@@ -148,8 +148,9 @@ class Page(models.Model):
     fetched_at = models.DateTimeField()
     extracted_at = models.DateTimeField(null=True, blank=True)
     # Its element ids and <a name>s, one a line: what a link's #fragment must name (the "missing anchor"
-    # check of the link reports). Written by the extract agent with the title.
-    anchors = models.TextField(blank=True, db_default="")
+    # check of the link reports). Written by the extract agent with the title; NULL when not known (not HTML,
+    # or extracted before migration 0010), and then no fragment pointing here is reported missing.
+    anchors = models.TextField(null=True, blank=True)
     extract_dispatched_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

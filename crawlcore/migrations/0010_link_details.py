@@ -36,6 +36,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="page",
             name="anchors",
-            field=models.TextField(blank=True, db_default=""),
+            field=models.TextField(blank=True, null=True),
         ),
     ]

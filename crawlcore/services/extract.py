@@ -104,7 +104,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
                     page.id,
                     ex.title if ex else "",
                     ex.description if ex else "",
-                    "\n".join(ex.anchors) if ex else "",
+                    "\n".join(ex.anchors) if ex else None,
                     now,
                 )
                 for page, ex in parsed
