@@ -185,7 +185,9 @@ class Link(models.Model):
         max_length=12, blank=True, db_default="", help_text='"a href", "img src", ...; empty on a redirect'
     )
     nofollow = models.BooleanField(db_default=False, help_text="rel=nofollow on the link")
-    fragment = models.CharField(max_length=200, blank=True, db_default="", help_text="After #, as written")
+    fragments = models.TextField(
+        blank=True, db_default="", help_text="Each #fragment linked to (as written), a tab, its anchor text; one a line"
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["from_url", "to_url"], name="link_unique")]

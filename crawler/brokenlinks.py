@@ -81,6 +81,17 @@ def fragment_missing(fragment: str, anchors: str | None) -> bool:
     return fragment not in names and unquote(fragment) not in names
 
 
+def missing_fragments(fragments: str, anchors: str | None) -> list[tuple[str, str]]:
+    """(fragment, anchor text) of each of a link's #fragments (Link.fragments: "fragment<TAB>text" lines)
+    that names nothing on the target page."""
+    out = []
+    for line in fragments.split("\n") if fragments else ():
+        fragment, _, text = line.partition("\t")
+        if fragment_missing(fragment, anchors):
+            out.append((fragment, text))
+    return out
+
+
 def neutralised(cell: str) -> str:
     """A value written into CSV as data, never as a spreadsheet formula (OWASP: prefix a quote)."""
     return f"'{cell}" if cell.startswith(FORMULA_PREFIXES) else cell

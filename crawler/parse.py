@@ -38,6 +38,7 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 MAX_ANCHOR_TEXT = 200
 MAX_FRAGMENT = 200
+MAX_FRAGMENTS = 20  # distinct #fragments kept per link
 MAX_ANCHORS = 5000  # ids and names kept per page, for "missing anchor" checks
 
 # Tag -> the attribute holding its link, and the element label stored with the link (a contract: the
@@ -65,13 +66,14 @@ _IMG_ALT = etree.XPath("normalize-space(.//img/@alt)", smart_strings=False)
 
 @dataclass(slots=True)
 class Found:
-    """One link of a page: `url` canonical (fragment dropped), `fragment` as written after `#`."""
+    """One link of a page: `url` canonical (fragment dropped). A page may link to several #fragments of one
+    target: `fragments` keeps each distinct one (as written after `#`) with the anchor text of its link."""
 
     url: str
     element: str  # "a href", "img src", ...
     text: str = ""  # anchor text; the alt text for an image or an image link
     nofollow: bool = False  # rel=nofollow on this link
-    fragment: str = ""
+    fragments: list[tuple[str, str]] | None = None
 
     @property
     def resource(self) -> bool:
@@ -177,6 +179,17 @@ def _anchor_text(tag: etree._Element, name: str) -> str:
     return ""
 
 
+def _add_fragment(found: Found, raw: str, tag: etree._Element, name: str, text: str | None = None) -> None:
+    fragment = raw.partition("#")[2].strip()[:MAX_FRAGMENT]
+    if not fragment:
+        return
+    if found.fragments is None:
+        found.fragments = []
+    elif len(found.fragments) >= MAX_FRAGMENTS or any(f == fragment for f, _ in found.fragments):
+        return
+    found.fragments.append((fragment, _anchor_text(tag, name) if text is None else text))
+
+
 def _collect_links(root: etree._Element, base: str, max_links: int, out: Extracted) -> None:
     seen: dict[str, Found] = {}
     links, rejected = out.links, out.rejected
@@ -198,6 +211,8 @@ def _collect_links(root: etree._Element, base: str, max_links: int, out: Extract
             # The first occurrence is the one reported; an image link's text can still come later.
             if not known.text:
                 known.text = _anchor_text(tag, name)
+            if "#" in raw:
+                _add_fragment(known, raw, tag, name)
             continue
         if len(links) >= max_links:
             rejected[OVER_LIMIT] = rejected.get(OVER_LIMIT, 0) + 1
@@ -212,8 +227,9 @@ def _collect_links(root: etree._Element, base: str, max_links: int, out: Extract
             ELEMENT[name],
             text,
             rel is not None and "nofollow" in rel.lower().split(),
-            raw.partition("#")[2].strip()[:MAX_FRAGMENT] if "#" in raw else "",
         )
+        if "#" in raw:
+            _add_fragment(found, raw, tag, name, text)
         seen[link] = found
         links.append(found)
 

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db.models import Q
 
 from crawlcore.models import Link, Url
-from crawler.brokenlinks import MISSING_ANCHOR, Hop, Verdict, chain_text, fragment_missing, verdict_of, within_site
+from crawler.brokenlinks import MISSING_ANCHOR, Hop, Verdict, chain_text, missing_fragments, verdict_of, within_site
 from crawler.lifecycle import State
 from crawler.urlnorm import url_hash
 
@@ -122,11 +122,11 @@ def _missing_fragments() -> Iterator[Broken]:
         return
     rows = (
         _real_links()
-        .exclude(fragment="")
+        .exclude(fragments="")
         .filter(to_url__state=State.VISITED.value, to_url__page__anchors__isnull=False)
         .values_list(
             *_LINK,
-            "fragment",
+            "fragments",
             "to_url__server_id",
             "to_url__page__anchors",
             "to_url__last_status",
@@ -135,9 +135,14 @@ def _missing_fragments() -> Iterator[Broken]:
         )
         .order_by()
     )
-    for f, t, site, text, element, fragment, to_site, anchors, status, checked, url in rows.iterator(chunk_size=CHUNK):
-        if within_site(site == to_site, mode) and fragment_missing(fragment, anchors):
-            yield Broken(f, t, site, text, element, status, MISSING_ANCHOR, f"{url}#{fragment}", checked)
+    for f, t, site, _text, element, fragments, to_site, anchors, status, checked, url in rows.iterator(
+        chunk_size=CHUNK
+    ):
+        missing = missing_fragments(fragments, anchors) if within_site(site == to_site, mode) else []
+        if missing:
+            # One row per link: the first missing fragment's own anchor text; the chain column names them all.
+            where = ", ".join(f"{url}#{fragment}" for fragment, _ in missing)
+            yield Broken(f, t, site, missing[0][1], element, status, MISSING_ANCHOR, where, checked)
 
 
 # ------------------------------------------------------------------------------------------------------

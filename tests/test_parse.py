@@ -246,7 +246,13 @@ def test_anchor_text_is_bounded_and_fragment_kept() -> None:
     out = extract(html(f'<a href="/x#Sec%202">{"word " * 100}</a>'), PAGE)
     (link,) = out.links
     assert len(link.text) == MAX_ANCHOR_TEXT
-    assert (link.url, link.fragment) == ("http://example.com/x", "Sec%202")
+    assert (link.url, link.fragments) == ("http://example.com/x", [("Sec%202", link.text)])
+
+
+def test_each_fragment_of_a_target_keeps_its_own_text() -> None:
+    out = extract(html('<a href="/x">X</a><a href="/x#a">To A</a><a href="/x#b">To B</a><a href="/x#a">A again</a>'), PAGE)
+    (link,) = out.links
+    assert (link.text, link.fragments) == ("X", [("a", "To A"), ("b", "To B")])
 
 
 def test_duplicate_link_takes_text_from_a_later_occurrence() -> None:

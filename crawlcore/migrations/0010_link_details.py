@@ -1,4 +1,4 @@
-# Issue 20: what a link is (anchor text, element, nofollow, fragment) and what a fragment may name.
+# Issue 20: what a link is (anchor text, element, nofollow, #fragments) and what a fragment may name.
 
 from django.db import migrations, models
 
@@ -25,8 +25,12 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name="link",
-            name="fragment",
-            field=models.CharField(blank=True, db_default="", help_text="After #, as written", max_length=200),
+            name="fragments",
+            field=models.TextField(
+                blank=True,
+                db_default="",
+                help_text="Each #fragment linked to (as written), a tab, its anchor text; one a line",
+            ),
         ),
         migrations.AddField(
             model_name="link",

@@ -22,7 +22,7 @@ from .urls import NewUrl, new_url_from, urls_insert
 
 log = logging.getLogger(__name__)
 
-LINK_COLUMNS = ("from_url_id", "to_url_id", "anchor_text", "element", "nofollow", "fragment")
+LINK_COLUMNS = ("from_url_id", "to_url_id", "anchor_text", "element", "nofollow", "fragments")
 
 
 @dataclass
@@ -88,7 +88,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
         ids = inserted.ids
         lifted = _lift_exclusions({ids[url]: depth for url, depth in followed.items() if url in ids})
         links = {
-            (page.url_id, ids[link.url]): (link.text, link.element, link.nofollow, link.fragment)
+            (page.url_id, ids[link.url]): (link.text, link.element, link.nofollow, _fragments(link))
             for page, ex in parsed
             if ex is not None
             for link in reversed(ex.links)  # reversed: the first occurrence on the page is the one kept
@@ -115,6 +115,14 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
         servers_dispatch_with_due_work(server_ids=inserted.server_ids | lifted)
     outcome.pages, outcome.links, outcome.new_urls = len(pages), len(links), len(new)
     return outcome
+
+
+def _fragments(link: Found) -> str:
+    # Tabs and line ends separate the fields; an anchor text has neither (whitespace collapsed), a fragment
+    # may: those are dropped, no element id can match them anyway.
+    if not link.fragments:
+        return ""
+    return "\n".join(f"{f}\t{text}" for f, text in link.fragments if "\t" not in f and "\n" not in f)
 
 
 def _lift_exclusions(depths: dict[int, int]) -> set[int]:
