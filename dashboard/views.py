@@ -20,7 +20,7 @@ from functools import wraps
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.urls import reverse_lazy
@@ -30,6 +30,7 @@ from django.views.decorators.cache import never_cache
 from crawlcore.models import Server
 from monitoring.selectors import server_load_profile
 from ranking.selectors import latest_run, top_pages
+from reports.export import FORMATS, dead_links_export
 
 from . import broker, cache, selectors
 from .cache import cached
@@ -274,6 +275,23 @@ def dead_links_site(request: HttpRequest, server_id: int) -> HttpResponse:
             "next_after": f"{last['from_url_id']}-{last['to_url_id']}" if more and last else None,
         },
     )
+
+
+@dashboard_view
+def dead_links_download(request: HttpRequest, fmt: str, server_id: int | None = None) -> StreamingHttpResponse:
+    """The broken links as `manage.py dead_links` writes them (the same streaming code), of one site or all,
+    as recorded by the last refresh (beat, every five minutes)."""
+    if fmt not in FORMATS:
+        raise Http404("csv or json")
+    name = "dead-links"
+    if server_id is not None:
+        name = f"dead-links-{get_object_or_404(Server, pk=server_id).host}"
+    response = StreamingHttpResponse(
+        dead_links_export(fmt=fmt, server_id=server_id),
+        content_type="text/csv; charset=utf-8" if fmt == "csv" else "application/json",
+    )
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
 
 
 def _heatmap_table(group: str) -> dict:
