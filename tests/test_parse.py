@@ -37,20 +37,23 @@ def test_basic_extraction() -> None:
         '<a href="/a">A</a> <a href="b?y=2&x=1#frag">B</a> <a href="http://Other.COM:80">O</a>'
         '<map><area href="/area"></map><iframe src="//cdn.example.net/frame"></iframe>'
         '<frameset><frame src="frame.html"></frameset>',
-        head="<title>\n  Hello \t  World\n</title>"
-        '<meta name="Description" content="  A   short\n description ">',
+        head='<title>\n  Hello \t  World\n</title><meta name="Description" content="  A   short\n description ">',
     )
     out = extract(body, PAGE)
     assert (out.title, out.description, out.rejected, out.nofollow, out.base_url) == (
-        "Hello World", "A short description", {}, False, PAGE
+        "Hello World",
+        "A short description",
+        {},
+        False,
+        PAGE,
     )
     assert out.urls == [
-            "http://example.com/a",
-            "http://example.com/dir/b?x=1&y=2",
-            "http://other.com/",
-            "http://example.com/area",
-            "http://cdn.example.net/frame",
-            "http://example.com/dir/frame.html",
+        "http://example.com/a",
+        "http://example.com/dir/b?x=1&y=2",
+        "http://other.com/",
+        "http://example.com/area",
+        "http://cdn.example.net/frame",
+        "http://example.com/dir/frame.html",
     ]
 
 
@@ -139,7 +142,7 @@ def test_protocol_relative_links_follow_page_scheme() -> None:
 
 
 def test_title_and_description_limits() -> None:
-    head = f"<title>{'t' * 2000}</title><meta name=description content=\"{'d ' * 2000}\">"
+    head = f'<title>{"t" * 2000}</title><meta name=description content="{"d " * 2000}">'
     out = extract(html("", head=head), PAGE)
     assert len(out.title) == MAX_TITLE
     assert len(out.description) == MAX_DESCRIPTION
@@ -164,7 +167,7 @@ def test_max_links() -> None:
         b"",
         b"<",
         b"<a href=",
-        b'<html><head><title>Trunc',
+        b"<html><head><title>Trunc",
         b'<a href="/ok">ok</a><a href="/tru',
         b"<<<>>><a <a href='/x'>>>></a",
         b"\x00\x01\x02\xff\xfe\xfd" * 100,
@@ -202,7 +205,7 @@ def test_charset_detected_from_meta_without_header() -> None:
     assert extract(body, PAGE).title == "caf\u00e9"
 
 
-@pytest.mark.parametrize("ctype", ["text/html; charset=bogus-enc", "text/html; charset=", "text/html; charset=\"utf-8"])
+@pytest.mark.parametrize("ctype", ["text/html; charset=bogus-enc", "text/html; charset=", 'text/html; charset="utf-8'])
 def test_invalid_charset_does_not_crash(ctype: str) -> None:
     out = extract("<title>ok \u00e9</title>".encode(), PAGE, content_type=ctype)
     assert out.title.startswith("ok")
@@ -250,7 +253,9 @@ def test_anchor_text_is_bounded_and_fragment_kept() -> None:
 
 
 def test_each_fragment_of_a_target_keeps_its_own_text() -> None:
-    out = extract(html('<a href="/x">X</a><a href="/x#a">To A</a><a href="/x#b">To B</a><a href="/x#a">A again</a>'), PAGE)
+    out = extract(
+        html('<a href="/x">X</a><a href="/x#a">To A</a><a href="/x#b">To B</a><a href="/x#a">A again</a>'), PAGE
+    )
     (link,) = out.links
     assert (link.text, link.fragments) == ("X", [("a", "To A"), ("b", "To B")])
 
