@@ -106,3 +106,13 @@ def event_for_fetch(status: int | None, *, has_retry_after: bool = False) -> Eve
     if is_valid_response(status):
         return Event.FETCHED
     return Event.NO_RESPONSE
+
+
+def backoff_after(state: State | str, *, nr1_backoff: float, nr2_backoff: float) -> float | None:
+    """Seconds before a URL that has just moved to `state` is re-checked, or None when no back-off applies.
+
+    Only the NoResponse states wait (CRAWL_NR1_BACKOFF, CRAWL_NR2_BACKOFF): re-checks of a failing URL are
+    spaced out so that a host down for an hour is not declared dead in a minute. Dead is final; Init and
+    Visited are not failing, so their next check is not a back-off.
+    """
+    return {State.NO_RESPONSE_1: nr1_backoff, State.NO_RESPONSE_2: nr2_backoff}.get(State(state))

@@ -8,6 +8,7 @@ from crawler.lifecycle import (
     Event,
     InvalidTransition,
     State,
+    backoff_after,
     event_for_fetch,
     next_state,
 )
@@ -85,3 +86,19 @@ def test_init_cannot_be_declared_unchanged():
 )
 def test_event_for_fetch(status, retry_after, event):
     assert event_for_fetch(status, has_retry_after=retry_after) == event
+
+
+@pytest.mark.parametrize(
+    ("state", "seconds"),
+    [(S.NO_RESPONSE_1, 3600.0), (S.NO_RESPONSE_2, 21600.0), (S.DEAD, None), (S.INIT, None), (S.VISITED, None)],
+)
+def test_only_the_noresponse_states_wait_their_back_off(state, seconds):
+    assert backoff_after(state, nr1_backoff=3600.0, nr2_backoff=21600.0) == seconds
+
+
+def test_each_failed_check_on_the_way_to_dead_waits_longer():
+    waits, state = [], S.VISITED
+    for _ in range(3):
+        state = next_state(state, E.NO_RESPONSE)
+        waits.append(backoff_after(state, nr1_backoff=60, nr2_backoff=600))
+    assert waits == [60, 600, None] and state == S.DEAD

@@ -33,7 +33,7 @@ def sent(settings, monkeypatch) -> list[dict]:
     settings.CRAWL_CONNECT_TIMEOUT = settings.CRAWL_HEADER_TIMEOUT = 2
     messages: list[dict] = []
     monkeypatch.setattr("crawlcore.services.sweep.enqueue_scan_on_commit", lambda **kw: messages.append(kw))
-    monkeypatch.setattr("crawlcore.services.scan.servers_dispatch_with_due_work", lambda **kw: 0)
+    monkeypatch.setattr("crawlcore.services.agent.servers_dispatch_with_due_work", lambda **kw: 0)
     return messages
 
 

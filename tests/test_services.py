@@ -11,9 +11,9 @@ from django.utils import timezone
 from crawlcore.models import Page, Server, StatusCheck, Url, UrlEvent
 from crawlcore.services.dispatch import dispatch_due, reconcile
 from crawlcore.services.extract import pages_extract
-from crawlcore.services.load import load_server_batch
+from crawlcore.services.load import LoadBatch, load_server_batch
 from crawlcore.services.servers import server_claim
-from crawlcore.services.urls import NewUrl, url_transition, urls_claim, urls_insert
+from crawlcore.services.urls import Move, NewUrl, url_transition, urls_claim, urls_insert, urls_transition
 from crawler.lifecycle import Agent, Event, State
 from testweb import SiteSpec, TestWebServer
 
@@ -58,6 +58,25 @@ def test_transition_requires_the_lease_owner():
     assert [u.id for u in claimed] == list(ids.values())
     moved = url_transition(url_id=claimed[0].id, expected=State.INIT, event=Event.FETCHED, agent=Agent.LOAD, owner="w2")
     assert moved is False
+
+
+def test_batched_transition_moves_only_the_urls_still_in_state_and_ours():
+    ids = sorted(_insert("http://a.example/1", "http://a.example/2", "http://a.example/3", "http://a.example/4").values())
+    server_id = Url.objects.get(id=ids[0]).server_id
+    urls_claim(server_id=server_id, owner="w1", limit=10)
+    Url.objects.filter(id=ids[1]).update(lease_owner="w2")  # the reconciler gave it to another worker
+    Url.objects.filter(id=ids[2]).update(state="visited")  # another agent got there first
+    moves = [Move(ids[0], {"last_status": 200, "checksum": "c0"}, http_status=200, latency_ms=5.0)]
+    moves += [Move(i, {"last_status": 200, "checksum": "c"}) for i in ids[1:3]]
+    moves += [Move(ids[3], {"last_status": 204}, reason="other columns")]
+    moved = urls_transition(moves=moves, expected=State.INIT, event=Event.FETCHED, agent=Agent.LOAD, owner="w1")
+    assert moved == [ids[0], ids[3]]
+    rows = {u.id: u for u in Url.objects.all()}
+    assert (rows[ids[0]].state, rows[ids[0]].checksum, rows[ids[0]].lease_owner) == ("visited", "c0", "")
+    assert (rows[ids[3]].state, rows[ids[3]].last_status, rows[ids[3]].checksum) == ("visited", 204, "")
+    assert rows[ids[1]].state == "init" and rows[ids[1]].lease_owner == "w2"
+    events = list(UrlEvent.objects.order_by("url_id").values_list("url_id", "to_state", "http_status", "latency_ms"))
+    assert events == [(ids[0], "visited", 200, 5.0), (ids[3], "visited", None, None)]
 
 
 def test_claim_is_exclusive_until_the_lease_expires():
@@ -219,3 +238,36 @@ def test_identical_content_is_marked_duplicate_of_the_first_page(monkeypatch):
     assert marks[pages[0].id] is None
     assert marks[pages[1].id] == marks[pages[2].id] == pages[0].id
     assert marks[other.id] is None
+
+
+def test_a_url_that_breaks_the_load_agent_waits_a_lease_period(settings, monkeypatch):
+    settings.CRAWL_DEFAULT_DELAY = 0
+    settings.CRAWL_ALLOW_PRIVATE = ("127.0.0.0/8",)
+
+    def broken(self, url, result):
+        raise RuntimeError("poison")
+
+    monkeypatch.setattr(LoadBatch, "fetch_one", broken)
+    with TestWebServer(SiteSpec(n_servers=1, first_octet=192, silent_server=False, slow_server=False)) as web:
+        _insert(web.seeds()[0], trusted=True)
+        with pytest.raises(RuntimeError):
+            load_server_batch(server_id=Server.objects.get().id, owner="w")
+    url = Url.objects.get()
+    assert url.state == "init" and url.lease_owner == ""
+    assert url.next_check_at > timezone.now() + timedelta(seconds=settings.CRAWL_LEASE_SECONDS - 30)
+
+
+def test_load_batch_sends_its_server_again_while_it_has_due_urls(settings, monkeypatch):
+    settings.CRAWL_DEFAULT_DELAY = 0
+    settings.CRAWL_BATCH_SIZE = 1
+    sent: list[int] = []
+    monkeypatch.setattr("crawlcore.services.dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw["server_id"]))
+    with TestWebServer(SiteSpec(n_servers=1, first_octet=193, silent_server=False, slow_server=False)) as web:
+        seed = web.seeds()[0]
+        _insert(seed, seed + "missing-1.html", trusted=True)
+        server_id = Server.objects.get().id
+        assert load_server_batch(server_id=server_id, owner="w").fetched == 1
+        assert sent == [server_id]  # one Init URL left: the chain goes on
+        Server.objects.filter(id=server_id).update(dispatched_at=None)
+        load_server_batch(server_id=server_id, owner="w")
+        assert sent == [server_id]  # nothing due any more: the chain ends

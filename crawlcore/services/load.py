@@ -1,5 +1,6 @@
 """The HTML-load agent's work for one server: claim a batch of Init URLs, fetch them politely, store
-what came back, move each URL along the life-cycle, and hand HTML pages to the extract agent.
+what came back, move each URL along the life-cycle, and hand HTML pages to the extract agent. The steps
+every agent shares (robots.txt, politeness, giving back, re-dispatch) are crawlcore.services.agent's.
 """
 
 from __future__ import annotations
@@ -7,23 +8,25 @@ from __future__ import annotations
 import hashlib
 import logging
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from crawlcore.db.bulk import update_by_id, upsert
-from crawlcore.models import Link, Page, Server, Url, UrlEvent
+from crawlcore.db.bulk import upsert
+from crawlcore.models import Link, Page
 from crawler.fetch import FailureKind, FetchResult
-from crawler.lifecycle import Agent, Event, State, event_for_fetch, next_state
+from crawler.lifecycle import Agent, Event, State, event_for_fetch
 from crawler.parse import is_html
 from crawler.urlnorm import UrlError, canonicalize
 
-from .queue import enqueue_extract_on_commit, enqueue_load_on_commit
+from .agent import AgentBatch, AgentOutcome, response_fields
+from .queue import enqueue_extract_on_commit
 from .servers import server_merge_if_alias
-from .urls import Claimed, new_url_from, url_exclude, url_transition, urls_claim, urls_insert, urls_release
+from .urls import Claimed, Move, new_url_from, urls_claim, urls_insert, urls_transition
 from .visit import Gate, ServerVisit
 
 log = logging.getLogger(__name__)
@@ -33,90 +36,88 @@ STORE_GROUP = 10  # plain pages (2xx, not a home page) written per transaction: 
 
 
 @dataclass
-class LoadOutcome:
+class LoadOutcome(AgentOutcome):
     fetched: int = 0
-    failed: int = 0
-    excluded: int = 0
-    backed_off: bool = False
-    server_excluded: str = ""
     page_ids: list[int] = field(default_factory=list)
 
 
-def response_fields(result: FetchResult) -> dict:
-    """What a response tells about a URL, stored on its row (the scans compare against it)."""
-    h = result.headers
+def visited_fields(result: FetchResult, *, checksum: str, redirect_to: str = "", failure: str = "") -> dict:
+    """The row of a URL whose page was fetched (a valid response): what the response tells, the failure
+    count reset, and as failure kind only what was wrong with the response itself (too large, a bad redirect)."""
     return dict(
-        last_status=result.status,
-        last_modified=h.get("last-modified", "")[:100],
-        etag=h.get("etag", "")[:200],
-        content_length=_int_or_none(h.get("content-length")),
+        **response_fields(result),
+        checksum=checksum,
+        failure_kind=failure,
+        failure_count=0,
+        redirect_to=redirect_to,
+        next_check_at=None,
     )
 
 
-def failure_of(result: FetchResult) -> str:
-    return result.failure.value if result.failure else FailureKind.HTTP_STATUS.value
+class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
+    """The load agent's batch: due Init URLs of one server, one GET each, their pages stored."""
 
+    states = (State.INIT,)
 
-# A URL's row once its page is fetched (url_transition's fields for a plain 2xx page), for update_by_id.
-_VISITED_COLUMNS = (
-    ("state", "text"),
-    ("lease_owner", "text"),
-    ("lease_expires_at", "timestamptz"),
-    ("last_checked_at", "timestamptz"),
-    ("last_status", "integer"),
-    ("last_modified", "text"),
-    ("etag", "text"),
-    ("content_length", "bigint"),
-    ("checksum", "text"),
-    ("failure_kind", "text"),
-    ("failure_count", "integer"),
-    ("redirect_to", "text"),
-    ("next_check_at", "timestamptz"),
-)
-
-
-def _visited_values(result: FetchResult, checksum: str, state: str, now) -> tuple:
-    f = response_fields(result)
-    return (
-        state, "", None, now, f["last_status"], f["last_modified"], f["etag"], f["content_length"],
-        checksum, result.failure.value if result.failure else "", 0, "", None,
-    )  # fmt: skip
-
-
-class LoadBatch:
-    """The load agent's side of a server visit: what to do with each response."""
-
-    def __init__(self, visit: ServerVisit, urls: list[Claimed]):
-        self.visit = visit
-        self.owner = visit.owner
-        self.outcome = LoadOutcome()
-        self.pending = {u.id for u in urls}  # leased by us, no outcome written yet
+    def __init__(self, visit: ServerVisit):
+        super().__init__(visit, LoadOutcome())
         self.fetched: list[tuple[Claimed, FetchResult]] = []  # plain pages waiting for flush()
+        self.sent = 0  # page ids already sent to the extract agent
         self.home = f"{visit.server.origin}/"
 
-    def fetch_one(self, url: Claimed) -> bool:
-        """Fetch and record one URL. False when the batch must stop (server backs off or is excluded)."""
-        result = self.visit.fetch(url.url)
-        if result.failure == FailureKind.FORBIDDEN_ADDRESS:
-            self.exclude_server(f"private address: {result.detail}")
+    def claim(self) -> list[Claimed]:
+        return urls_claim(server_id=self.visit.server.id, owner=self.owner, limit=settings.CRAWL_BATCH_SIZE)
+
+    def state_of(self, url: Claimed) -> State:
+        return State.INIT
+
+    def count(self, new: State) -> None:
+        if new == State.VISITED:
+            self.outcome.fetched += 1
+        else:
+            self.outcome.failed += 1
+
+    def redispatch_wanted(self) -> bool:
+        return True  # whenever it has due Init URLs left (servers_dispatch_with_due_work)
+
+    def check(self, url: Claimed) -> bool:
+        result = self.request(url, take=True)
+        if result is None:
             return False
+        go_on = self.fetch_one(url, result)
+        if len(self.outcome.page_ids) - self.sent >= EXTRACT_GROUP:
+            self.send_extract()
+        return go_on
+
+    def work(self) -> None:
+        super().work()
+        self.send_extract()
+
+    def finish(self) -> None:
+        self.flush()  # what was fetched is kept, whatever stopped the batch
+
+    def send_extract(self) -> None:
+        enqueue_extract_on_commit(page_ids=self.outcome.page_ids[self.sent :])
+        self.sent = len(self.outcome.page_ids)
+
+    def fetch_one(self, url: Claimed, result: FetchResult) -> bool:
+        """Record one URL's fetch and move it (plain pages wait for flush()). False when the batch must stop
+        (the server backs off or is excluded)."""
         event = event_for_fetch(result.status, has_retry_after="retry-after" in result.headers)
         if event == Event.FETCHED and result.incomplete:
             # Headers without the whole body (body timeout, reset, bad gzip) is no valid response (§4).
             event = Event.NO_RESPONSE
         if event is None:
             self.visit.record(result, url.id)
-            until = self.visit.back_off(result)
-            urls_release(ids=[url.id], owner=self.owner, next_check_at=until)
-            self.pending.discard(url.id)
-            self.outcome.backed_off = True
+            # Only this URL waits out the back-off: the others are Init, held back by the server's own
+            # next request time (the visit's turn), not by theirs.
+            self.back_off(result, ids=[url.id])
             return False
         if event == Event.FETCHED and 200 <= (result.status or 0) < 300 and url.url != self.home:
             self.fetched.append((url, result))
             if len(self.fetched) >= STORE_GROUP:
                 self.flush()
             return True
-        self.pending.discard(url.id)
         with transaction.atomic():
             self.visit.record(result, url.id)
             # A savepoint: when another agent got there first, _store undoes our move, not the check's outcome.
@@ -124,88 +125,64 @@ class LoadBatch:
                 if event == Event.FETCHED:
                     self._store(url, result)
                 else:
-                    self._fail(url, result, event)
+                    self.fail(url, event, result, reason=result.detail, latency_ms=result.timings.total_ms)
         return not self.outcome.server_excluded
 
     def flush(self) -> None:
         """Write the plain pages fetched so far in one transaction: their checks, their URLs' moves to
-        Visited (guarded like url_transition: still Init, still ours), the moves' events, the pages."""
+        Visited (one guarded urls_transition: still Init, still ours), the pages."""
         fetched, self.fetched = self.fetched, []
         if not fetched:
             return
         now = timezone.now()
-        new_state = next_state(State.INIT, Event.FETCHED, Agent.LOAD).value
         checksums = {url.id: hashlib.sha1(result.body).hexdigest() if result.body else "" for url, result in fetched}
+        moves = [
+            Move(
+                url.id,
+                visited_fields(result, checksum=checksums[url.id], failure=_failure(result)),
+                http_status=result.status,
+                latency_ms=result.timings.total_ms,
+            )
+            for url, result in fetched
+        ]
         with transaction.atomic():
             self.visit.record_many([(result, url.id) for url, result in fetched])
             moved = set(
-                update_by_id(
-                    Url._meta.db_table,
-                    _VISITED_COLUMNS,
-                    [
-                        (
-                            url.id,
-                            *_visited_values(result, checksums[url.id], new_state, now),
-                            State.INIT.value,
-                            self.owner,
-                        )
-                        for url, result in fetched
-                    ],
-                    guards=(("state", "text"), ("lease_owner", "text")),
+                urls_transition(
+                    moves=moves, expected=State.INIT, event=Event.FETCHED, agent=Agent.LOAD, owner=self.owner, now=now
                 )
             )
-            done = [(url, result) for url, result in fetched if url.id in moved]
-            UrlEvent.objects.bulk_create(
-                [
-                    UrlEvent(
-                        url_id=url.id,
-                        from_state=State.INIT.value,
-                        to_state=new_state,
-                        agent=Agent.LOAD.value,
-                        crawler_num=settings.CRAWLER_NUM,
-                        at=now,
-                        http_status=result.status,
-                        latency_ms=result.timings.total_ms,
-                    )
-                    for url, result in done
-                ]
-            )
-            page_ids = pages_store([(url.id, result, checksums[url.id]) for url, result in done], now=now)
-        self.pending.difference_update(url.id for url, _ in fetched)
+            done = [(url.id, result, checksums[url.id]) for url, result in fetched if url.id in moved]
+            page_ids = pages_store(done, now=now)
+        for url, _ in fetched:
+            self.pending.pop(url.id, None)
         self.outcome.fetched += len(done)
         self.outcome.page_ids.extend(page_ids)
 
     def _store(self, url: Claimed, result: FetchResult) -> None:
         body = result.body
         checksum = hashlib.sha1(body).hexdigest() if body else ""
-        redirect_to, failure = "", result.failure.value if result.failure else ""
+        redirect_to, failure = "", _failure(result)
         location = result.headers.get("location")
         if result.status is not None and 300 <= result.status < 400 and location:
             redirect_to, failure = self._follow_redirect(url, location, failure)
-        moved = url_transition(
-            url_id=url.id,
-            expected=State.INIT,
-            event=Event.FETCHED,
-            agent=Agent.LOAD,
-            owner=self.owner,
+        moved = self.move(
+            url,
+            Event.FETCHED,
             http_status=result.status,
             latency_ms=result.timings.total_ms,
-            checksum=checksum,
-            failure_kind=failure,
-            failure_count=0,
-            redirect_to=redirect_to,
-            next_check_at=None,
-            **response_fields(result),
+            reason="",
+            now=timezone.now(),
+            **visited_fields(result, checksum=checksum, redirect_to=redirect_to, failure=failure),
         )
         if not moved:
             transaction.set_rollback(True)  # someone else owns it now: keep their result, not ours
             return
-        self.outcome.fetched += 1
         if result.status is not None and 200 <= result.status < 300:
             page_id = page_store(url_id=url.id, result=result, checksum=checksum)
             if page_id is not None:
                 self.outcome.page_ids.append(page_id)
-            if url.url == f"{self.visit.server.origin}/":
+            if url.url == self.home:
                 alias = server_merge_if_alias(server=self.visit.server, home_checksum=checksum)
                 if alias is not None and alias.id == self.visit.server.id:
                     self.outcome.server_excluded = f"alias of {alias.alias_of}"
@@ -225,72 +202,10 @@ class LoadBatch:
             Link.objects.bulk_create([Link(from_url_id=url.id, to_url_id=ids[target])], ignore_conflicts=True)
         return target, failure
 
-    def _fail(self, url: Claimed, result: FetchResult, event: Event) -> None:
-        final = event == Event.GONE
-        moved = url_transition(
-            url_id=url.id,
-            expected=State.INIT,
-            event=event,
-            agent=Agent.LOAD,
-            owner=self.owner,
-            http_status=result.status,
-            latency_ms=result.timings.total_ms,
-            reason=result.detail,
-            last_status=result.status,
-            failure_kind=failure_of(result),
-            failure_count=url.failure_count + 1,
-            next_check_at=None if final else timezone.now() + timedelta(seconds=settings.CRAWL_NR1_BACKOFF),
-        )
-        if moved:
-            self.outcome.failed += 1
 
-    def fail_unanswered(self, urls: list[Claimed], result: FetchResult) -> None:
-        """robots.txt did not answer: the server's URLs are not responding either. No request is made
-        for them (each would wait out the same timeout); each moves to NoResponse1 with the reason."""
-        for url in urls:
-            with transaction.atomic():
-                moved = url_transition(
-                    url_id=url.id,
-                    expected=State.INIT,
-                    event=Event.NO_RESPONSE,
-                    agent=Agent.LOAD,
-                    owner=self.owner,
-                    http_status=result.status,
-                    reason=f"robots.txt: {result.detail}",
-                    last_status=result.status,
-                    failure_kind=failure_of(result),
-                    failure_count=url.failure_count + 1,
-                    next_check_at=timezone.now() + timedelta(seconds=settings.CRAWL_NR1_BACKOFF),
-                )
-            self.outcome.failed += int(moved)
-
-    def exclude_server(self, reason: str) -> None:
-        self.visit.exclude_server(reason)
-        self.outcome.server_excluded = reason
-
-
-def page_store(*, url_id: int, result: FetchResult, checksum: str) -> int | None:
-    """Store (or replace) the URL's page. Returns the page id when it is HTML, to be extracted."""
-    content_type = result.headers.get("content-type", "")
-    html = is_html(content_type or None)
-    now = timezone.now()
-    page, _ = Page.objects.update_or_create(
-        url_id=url_id,
-        defaults=dict(
-            body_z=zlib.compress(result.body, 6),
-            content_type=content_type[:200],
-            size=len(result.body),
-            checksum=checksum,
-            fetched_at=now,
-            # Nothing to extract from an image or a PDF: done at once.
-            extracted_at=None if html else now,
-            extract_dispatched_at=now if html else None,
-            title="",
-            description="",
-            duplicate_of=None,
-        ),
-    )
-    return page.id if html else None
+def _failure(result: FetchResult) -> str:
+    """A valid response's failure kind: empty, or what was wrong with its body (too large)."""
+    return result.failure.value if result.failure else ""
 
 
 _PAGE_COLUMNS = (
@@ -299,21 +214,36 @@ _PAGE_COLUMNS = (
 )  # fmt: skip
 
 
-def pages_store(fetched: list[tuple[int, FetchResult, str]], *, now) -> list[int]:
+def page_row(url_id: int, result: FetchResult, checksum: str, *, now: datetime) -> tuple[tuple, bool]:
+    """A URL's page as stored (in _PAGE_COLUMNS' order), and whether it is HTML (to be extracted)."""
+    content_type = result.headers.get("content-type", "")
+    html = is_html(content_type or None)
+    row = (
+        url_id, zlib.compress(result.body, 6), content_type[:200], len(result.body), checksum, now,
+        # Nothing to extract from an image or a PDF: done at once.
+        None if html else now, now if html else None,
+        "", "", None,  # title, description, duplicate_of: the extract agent's, for this new copy
+    )  # fmt: skip
+    return row, html
+
+
+def pages_store(fetched: Sequence[tuple[int, FetchResult, str]], *, now: datetime) -> list[int]:
     """Store (or replace) the pages of `(url_id, result, checksum)` in one statement; the ids of the
     HTML ones, to be extracted."""
     rows, html_urls = [], set()
     for url_id, result, checksum in fetched:
-        content_type = result.headers.get("content-type", "")
-        html = is_html(content_type or None)
+        row, html = page_row(url_id, result, checksum, now=now)
+        rows.append(row)
         if html:
             html_urls.add(url_id)
-        rows.append((
-            url_id, zlib.compress(result.body, 6), content_type[:200], len(result.body), checksum, now,
-            None if html else now, now if html else None, "", "", None,
-        ))  # fmt: skip
     written = upsert(Page._meta.db_table, _PAGE_COLUMNS, rows, key="url_id")
     return [page_id for page_id, url_id in written if url_id in html_urls]
+
+
+def page_store(*, url_id: int, result: FetchResult, checksum: str, now: datetime | None = None) -> int | None:
+    """`pages_store` of one page: its id when it is HTML, to be extracted."""
+    ids = pages_store([(url_id, result, checksum)], now=now or timezone.now())
+    return ids[0] if ids else None
 
 
 def load_server_batch(*, server_id: int, owner: str, gate: Gate | None = None) -> LoadOutcome | None:
@@ -321,70 +251,4 @@ def load_server_batch(*, server_id: int, owner: str, gate: Gate | None = None) -
     visit = ServerVisit.open(server_id=server_id, owner=owner, agent=Agent.LOAD, gate=gate)
     if visit is None:
         return None
-    batch: LoadBatch | None = None
-    try:
-        urls = urls_claim(server_id=server_id, owner=owner, limit=settings.CRAWL_BATCH_SIZE)
-        batch = LoadBatch(visit, urls)
-        if urls:
-            _load(batch, urls)
-        return batch.outcome
-    finally:
-        # Whatever happened, nothing stays leased by us: unprocessed URLs go back to the pool.
-        if batch is not None and batch.pending:
-            urls_release(ids=sorted(batch.pending), owner=owner)
-        visit.close()
-        if not visit.stopped_by_caller() and _has_due_work(server_id):
-            _redispatch(visit.server)
-
-
-def _load(batch: LoadBatch, urls: list[Claimed]) -> None:
-    visit = batch.visit
-    rules = visit.robots()
-    if isinstance(rules, FetchResult):
-        if rules.failure == FailureKind.FORBIDDEN_ADDRESS:
-            batch.exclude_server(f"private address: {rules.detail}")
-        else:
-            batch.fail_unanswered(urls, rules)
-            batch.pending.clear()
-        return
-    flushed = 0
-    try:
-        for url in urls:
-            if visit.stopping():
-                break
-            if not rules.allowed(url.url, visit.user_agent):
-                url_exclude(url_id=url.id, reason="robots.txt", owner=batch.owner)
-                batch.outcome.excluded += 1
-                batch.pending.discard(url.id)
-                continue
-            if not visit.wait_turn() or not visit.may_fetch():
-                break
-            go_on = batch.fetch_one(url)
-            if len(batch.outcome.page_ids) - flushed >= EXTRACT_GROUP:
-                enqueue_extract_on_commit(page_ids=batch.outcome.page_ids[flushed:])
-                flushed = len(batch.outcome.page_ids)
-            if not go_on:
-                break
-    finally:
-        batch.flush()  # what was fetched is kept, whatever stopped the batch
-    enqueue_extract_on_commit(page_ids=batch.outcome.page_ids[flushed:])
-
-
-def _has_due_work(server_id: int) -> bool:
-    return Url.objects.filter(server_id=server_id, state=State.INIT.value, next_check_at__lte=timezone.now()).exists()
-
-
-def _redispatch(server: Server) -> None:
-    """Keep a server busy without waiting for the next dispatcher round."""
-    changed = Server.objects.filter(id=server.id, dispatched_at__isnull=True, excluded_reason="").update(
-        dispatched_at=timezone.now()
-    )
-    if changed:
-        enqueue_load_on_commit(server_id=server.id, crawler_num=server.crawler_num)
-
-
-def _int_or_none(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
+    return LoadBatch(visit).run()

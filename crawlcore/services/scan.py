@@ -16,20 +16,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from crawlcore.models import Page, Url
-from crawler.fetch import FailureKind, FetchResult
+from crawler.fetch import FetchResult
 from crawler.lifecycle import Agent, Event, State, next_state
 from crawler.recheck import MAX_REQUESTS, Finding, Known, Outcome, Recheck, Reply, event_for_recheck
 
-from .dispatch import servers_dispatch_with_due_work
-from .load import failure_of
-from .urls import url_exclude, url_transition, urls_lease, urls_release
+from .agent import AgentBatch, AgentOutcome
+from .urls import urls_lease, urls_release
 from .visit import Gate, ServerVisit
 
 log = logging.getLogger(__name__)
@@ -46,14 +43,10 @@ def sweep_owner_prefix(agent: Agent) -> str:
 
 
 @dataclass
-class ScanOutcome:
+class ScanOutcome(AgentOutcome):
     checked: int = 0  # URLs moved (or confirmed) by a re-check
     reload: int = 0  # sent to Init, for the load agent
     unchanged: int = 0  # Visited, freshness reset
-    failed: int = 0  # a step towards Dead, or Dead (410)
-    excluded: int = 0  # disallowed by robots.txt
-    backed_off: bool = False
-    server_excluded: str = ""
 
 
 def known_of(url: Url, *, loaded: bool) -> Known:
@@ -68,27 +61,41 @@ def known_of(url: Url, *, loaded: bool) -> Known:
     )
 
 
-class ScanBatch:
-    """A scan agent's side of a server visit: the re-checks and what to write for each."""
+class ScanBatch(AgentBatch[Url, ScanOutcome]):
+    """A scan agent's batch: the URLs a sweep reserved on one server, re-checked, and what to write for each."""
 
-    def __init__(self, visit: ServerVisit, pending: list[int]):
-        self.visit = visit
-        self.agent = visit.agent
-        self.owner = visit.owner
-        self.pending = pending  # leased ids not yet processed; released at the end
-        self.outcome = ScanOutcome()
+    def __init__(self, visit: ServerVisit, leased: list[int]):
+        super().__init__(visit, ScanOutcome(), leased=leased)
+        self.states = SCAN_STATES[self.agent]
+        self.loaded: set[int] = set()
 
-    def check(self, url: Url, *, loaded: bool) -> bool:
-        """Re-check one URL and record the result. False when the batch must stop (out of time, the
-        server backs off or is excluded); the URL then stays pending and is handed back."""
-        recheck = Recheck(known_of(url, loaded=loaded))
+    def claim(self) -> list[Url]:
+        """The reserved URLs, already leased to us (scan_server_batch took them over from the sweep)."""
+        urls = list(Url.objects.filter(id__in=list(self.pending), lease_owner=self.owner).order_by("id"))
+        self.loaded = _loaded(urls) if self.agent == Agent.INACTIVE_SCAN else {u.id for u in urls}
+        return urls
+
+    def state_of(self, url: Url) -> State:
+        return State(url.state)
+
+    def count(self, new: State) -> None:
+        self.outcome.checked += 1
+        if new == State.INIT:
+            self.outcome.reload += 1
+        elif new == State.VISITED:
+            self.outcome.unchanged += 1
+        else:
+            self.outcome.failed += 1
+
+    def redispatch_wanted(self) -> bool:
+        return self.outcome.reload > 0  # reload now, not at the next dispatch
+
+    def check(self, url: Url) -> bool:
+        recheck = Recheck(known_of(url, loaded=url.id in self.loaded))
         for _request in range(MAX_REQUESTS):
-            if not self.visit.wait_turn():
-                return False
             request = recheck.request
-            result = self.visit.fetch(url.url, method=request.method, headers=request.headers)
-            if result.failure == FailureKind.FORBIDDEN_ADDRESS:
-                self.exclude_server(f"private address: {result.detail}")
+            result = self.request(url, method=request.method, headers=request.headers)
+            if result is None:
                 return False
             self.visit.record(result, url.id)
             # A body cut short by a timeout or a reset is no valid response (DESIGN.md §4), like for load.
@@ -100,10 +107,7 @@ class ScanBatch:
             raise AssertionError(f"re-check of {url.url} wants more than {MAX_REQUESTS} requests")
         if step.outcome == Outcome.BACK_OFF:
             # The whole server asked for patience: none of our URLs is asked before it ends.
-            until = self.visit.back_off(result)
-            urls_release(ids=self.pending, owner=self.owner, next_check_at=until)
-            self.pending.clear()
-            self.outcome.backed_off = True
+            self.back_off(result, ids=list(self.pending))
             return False
         event = event_for_recheck(self.agent, step.outcome)
         assert event is not None
@@ -112,65 +116,19 @@ class ScanBatch:
         return True
 
     def apply(self, url: Url, event: Event, result: FetchResult, reason: str) -> None:
-        state = State(url.state)
-        new = next_state(state, event, self.agent)
-        now = timezone.now()
-        if new in (State.INIT, State.VISITED):
+        new = next_state(State(url.state), event, self.agent)
+        with transaction.atomic():
+            if new not in (State.INIT, State.VISITED):
+                self.fail(url, event, result, reason=reason, latency_ms=result.timings.total_ms)
+                return
+            now = timezone.now()
             fields = dict(failure_count=0, failure_kind="", next_check_at=now if new == State.INIT else None)
             if result.status != 304:  # a 304 says nothing new about the page: keep the stored status
                 fields["last_status"] = result.status
-        else:
-            fields = dict(
-                last_status=result.status,
-                failure_kind=failure_of(result),
-                failure_count=url.failure_count + 1,
-                next_check_at=_next_check(new, now),
-            )
-        with transaction.atomic():
-            moved = url_transition(
-                url_id=url.id,
-                expected=state,
-                event=event,
-                agent=self.agent,
-                owner=self.owner,
-                http_status=result.status,
-                latency_ms=result.timings.total_ms,
-                reason=reason,
-                now=now,
+            self.move(
+                url, event, http_status=result.status, latency_ms=result.timings.total_ms, reason=reason, now=now,
                 **fields,
-            )
-        self.pending.remove(url.id)
-        if not moved:
-            return
-        self.outcome.checked += 1
-        if new == State.INIT:
-            self.outcome.reload += 1
-        elif new == State.VISITED:
-            self.outcome.unchanged += 1
-        else:
-            self.outcome.failed += 1
-
-    def fail_unanswered(self, urls: list[Url], result: FetchResult) -> None:
-        """robots.txt did not answer: as for the load agent, the server's URLs count as not answering
-        either, without a request each (each would wait out the same timeout)."""
-        for url in urls:
-            self.apply(url, Event.NO_RESPONSE, result, f"robots.txt: {result.detail}")
-
-    def exclude(self, url: Url) -> None:
-        """Disallowed by robots.txt: set aside in the state it is in (there is no transition for this)."""
-        url_exclude(url_id=url.id, reason="robots.txt", owner=self.owner, states=SCAN_STATES[self.agent])
-        self.pending.remove(url.id)
-        self.outcome.excluded += 1
-
-    def exclude_server(self, reason: str) -> None:
-        self.visit.exclude_server(reason)
-        self.outcome.server_excluded = reason
-
-
-def _next_check(state: State, now: datetime) -> datetime | None:
-    """A failing URL's next re-check: spaced out so a host down for an hour is not dead in a minute."""
-    backoff = {State.NO_RESPONSE_1: settings.CRAWL_NR1_BACKOFF, State.NO_RESPONSE_2: settings.CRAWL_NR2_BACKOFF}
-    return now + timedelta(seconds=backoff[state]) if state in backoff else None
+            )  # fmt: skip
 
 
 def scan_server_batch(
@@ -192,42 +150,7 @@ def scan_server_batch(
         # Busy (a load or another scan holds its slot) or no longer crawled: the next sweep offers them again.
         urls_release(ids=ids, owner=owner)
         return None
-    batch = ScanBatch(visit, pending=sorted(ids))  # in the order they are checked
-    try:
-        _scan(batch, list(Url.objects.filter(id__in=ids, lease_owner=owner).order_by("id")))
-        return batch.outcome
-    except Exception:
-        # A failing URL moves forward, so it cannot fail every sweep: the one in hand waits a lease period.
-        if batch.pending:
-            later = timezone.now() + timedelta(seconds=settings.CRAWL_LEASE_SECONDS)
-            urls_release(ids=batch.pending[:1], owner=owner, next_check_at=later)
-        raise
-    finally:
-        if batch.pending:
-            urls_release(ids=batch.pending, owner=owner)
-        visit.close()
-        if batch.outcome.reload:
-            servers_dispatch_with_due_work(server_ids=[server_id])  # reload now, not at the next dispatch
-
-
-def _scan(batch: ScanBatch, urls: list[Url]) -> None:
-    visit = batch.visit
-    rules = visit.robots()
-    if isinstance(rules, FetchResult):
-        if rules.failure == FailureKind.FORBIDDEN_ADDRESS:
-            batch.exclude_server(f"private address: {rules.detail}")
-        else:
-            batch.fail_unanswered(urls, rules)
-        return
-    loaded = _loaded(urls) if batch.agent == Agent.INACTIVE_SCAN else {u.id for u in urls}
-    for url in urls:
-        if visit.stopping():
-            break
-        if not rules.allowed(url.url, visit.user_agent):
-            batch.exclude(url)
-            continue
-        if not batch.check(url, loaded=url.id in loaded):
-            break
+    return ScanBatch(visit, leased=sorted(ids)).run()  # in the order they are checked
 
 
 def _loaded(urls: list[Url]) -> set[int]:

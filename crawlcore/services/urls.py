@@ -1,10 +1,12 @@
-"""Writes to Url rows: insertion in bulk, claims with leases, and the guarded life-cycle transitions."""
+"""Writes to Url rows: insertion in bulk, claims with leases, and the guarded life-cycle transitions
+(`urls_transition`, the one write path of every move, single ones included)."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -14,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from crawlcore.db import features
+from crawlcore.db.bulk import update_by_id
 from crawlcore.models import Url, UrlEvent
 from crawler.lifecycle import Agent, Event, InvalidTransition, State, next_state
 from crawler.scope import Scope
@@ -217,6 +220,97 @@ def url_exclude(*, url_id: int, reason: str, owner: str, states: Sequence[State]
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One URL's move in `urls_transition`: the values its row takes besides the state and the lease
+    (`fields`, Url columns), and what its UrlEvent says of the request that caused it."""
+
+    url_id: int
+    fields: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    http_status: int | None = None
+    latency_ms: float | None = None
+    reason: str = ""
+
+
+# Set by every move: the new state, the lease given up, the time of the check.
+_MOVE_COLUMNS = (
+    ("state", "text"),
+    ("lease_owner", "text"),
+    ("lease_expires_at", "timestamptz"),
+    ("last_checked_at", "timestamptz"),
+)
+
+
+@functools.cache
+def _column(name: str) -> tuple[str, str]:
+    """A Url column and the PostgreSQL type its values are cast to in crawlcore.db.bulk.update_by_id."""
+    field = Url._meta.get_field(name)
+    # text, not varchar(n): an explicit cast to varchar(n) would cut a long value silently, where the
+    # column's own limit refuses it, as the ORM's UPDATE would.
+    if field.get_internal_type() in ("CharField", "TextField"):
+        return field.column, "text"
+    return field.column, field.db_type(connection)
+
+
+def urls_transition(
+    *,
+    moves: Sequence[Move],
+    expected: State,
+    event: Event,
+    agent: Agent,
+    owner: str | None,
+    now: datetime | None = None,
+) -> list[int]:
+    """Move URLs along the life-cycle by `event`, each with one guarded write, and record each move;
+    returns the ids moved, in the order of `moves`.
+
+    Refused (and logged, never applied) when the table has no such move. A URL no longer in `expected`
+    state or no longer leased by `owner` (None: any lease) is left alone: a redelivered message, or another
+    agent that got there first. Moves that set the same columns are written together: one UPDATE on
+    PostgreSQL (the load agent's plain pages), and their events in one INSERT.
+    """
+    try:
+        new = next_state(expected, event, agent)
+    except InvalidTransition as exc:
+        log.error("refused: url %s: %s", ", ".join(str(m.url_id) for m in moves), exc)
+        return []
+    now = now or timezone.now()
+    guards = [("state", "text")]
+    guard_values: tuple = (expected.value,)
+    if owner is not None:
+        guards.append(("lease_owner", "text"))
+        guard_values += (owner,)
+    groups: dict[tuple[str, ...], list[Move]] = {}
+    for move in moves:
+        groups.setdefault(tuple(sorted(move.fields)), []).append(move)
+    moved: set[int] = set()
+    for names, group in groups.items():
+        rows = [(m.url_id, new.value, "", None, now, *(m.fields[n] for n in names), *guard_values) for m in group]
+        columns = (*_MOVE_COLUMNS, *(_column(n) for n in names))
+        moved.update(update_by_id(Url._meta.db_table, columns, rows, guards=guards))
+    for move in moves:
+        if move.url_id not in moved:
+            log.info("url %s: not in %s under %s any more; another agent got there first", move.url_id, expected, owner)
+    UrlEvent.objects.bulk_create(
+        [
+            UrlEvent(
+                url_id=m.url_id,
+                from_state=expected.value,
+                to_state=new.value,
+                agent=agent.value,
+                crawler_num=settings.CRAWLER_NUM,
+                at=now,
+                http_status=m.http_status,
+                latency_ms=m.latency_ms,
+                reason=m.reason[:100],
+            )
+            for m in moves
+            if m.url_id in moved
+        ]
+    )
+    return [m.url_id for m in moves if m.url_id in moved]
+
+
 def url_transition(
     *,
     url_id: int,
@@ -230,37 +324,9 @@ def url_transition(
     now: datetime | None = None,
     **fields,
 ) -> bool:
-    """Move one URL along the life-cycle with one guarded UPDATE; record the move. True if it happened.
-
-    Refused (and logged, never applied) when the table has no such move. Does nothing when the URL is
-    no longer in `expected` state or no longer leased by `owner`: a redelivered message, or another
-    agent that got there first.
-    """
-    try:
-        new = next_state(expected, event, agent)
-    except InvalidTransition as exc:
-        log.error("refused: url %s: %s", url_id, exc)
-        return False
-    now = now or timezone.now()
-    guarded = Url.objects.filter(id=url_id, state=expected.value)
-    if owner is not None:
-        guarded = guarded.filter(lease_owner=owner)
-    changed = guarded.update(state=new.value, lease_owner="", lease_expires_at=None, last_checked_at=now, **fields)
-    if changed != 1:
-        log.info("url %s: not in %s under %s any more; another agent got there first", url_id, expected, owner)
-        return False
-    UrlEvent.objects.create(
-        url_id=url_id,
-        from_state=expected.value,
-        to_state=new.value,
-        agent=agent.value,
-        crawler_num=settings.CRAWLER_NUM,
-        at=now,
-        http_status=http_status,
-        latency_ms=latency_ms,
-        reason=reason[:100],
-    )
-    return True
+    """`urls_transition` of one URL, `fields` its row's new values: True if it moved."""
+    move = Move(url_id, fields, http_status=http_status, latency_ms=latency_ms, reason=reason)
+    return bool(urls_transition(moves=[move], expected=expected, event=event, agent=agent, owner=owner, now=now))
 
 
 def urls_revive(*, url_ids: Sequence[int]) -> int:
