@@ -10,6 +10,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from crawlcore.models import Link, Page, Server, ServerLease, StatusCheck, Url
+from crawler import notfollowed
 from crawler.lifecycle import State
 from crawler.status import Category
 
@@ -79,6 +80,7 @@ def crawl_summary(*, since: datetime | None = None, checks: bool = True) -> dict
         out["checks"] = check_category_counts(counted)
     return {
         **out,
+        "not_followed": not_followed_by_site(),
         "failure_kinds": dict(sorted(kinds.items())),
         "servers": Server.objects.count(),
         "pages": Page.objects.count(),
@@ -86,6 +88,22 @@ def crawl_summary(*, since: datetime | None = None, checks: bool = True) -> dict
         **crawl_progress(count_leased=False),
         "leased": leased,
     }
+
+
+def not_followed_by_site() -> dict[str, dict[str, int]]:
+    """Links not followed, per site (the host or registered domain of the seed they were found under) and
+    reason (crawler.notfollowed.REASONS): URLs set aside, and pages not followed as a duplicate of another
+    page's content. One GROUP BY over the URLs, one over the duplicate pages."""
+    out: dict[str, Counter] = {}
+    excluded = (
+        Url.objects.exclude(exclusion_reason="").values_list("scope_root", "exclusion_reason").annotate(n=Count("id"))
+    )
+    for site, reason, n in excluded.order_by():
+        out.setdefault(site, Counter())[notfollowed.category(reason)] += n
+    dupes = Page.objects.filter(duplicate_of__isnull=False).values_list("url__scope_root").annotate(n=Count("id"))
+    for site, n in dupes.order_by():
+        out.setdefault(site, Counter())[notfollowed.DUPLICATE] += n
+    return {site: dict(sorted(counts.items())) for site, counts in sorted(out.items())}
 
 
 def load_profiles(*, server_ids: Sequence[int] | None = None) -> dict[int, list[float | None]]:

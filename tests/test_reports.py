@@ -118,3 +118,18 @@ def test_links_not_followed_keep_their_reason_and_are_lifted_when_followed(db, s
     pages_extract(page_ids=[page.id])
     lifted = Url.objects.get(url="http://b.example/next")
     assert (lifted.exclusion_reason, lifted.depth, lifted.next_check_at is not None) == ("", 1, True)
+
+
+def test_not_followed_counts_per_site(db):
+    from crawlcore.selectors import crawl_summary
+
+    server = Server.objects.create(scheme="http", host="c.example", port=80)
+    for path, reason in [
+        ("/r", "robots.txt"),
+        ("/o", "out of scope"),
+        ("/p", "private address: 10.0.0.0/8"),
+        ("/a", "alias of x"),
+    ]:
+        _url(server, path, state="init", exclusion_reason=reason, scope_root="c.example")
+    counts = crawl_summary(checks=False)["not_followed"]
+    assert counts == {"c.example": {"out of scope": 1, "private address": 1, "robots.txt": 1, "server excluded": 1}}
