@@ -113,6 +113,11 @@ class Url(models.Model):
     scope_mode = models.CharField(max_length=6, default="any", help_text="host, domain or any (from its seed)")
     scope_root = models.CharField(max_length=255, blank=True, help_text="The seed's host or registered domain")
     offsite_hops = models.PositiveSmallIntegerField(default=0)
+    resource = models.BooleanField(
+        db_default=False,
+        help_text="An image, stylesheet or script of a page: checked (HEAD, GET when HEAD is refused), "
+        "never stored or parsed",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

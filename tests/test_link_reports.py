@@ -6,8 +6,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +74,40 @@ def test_json_export_and_filters(crawled, tmp_path):
     assert len(rows) == len(web.manifest()) - 0 and list(rows[0]) == COLUMNS
     assert json.loads(manage(env, "dead_links", "--format", "json", "--site", "nowhere.example")) == []
     assert json.loads(manage(env, "dead_links", "--format", "json", "--since", "2999-01-01")) == []
+
+
+def test_resources_are_checked_with_head_not_stored(crawled):
+    web, env, _ = crawled
+    requests = set(web.requests)
+    assert ("HEAD", "/img/logo.png") in requests and ("GET", "/img/logo.png") not in requests
+    assert ("HEAD", "/img/broken.png") in requests and ("GET", "/img/broken.png") not in requests
+    assert {("HEAD", "/style.css"), ("GET", "/style.css")} <= requests  # HEAD refused (405): then a GET
+    assert ("GET", "/") in requests and ("GET", "/about") in requests
+    con = sqlite3.connect(Path(env["CRAWLADMIN_DATA_DIR"]) / "crawladmin.sqlite3")
+    try:
+        stored = {
+            u for (u,) in con.execute("SELECT u.url FROM crawladmin_page p JOIN crawladmin_url u ON u.id = p.url_id")
+        }
+        resources = {u for (u,) in con.execute("SELECT url FROM crawladmin_url WHERE resource")}
+    finally:
+        con.close()
+    o = web.origin
+    assert resources == {f"{o}/img/logo.png", f"{o}/img/broken.png", f"{o}/style.css", f"{o}/js/missing.js"}
+    assert not stored & resources
+
+
+def test_why_not_followed_is_counted_in_crawl_json(crawled):
+    _, _, summary = crawled
+    assert summary["not_followed"] == {}  # nofollow is not obeyed by default, nothing else was set aside
+
+
+def test_obeyed_nofollow_is_not_checked_and_counted_with_its_reason(tmp_path):
+    with LinkWeb(62) as web:
+        env = clean_env(CRAWLADMIN_DATA_DIR=str(tmp_path), CRAWL_SCOPE="any", CRAWL_OBEY_NOFOLLOW="1")
+        summary = run_crawl(env, *web.seeds())
+        rows = list(csv.DictReader(io.StringIO(manage(env, "dead_links"))))
+        assert ("GET", "/private") not in web.requests
+    assert summary["not_followed"] == {web.host: {"nofollow": 1}}
+    listed = {r["target_url"] for r in rows}
+    expected = {b.target for b in web.manifest()} - {f"{web.origin}/private"}
+    assert listed == expected

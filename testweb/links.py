@@ -24,6 +24,9 @@ class BrokenLink:
     reason: str  # "404", "410", "redirect to 404", "dead server", "missing anchor", ...
 
 
+HEAD_REFUSED = frozenset({"/style.css"})  # a server that does not do HEAD for this one
+
+
 def _page(title: str, body: str) -> bytes:
     return f"<!doctype html><html><head><title>{html.escape(title)}</title></head><body>{body}</body></html>".encode()
 
@@ -35,6 +38,7 @@ class LinkWeb:
         self.host = f"127.0.{variant}.1"
         self.dead_host = f"127.0.{variant}.2"
         self._server: ThreadingHTTPServer | None = None
+        self.requests: list[tuple[str, str]] = []  # (method, path) of every request answered
         self.port = 0
         self.dead_port = _free_port(self.dead_host)
 
@@ -97,6 +101,7 @@ class LinkWeb:
 
     def start(self) -> LinkWeb:
         routes = self._routes()
+        log = self.requests
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -105,7 +110,10 @@ class LinkWeb:
                 pass
 
             def do_GET(self) -> None:
+                log.append((self.command, self.path))
                 status, headers, body = routes.get(self.path, (404, {"Content-Type": "text/html"}, _page("404", "")))
+                if self.command == "HEAD" and self.path in HEAD_REFUSED:
+                    status, headers, body = 405, {"Allow": "GET"}, b""
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)

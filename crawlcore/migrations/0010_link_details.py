@@ -10,6 +10,15 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.AddField(
+            model_name="url",
+            name="resource",
+            field=models.BooleanField(
+                db_default=False,
+                help_text="An image, stylesheet or script of a page: checked (HEAD, GET when HEAD is refused), "
+                "never stored or parsed",
+            ),
+        ),
+        migrations.AddField(
             model_name="link",
             name="anchor_text",
             field=models.CharField(

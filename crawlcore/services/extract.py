@@ -73,14 +73,20 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
             if link.resource and not resources:
                 continue
             reason = not_followed_reason(ex, link, depth)
-            candidate = new_url_from(page.url, link.url, depth=depth)
+            candidate = new_url_from(page.url, link.url, depth=depth, resource=link.resource)
             if reason and not candidate.exclusion_reason:
-                candidate = NewUrl(link.url, depth, scope=candidate.scope, exclusion_reason=reason)
+                candidate = NewUrl(
+                    link.url, depth, scope=candidate.scope, exclusion_reason=reason, resource=link.resource
+                )
             if not candidate.exclusion_reason:
                 followed[link.url] = min(depth, followed.get(link.url, depth))
             known = new.get(link.url)
-            # A followed occurrence wins over an excluded one, then the shallowest.
-            if known is None or (known.exclusion_reason, known.depth) > (candidate.exclusion_reason, depth):
+            # A followed occurrence wins over an excluded one, then the shallowest, then a page over a resource.
+            if known is None or (known.exclusion_reason, known.depth, known.resource) > (
+                candidate.exclusion_reason,
+                depth,
+                candidate.resource,
+            ):
                 new[link.url] = candidate
 
     with transaction.atomic():
