@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+
+from crawlcore.access import may_read, server_groups_of
 
 from .charts import bar_chart
 from .selectors import analysis_report
@@ -20,6 +23,11 @@ SCOPE_LABELS = {
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
+    # Statistics over the whole crawl: for readers (crawlcore.access) who may read every server.
+    if not may_read(request.user):
+        raise PermissionDenied("the analyzer is for the viewer and operator groups")
+    if server_groups_of(request.user) is not None:
+        raise PermissionDenied("the analyzer covers every server; your account is limited to server groups")
     national = settings.ANALYZER_NATIONAL_TLD
     report = analysis_report(national_tld=national, networks=national_networks())
     active = report["active_domains"]

@@ -6,9 +6,12 @@
 - `GET /api/servers`: the servers, with their monitoring status where they are monitored.
 - `GET /healthz`: no authentication; 200 when the database answers, 503 when it does not.
 
-The API answers a logged-in Django session (the admin's), or `Authorization: Bearer <token>` where the
-token is `CRAWLADMIN_API_TOKEN` (unset: token authentication is off). A request that offers a bearer token
-is judged by the token alone, so a script with a wrong token gets 401 even from a browser with a session.
+The API answers a logged-in Django session of a reader (a superuser, or a user in the viewer or operator
+group: crawlcore.access), or `Authorization: Bearer <token>` where the token is `CRAWLADMIN_API_TOKEN`
+(unset: token authentication is off). A reader limited to server groups gets only their servers from
+`/api/servers`, and neither `/api/summary` nor `/metrics`, which count the whole crawl. A request that
+offers a bearer token is judged by the token alone, so a script with a wrong token gets 401 even from a
+browser with a session.
 Only GET and HEAD: nothing here writes, so there is no CSRF surface either.
 """
 
@@ -25,8 +28,10 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from crawlcore.access import may_read, server_groups_of
 from crawlcore.models import Server
 from crawler.status import Status
+from crawler.urlnorm import ServerKey
 from dashboard.selectors import summary_counts
 from monitoring.models import ServerMonitor
 from monitoring.selectors import maintenance_windows
@@ -50,26 +55,43 @@ def _unauthorized(detail: str) -> JsonResponse:
     return response
 
 
-def api_view(view: View) -> View:
-    """GET/HEAD only, never cached, and only for a valid bearer token or a logged-in session."""
-
-    @require_safe
-    @never_cache
-    def wrapped(request: HttpRequest) -> HttpResponse:
-        header = request.headers.get("Authorization", "")
-        if header:
-            if not _token_ok(header):
-                return _unauthorized("invalid token")
-        elif not request.user.is_authenticated:
-            return _unauthorized("log in or send Authorization: Bearer <CRAWLADMIN_API_TOKEN>")
-        return view(request)
-
-    wrapped.__name__ = wrapped.__qualname__ = view.__name__
-    wrapped.__doc__ = view.__doc__
-    return wrapped
+def _forbidden(detail: str) -> JsonResponse:
+    return JsonResponse({"error": "forbidden", "detail": detail}, status=403)
 
 
-@api_view
+def scope_of(request: HttpRequest) -> frozenset[str] | None:
+    """The server groups this request may read (None: all). The token reads everything."""
+    return None if request.headers.get("Authorization") else server_groups_of(request.user)
+
+
+def api_view(view: View | None = None, *, whole_crawl: bool = False):
+    """GET/HEAD only, never cached, and only for a valid bearer token or a reader's session. With
+    `whole_crawl` (figures over every server), not for a reader limited to server groups."""
+
+    def decorate(view: View) -> View:
+        @require_safe
+        @never_cache
+        def wrapped(request: HttpRequest) -> HttpResponse:
+            header = request.headers.get("Authorization", "")
+            if header:
+                if not _token_ok(header):
+                    return _unauthorized("invalid token")
+            elif not request.user.is_authenticated:
+                return _unauthorized("log in or send Authorization: Bearer <CRAWLADMIN_API_TOKEN>")
+            elif not may_read(request.user):
+                return _forbidden("for the viewer and operator groups")
+            elif whole_crawl and scope_of(request) is not None:
+                return _forbidden("these figures cover every server; your account is limited to server groups")
+            return view(request)
+
+        wrapped.__name__ = wrapped.__qualname__ = view.__name__
+        wrapped.__doc__ = view.__doc__
+        return wrapped
+
+    return decorate if view is None else decorate(view)
+
+
+@api_view(whole_crawl=True)
 def summary(request: HttpRequest) -> JsonResponse:
     """The crawl in numbers: what `manage.py crawl --json` prints, without the run's own figures
     (dashboard.selectors.summary_counts: at most API_COUNTS_MAX_AGE seconds old but for the checks)."""
@@ -78,11 +100,14 @@ def summary(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"generated_at": timezone.now().isoformat(), **summary_counts(), "monitoring": statuses})
 
 
-def _servers(*, limit: int, offset: int) -> tuple[int, list[dict]]:
+def _servers(*, limit: int, offset: int, groups: frozenset[str] | None = None) -> tuple[int, list[dict]]:
     """One page of servers by id, each with its confirmed monitoring status ("maintenance" while a window
-    is open, as monitoring.selectors.server_status_now says) or None when it is not monitored."""
+    is open, as monitoring.selectors.server_status_now says) or None when it is not monitored. `groups`:
+    only the servers of these groups."""
     now = timezone.now()
     qs = Server.objects.order_by("id")
+    if groups is not None:
+        qs = qs.filter(group__in=groups)
     rows = list(
         qs.values("id", "scheme", "host", "port", "ip", "group", "crawler_num", "enabled", "excluded_reason",
                   "alias_of_id", "robots_kind", "created_at")[offset : offset + limit]
@@ -96,9 +121,7 @@ def _servers(*, limit: int, offset: int) -> tuple[int, list[dict]]:
     }
     in_maintenance = maintenance_windows(server_ids=ids, start=now, end=now)
     for row in rows:
-        default_port = {"http": 80, "https": 443}.get(row["scheme"])
-        port = "" if row["port"] == default_port else f":{row['port']}"
-        row["origin"] = f"{row['scheme']}://{row['host']}{port}"
+        row["origin"] = ServerKey(row["scheme"], row["host"], row["port"]).origin()
         monitor = monitors.get(row["id"])
         if monitor is not None:
             monitor.pop("server_id")
@@ -125,7 +148,7 @@ def servers(request: HttpRequest) -> JsonResponse:
         offset = _int_param(request, "offset", 0, 10**12)
     except ValueError as exc:
         return JsonResponse({"error": "bad request", "detail": str(exc)}, status=400)
-    count, rows = _servers(limit=limit, offset=offset)
+    count, rows = _servers(limit=limit, offset=offset, groups=scope_of(request))
     return JsonResponse({"count": count, "limit": limit, "offset": offset, "servers": rows})
 
 

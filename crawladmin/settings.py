@@ -7,11 +7,13 @@ A bad value stops the start with a message naming the variable.
 
 from __future__ import annotations
 
+import os
 import secrets
+import sys
+import tempfile
 from pathlib import Path
 
 import dj_database_url
-from django.core.exceptions import ImproperlyConfigured
 
 from analyzer.config import national_tld
 from crawlcore import queues
@@ -21,6 +23,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VERSION = "0.1.0"
 
 env = Env.from_os()
+_YEAR = 366 * 86400.0
 
 
 def _load() -> dict:
@@ -35,25 +38,27 @@ def _load() -> dict:
         ),
         "CELERY_BROKER_URL": env.url("CELERY_BROKER_URL", "memory://", ("memory", "redis", "rediss")),
         "CRAWLER_NUM": env.integer("CRAWLER_NUM", None, minimum=0, maximum=10_000),
-        "CRAWL_CONNECT_TIMEOUT": env.number("CRAWL_CONNECT_TIMEOUT", 15.0, minimum=0.01),
-        "CRAWL_HEADER_TIMEOUT": env.number("CRAWL_HEADER_TIMEOUT", 10.0, minimum=0.01),
-        "CRAWL_BODY_TIMEOUT": env.number("CRAWL_BODY_TIMEOUT", 20.0, minimum=0.01),
-        "CRAWL_MAX_BODY_BYTES": env.integer("CRAWL_MAX_BODY_BYTES", 10 * 1024 * 1024, minimum=1024),
+        "CRAWL_CONNECT_TIMEOUT": env.number("CRAWL_CONNECT_TIMEOUT", 15.0, minimum=0.01, maximum=600.0),
+        "CRAWL_HEADER_TIMEOUT": env.number("CRAWL_HEADER_TIMEOUT", 10.0, minimum=0.01, maximum=600.0),
+        # Name lookups have their own deadline: getaddrinfo has none, and a silent resolver retries for minutes.
+        "CRAWL_DNS_TIMEOUT": env.number("CRAWL_DNS_TIMEOUT", 5.0, minimum=0.01, maximum=600.0),
+        "CRAWL_BODY_TIMEOUT": env.number("CRAWL_BODY_TIMEOUT", 20.0, minimum=0.01, maximum=3600.0),
+        "CRAWL_MAX_BODY_BYTES": env.integer("CRAWL_MAX_BODY_BYTES", 10 * 1024 * 1024, minimum=1024, maximum=1024**3),
         "CRAWL_MAX_REDIRECTS": env.integer("CRAWL_MAX_REDIRECTS", 5, minimum=0, maximum=100),
-        "CRAWL_DELAY_THRESHOLD": env.number("CRAWL_DELAY_THRESHOLD", 3.0, minimum=0.0),
-        "CRAWL_DEFAULT_DELAY": env.number("CRAWL_DEFAULT_DELAY", 1.0, minimum=0.0),
-        "CRAWL_MAX_DELAY": env.number("CRAWL_MAX_DELAY", 30.0, minimum=0.0),
+        "CRAWL_DELAY_THRESHOLD": env.number("CRAWL_DELAY_THRESHOLD", 3.0, minimum=0.0, maximum=600.0),
+        "CRAWL_DEFAULT_DELAY": env.number("CRAWL_DEFAULT_DELAY", 1.0, minimum=0.0, maximum=3600.0),
+        "CRAWL_MAX_DELAY": env.number("CRAWL_MAX_DELAY", 30.0, minimum=0.0, maximum=86400.0),
         "CRAWL_SERVER_CONCURRENCY": env.integer("CRAWL_SERVER_CONCURRENCY", 1, minimum=1, maximum=64),
-        "CRAWL_NR1_BACKOFF": env.number("CRAWL_NR1_BACKOFF", 3600.0, minimum=0.0),
-        "CRAWL_NR2_BACKOFF": env.number("CRAWL_NR2_BACKOFF", 21600.0, minimum=0.0),
+        "CRAWL_NR1_BACKOFF": env.number("CRAWL_NR1_BACKOFF", 3600.0, minimum=0.0, maximum=_YEAR),
+        "CRAWL_NR2_BACKOFF": env.number("CRAWL_NR2_BACKOFF", 21600.0, minimum=0.0, maximum=_YEAR),
         "CRAWL_ALLOW_PRIVATE": env.cidrs("CRAWL_ALLOW_PRIVATE"),
         "CRAWL_USER_AGENT": env.str(
             "CRAWL_USER_AGENT", f"crawladmin/{VERSION} (+https://github.com/crawladmin/crawladmin)"
         ),
         # Not in the §12 table; ours, with defaults that suit the embedded mode.
-        "CRAWL_MAX_DEPTH": env.integer("CRAWL_MAX_DEPTH", 25, minimum=0),
+        "CRAWL_MAX_DEPTH": env.integer("CRAWL_MAX_DEPTH", 25, minimum=0, maximum=10_000),
         "CRAWL_SCOPE": env.choice("CRAWL_SCOPE", "any", ("host", "domain", "any")),
-        "CRAWL_OFFSITE_DEPTH": env.integer("CRAWL_OFFSITE_DEPTH", 25, minimum=0),
+        "CRAWL_OFFSITE_DEPTH": env.integer("CRAWL_OFFSITE_DEPTH", 25, minimum=0, maximum=10_000),
         "CRAWL_MAX_URL_LENGTH": env.integer("CRAWL_MAX_URL_LENGTH", 2048, minimum=64, maximum=65536),
         "CRAWL_MERGE_HOSTS": env.boolean("CRAWL_MERGE_HOSTS", True),
         # Link reports (issue 20): record and check the images, stylesheets and scripts of pages (never parsed);
@@ -63,17 +68,17 @@ def _load() -> dict:
         "CRAWL_OBEY_NOFOLLOW": env.boolean("CRAWL_OBEY_NOFOLLOW", False),
         "CRAWL_CHECK_FRAGMENTS": env.choice("CRAWL_CHECK_FRAGMENTS", "site", ("site", "all", "off")),
         "CRAWL_BATCH_SIZE": env.integer("CRAWL_BATCH_SIZE", 25, minimum=1, maximum=10_000),
-        "CRAWL_LEASE_SECONDS": env.number("CRAWL_LEASE_SECONDS", 300.0, minimum=5.0),
-        "CRAWL_TASK_BUDGET": env.number("CRAWL_TASK_BUDGET", 60.0, minimum=1.0),
-        "CRAWL_REDISPATCH_AFTER": env.number("CRAWL_REDISPATCH_AFTER", 120.0, minimum=1.0),
-        "CRAWL_ROBOTS_TTL": env.number("CRAWL_ROBOTS_TTL", 86400.0, minimum=0.0),
+        "CRAWL_LEASE_SECONDS": env.number("CRAWL_LEASE_SECONDS", 300.0, minimum=5.0, maximum=86400.0),
+        "CRAWL_TASK_BUDGET": env.number("CRAWL_TASK_BUDGET", 60.0, minimum=1.0, maximum=86400.0),
+        "CRAWL_REDISPATCH_AFTER": env.number("CRAWL_REDISPATCH_AFTER", 120.0, minimum=1.0, maximum=86400.0),
+        "CRAWL_ROBOTS_TTL": env.number("CRAWL_ROBOTS_TTL", 86400.0, minimum=0.0, maximum=_YEAR),
         # robots.txt unreachable or 5xx: the server counts as not responding for this long (RFC 9309).
-        "CRAWL_ROBOTS_RETRY": env.number("CRAWL_ROBOTS_RETRY", 600.0, minimum=0.0),
-        "CRAWL_DISPATCH_INTERVAL": env.number("CRAWL_DISPATCH_INTERVAL", 5.0, minimum=0.5),
+        "CRAWL_ROBOTS_RETRY": env.number("CRAWL_ROBOTS_RETRY", 600.0, minimum=0.0, maximum=_YEAR),
+        "CRAWL_DISPATCH_INTERVAL": env.number("CRAWL_DISPATCH_INTERVAL", 5.0, minimum=0.5, maximum=3600.0),
         "CRAWL_EMBEDDED_THREADS": env.integer("CRAWL_EMBEDDED_THREADS", 4, minimum=1, maximum=64),
         # The scans (issue 3): a Visited URL is re-checked when its last check is this old (seconds);
         # each sweep sends at most this many URLs to the active / inactive scan workers.
-        "CRAWL_REVISIT_AFTER": env.number("CRAWL_REVISIT_AFTER", 86400.0, minimum=0.0),
+        "CRAWL_REVISIT_AFTER": env.number("CRAWL_REVISIT_AFTER", 86400.0, minimum=0.0, maximum=_YEAR),
         "CRAWL_ACTIVE_SCAN_CAPACITY": env.integer("CRAWL_ACTIVE_SCAN_CAPACITY", 1000, minimum=1, maximum=1_000_000),
         "CRAWL_INACTIVE_SCAN_CAPACITY": env.integer("CRAWL_INACTIVE_SCAN_CAPACITY", 1000, minimum=1, maximum=1_000_000),
         # Scheduling (issue 5). Server order each hour (seed 000); Hybrid-Sorting pauses an unfinished server
@@ -83,15 +88,17 @@ def _load() -> dict:
         "CRAWL_PAUSE_MARGIN": env.number("CRAWL_PAUSE_MARGIN", 0.1, minimum=0.0, maximum=1.0),
         # The active scan's staleness score (seed 004): s in periods of this many seconds (the active sweep's
         # interval), weighted by the horizon T - t in periods against the cost size (KB) x response time (s).
-        "CRAWL_STALENESS_PERIOD": env.number("CRAWL_STALENESS_PERIOD", 60.0, minimum=1.0),
-        "CRAWL_STALENESS_HORIZON": env.number("CRAWL_STALENESS_HORIZON", 60.0, minimum=0.0),
+        "CRAWL_STALENESS_PERIOD": env.number("CRAWL_STALENESS_PERIOD", 60.0, minimum=1.0, maximum=86400.0),
+        "CRAWL_STALENESS_HORIZON": env.number("CRAWL_STALENESS_HORIZON", 60.0, minimum=0.0, maximum=1_000_000.0),
         # HTTP-status monitoring (monitoring app, issue 4); checks use the CRAWL_* timeouts and user agent.
-        "MONITOR_INTERVAL": env.number("MONITOR_INTERVAL", 300.0, minimum=1.0),
-        "MONITOR_DELAY_THRESHOLD": env.number("MONITOR_DELAY_THRESHOLD", 3.0, minimum=0.0),
+        "MONITOR_INTERVAL": env.number("MONITOR_INTERVAL", 300.0, minimum=1.0, maximum=7 * 86400.0),
+        "MONITOR_DELAY_THRESHOLD": env.number("MONITOR_DELAY_THRESHOLD", 3.0, minimum=0.0, maximum=600.0),
         "MONITOR_FAIL_AFTER": env.integer("MONITOR_FAIL_AFTER", 2, minimum=1, maximum=100),
         "MONITOR_RECOVER_AFTER": env.integer("MONITOR_RECOVER_AFTER", 1, minimum=1, maximum=100),
-        "MONITOR_RAW_RETENTION_DAYS": env.number("MONITOR_RAW_RETENTION_DAYS", 14.0, minimum=1.0),
-        "MONITOR_ROLLUP_RETENTION_DAYS": env.number("MONITOR_ROLLUP_RETENTION_DAYS", 366.0, minimum=1.0),
+        "MONITOR_RAW_RETENTION_DAYS": env.number("MONITOR_RAW_RETENTION_DAYS", 14.0, minimum=1.0, maximum=36600.0),
+        "MONITOR_ROLLUP_RETENTION_DAYS": env.number(
+            "MONITOR_ROLLUP_RETENTION_DAYS", 366.0, minimum=1.0, maximum=36600.0
+        ),
         "MONITOR_PROFILE_DAYS": env.integer("MONITOR_PROFILE_DAYS", 28, minimum=1, maximum=366),
         "MONITOR_BATCH_SIZE": env.integer("MONITOR_BATCH_SIZE", 50, minimum=1, maximum=1000),
         "MONITOR_THREADS": env.integer("MONITOR_THREADS", 16, minimum=1, maximum=256),
@@ -101,7 +108,7 @@ def _load() -> dict:
         "RANK_TOLERANCE": env.number("RANK_TOLERANCE", 1e-8, minimum=1e-15, maximum=1.0),
         "RANK_LOCAL_TOLERANCE": env.number("RANK_LOCAL_TOLERANCE", 1e-2, minimum=1e-15, maximum=1.0),
         "RANK_MAX_ITERATIONS": env.integer("RANK_MAX_ITERATIONS", 500, minimum=1, maximum=100_000),
-        "RANK_TIME_LIMIT": env.integer("RANK_TIME_LIMIT", 3600, minimum=10),
+        "RANK_TIME_LIMIT": env.integer("RANK_TIME_LIMIT", 3600, minimum=10, maximum=7 * 86400),
         # Web page analyzer (analyzer app, issue 10): the national TLD and national IP ranges (seed 001).
         "ANALYZER_NATIONAL_TLD": national_tld(env, "ANALYZER_NATIONAL_TLD", "kr"),
         "ANALYZER_NATIONAL_CIDRS": env.cidrs("ANALYZER_NATIONAL_CIDRS"),
@@ -113,18 +120,54 @@ def _load() -> dict:
         # HTTPS hardening (secure cookies, redirect to https, HSTS): on by default outside the embedded mode,
         # which serves the demo over plain http on 127.0.0.1. DJANGO_SECURE=false for a plain-http cluster.
         "SECURE": env.boolean("DJANGO_SECURE", not env.str("DATABASE_URL", "sqlite:").lower().startswith("sqlite")),
-        "HSTS_SECONDS": env.integer("DJANGO_HSTS_SECONDS", 31536000, minimum=0),
+        "HSTS_SECONDS": env.integer("DJANGO_HSTS_SECONDS", 31536000, minimum=0, maximum=10 * 31536000),
         # Behind a TLS proxy: the header it sets for https requests, e.g. X-Forwarded-Proto (trust it only
         # when the proxy strips it from clients), and the https origins CSRF accepts for POSTs.
         "SECURE_PROXY_SSL_HEADER": env.str("DJANGO_SECURE_PROXY_SSL_HEADER", ""),
         "CSRF_TRUSTED_ORIGINS": [o for o in env.str("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()],
+        # Optional single sign-on with OpenID Connect (crawladmin.sso): on when OIDC_RP_CLIENT_ID is set.
+        **_oidc(),
     }
+
+
+_OIDC_ENDPOINTS = (
+    "OIDC_OP_AUTHORIZATION_ENDPOINT",
+    "OIDC_OP_TOKEN_ENDPOINT",
+    "OIDC_OP_USER_ENDPOINT",
+    "OIDC_OP_JWKS_ENDPOINT",
+)
+
+
+def _oidc() -> dict:
+    client_id = env.str("OIDC_RP_CLIENT_ID", "")
+    if not client_id:
+        return {"OIDC_ENABLED": False}
+    out = {
+        "OIDC_ENABLED": True,
+        "OIDC_RP_CLIENT_ID": client_id,
+        "OIDC_RP_CLIENT_SECRET": env.str("OIDC_RP_CLIENT_SECRET", ""),
+        "OIDC_RP_SIGN_ALGO": env.choice("OIDC_RP_SIGN_ALGO", "RS256", ("RS256", "ES256", "HS256")),
+        "OIDC_RP_SCOPES": env.str("OIDC_RP_SCOPES", "openid email profile"),
+        "OIDC_GROUPS_CLAIM": env.str("OIDC_GROUPS_CLAIM", "groups"),
+        "OIDC_VIEWER_GROUPS": [g.strip() for g in env.str("OIDC_VIEWER_GROUPS", "").split(",") if g.strip()],
+        "OIDC_OPERATOR_GROUPS": [g.strip() for g in env.str("OIDC_OPERATOR_GROUPS", "").split(",") if g.strip()],
+        "OIDC_SERVER_GROUP_PREFIX": env.str("OIDC_SERVER_GROUP_PREFIX", ""),
+    }
+    for name in _OIDC_ENDPOINTS:
+        out[name] = env.url(name, "", ("https", "http"))
+        if not out[name]:
+            raise ConfigError(f"{name} must be set when OIDC_RP_CLIENT_ID is")
+    if not out["OIDC_RP_CLIENT_SECRET"]:
+        raise ConfigError("OIDC_RP_CLIENT_SECRET must be set when OIDC_RP_CLIENT_ID is")
+    return out
 
 
 try:
     _cfg = _load()
 except ConfigError as exc:
-    raise ImproperlyConfigured(f"bad setting: {exc}") from None
+    # A message naming the variable and nothing else: a traceback through Django's settings import says
+    # nothing more to an operator, and hides the one line that matters.
+    sys.exit(f"bad setting: {exc}")
 
 DATA_DIR: Path = _cfg["DATA_DIR"]
 DATABASE_URL: str = _cfg["DATABASE_URL"]
@@ -137,17 +180,34 @@ globals().update(
     {name: value for name, value in _cfg.items() if name.startswith(("CRAWL", "MONITOR_", "RANK_", "ANALYZER_"))}
 )
 
+
+def _private_file_create(path: Path, content: bytes) -> None:
+    """Create `path` readable by its owner only from the first byte on (a chmod after writing leaves a
+    window in which anyone may read it), holding `content` whole: it is written under a temporary name
+    (mkstemp creates with mode 0600) and linked into place, so two processes starting at once neither
+    read a half-written file nor overwrite each other's (the second link fails; its file is dropped)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(content)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+    finally:
+        os.unlink(tmp)
+
+
 # A secret key from the environment in production; in the embedded mode one is generated once and
 # kept in the data directory, so sessions survive restarts and no key is ever committed.
 SECRET_KEY = _cfg["SECRET_KEY"]
 if not SECRET_KEY:
     if not EMBEDDED:
-        raise ImproperlyConfigured("bad setting: DJANGO_SECRET_KEY must be set when DATABASE_URL is not SQLite")
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
+        sys.exit("bad setting: DJANGO_SECRET_KEY must be set when DATABASE_URL is not SQLite")
+    DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
     _key_file = DATA_DIR / "secret_key"
     if not _key_file.exists():
-        _key_file.write_text(secrets.token_urlsafe(50))
-        _key_file.chmod(0o600)
+        _private_file_create(_key_file, secrets.token_urlsafe(50).encode())
     SECRET_KEY = _key_file.read_text().strip()
 
 DEBUG = _cfg["DEBUG"]
@@ -169,6 +229,16 @@ if _cfg["SECURE_PROXY_SSL_HEADER"]:
     SECURE_PROXY_SSL_HEADER = ("HTTP_" + _cfg["SECURE_PROXY_SSL_HEADER"].upper().replace("-", "_"), "https")
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in _cfg["CSRF_TRUSTED_ORIGINS"]]
 
+OIDC_ENABLED = _cfg["OIDC_ENABLED"]
+if OIDC_ENABLED:
+    globals().update({name: value for name, value in _cfg.items() if name.startswith("OIDC_")})
+    AUTHENTICATION_BACKENDS = [
+        "crawladmin.sso.DirectoryGroupsOIDCBackend",
+        "django.contrib.auth.backends.ModelBackend",  # local accounts (the admin's) keep working
+    ]
+    LOGIN_REDIRECT_URL = "/dashboard/"
+    LOGOUT_REDIRECT_URL = "/dashboard/login/"
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -185,12 +255,15 @@ INSTALLED_APPS = [
     "dashboard",
     "crawladmin",  # the shell, last: its commands tie the apps above together
 ]
+if OIDC_ENABLED:
+    INSTALLED_APPS.append("mozilla_django_oidc")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files under gunicorn (collectstatic at image build)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "crawladmin.middleware.JunkParametersMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -219,7 +292,12 @@ TEMPLATES = [
 def _databases() -> dict:
     db = dj_database_url.parse(DATABASE_URL, conn_max_age=0 if EMBEDDED else 60, conn_health_checks=not EMBEDDED)
     if EMBEDDED:
-        Path(db["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+        name = Path(db["NAME"])
+        name.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if str(name) not in ("", ":memory:") and not name.exists():
+            # Created here, empty and owner-only, before SQLite opens it: SQLite would create it with the
+            # umask's mode (world-readable), and it gives the -wal and -shm files the database's mode.
+            _private_file_create(name, b"")
         db["OPTIONS"] = {
             # Worker threads write concurrently: WAL lets readers go on during a write, the busy
             # timeout makes writers wait instead of failing, and IMMEDIATE takes the write lock at

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import admin
 from django.shortcuts import redirect
 from django.urls import include, path
@@ -17,3 +18,5 @@ urlpatterns = [
     path("dashboard/", include("dashboard.urls")),
     path("metrics", metrics, name="metrics"),
 ]
+if settings.OIDC_ENABLED:  # optional single sign-on (crawladmin.sso): /oidc/authenticate/ starts a login
+    urlpatterns.append(path("oidc/", include("mozilla_django_oidc.urls")))

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import zlib
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
 from crawler.lifecycle import Agent, State
 from crawler.status import Category
+from crawler.urlnorm import ServerKey
+
+from .validate import server_problems
 
 
 def _choices(enum_cls) -> list[tuple[str, str]]:
@@ -67,9 +71,15 @@ class Server(models.Model):
 
     @property
     def origin(self) -> str:
-        default = {"http": 80, "https": 443}.get(self.scheme)
-        port = "" if self.port == default else f":{self.port}"
-        return f"{self.scheme}://{self.host}{port}"
+        """scheme://host[:port], an IPv6 literal in brackets (the host is stored without them)."""
+        return ServerKey(self.scheme, self.host, self.port).origin()
+
+    def clean(self) -> None:
+        problems = server_problems(
+            scheme=self.scheme, host=self.host, port=self.port, group=self.group, crawler_num=self.crawler_num
+        )
+        if problems:
+            raise ValidationError(problems)
 
 
 class ServerLease(models.Model):

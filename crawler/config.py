@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 
 class ConfigError(ValueError):
     """A setting from the environment has a value we cannot use."""
+
+
+# C0/C1 controls and DEL. No setting needs one, and in a value that reaches a request (the user agent, a
+# URL) a CR/LF would inject a header; so they are refused everywhere, not only where we know it matters.
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -30,7 +36,12 @@ class Env:
         value = self.values.get(name)
         if value is None or value.strip() == "":
             return None
-        return value.strip()
+        value = value.strip()
+        bad = _CONTROL_RE.search(value)
+        if bad is not None:
+            # The value itself is not echoed: it may be a password, and it holds a control character.
+            raise ConfigError(f"{name}: control character {bad.group()!r} at position {bad.start()} is not allowed")
+        return value
 
     def str(self, name: str, default: str) -> str:
         raw = self._raw(name)

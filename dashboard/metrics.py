@@ -1,5 +1,6 @@
 """`GET /metrics`: the Prometheus text exposition (format 0.0.4), behind the API's authentication
-(a logged-in session or `Authorization: Bearer <CRAWLADMIN_API_TOKEN>`, crawladmin.api.api_view).
+(a reader's session, not one limited to server groups, or `Authorization: Bearer <CRAWLADMIN_API_TOKEN>`,
+crawladmin.api.api_view).
 
 Gauges only, from the same cheap reads as the dashboard: URL counts by state (at most a minute old), servers by
 monitoring status, checks per second over the last minute by category and agent (an id-bounded range
@@ -89,6 +90,6 @@ def metrics_text() -> str:
     return out.text()
 
 
-@api_view
+@api_view(whole_crawl=True)
 def metrics(request: HttpRequest) -> HttpResponse:
     return HttpResponse(metrics_text(), content_type=CONTENT_TYPE)

@@ -210,17 +210,20 @@ def crawl_priority(*, now: datetime | None = None) -> dict:
     }
 
 
-def monitor_status_counts() -> dict[str, int]:
-    """Monitored servers by confirmed status (maintenance apart), and the servers not monitored."""
+def monitor_status_counts(*, groups: frozenset[str] | None = None) -> dict[str, int]:
+    """Monitored servers by confirmed status (maintenance apart), and the servers not monitored; of the
+    servers in `groups` only, when given (a reader limited to them, crawlcore.access)."""
 
     def compute() -> dict[str, int]:
         now = timezone.now()
         out = dict.fromkeys(GRID_STATUSES, 0)
-        for status, n in _grid_queryset(now).values_list("grid_status").annotate(n=Count("id")).order_by():
+        qs = _grid_queryset(now) if groups is None else _grid_queryset(now).filter(group__in=groups)
+        for status, n in qs.values_list("grid_status").annotate(n=Count("id")).order_by():
             out[status] = n
         return out
 
-    return cached("monitor_status_counts", SHARED_VIEW_TTL, compute)
+    key = "monitor_status_counts" if groups is None else f"monitor_status_counts:{sorted(groups)}"
+    return cached(key, SHARED_VIEW_TTL, compute)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -278,16 +281,20 @@ def grid_groups() -> list[str]:
     return cached("grid_groups", 30.0, compute)
 
 
-def grid_tiles(*, status: str = "", group: str = "", limit: int = 300, offset: int = 0) -> tuple[int, list[Tile]]:
+def grid_tiles(
+    *, status: str = "", group: str = "", groups: frozenset[str] | None = None, limit: int = 300, offset: int = 0
+) -> tuple[int, list[Tile]]:
     """One page of servers for the grid, worst status first: (matching servers, tiles). Each tile's
     last check is the server's newest finished StatusCheck (any agent), found through the
-    (server, checked_at) index, one probe per tile."""
+    (server, checked_at) index, one probe per tile. `groups`: only servers in these groups."""
     now = timezone.now()
     qs = _grid_queryset(now)
     if status:
         qs = qs.filter(grid_status=status)
     if group:
         qs = qs.filter(group=group)
+    if groups is not None:
+        qs = qs.filter(group__in=groups)
     severity = Case(
         *(When(grid_status=s, then=Value(i)) for i, s in enumerate(GRID_STATUSES)), output_field=IntegerField()
     )
@@ -560,10 +567,12 @@ def heat_row(server_id: int, origin: str, profile: Sequence[float | None]) -> He
     return HeatRow(server_id, origin, cells)
 
 
-def load_heatmap(*, group: str = "", limit: int = 200) -> list[HeatRow]:
+def load_heatmap(*, group: str = "", groups: frozenset[str] | None = None, limit: int = 200) -> list[HeatRow]:
     qs = Server.objects.filter(load_profile__isnull=False, monitor__isnull=False)
     if group:
         qs = qs.filter(group=group)
+    if groups is not None:
+        qs = qs.filter(group__in=groups)
     rows = qs.order_by("host", "port").values_list("id", "load_profile", "scheme", "host", "port")[:limit]
     return [
         heat_row(sid, Server(scheme=scheme, host=host, port=port).origin, profile)

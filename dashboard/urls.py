@@ -1,21 +1,37 @@
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, register_converter
 
 from . import views
 
 app_name = "dashboard"
 
+
+class IdConverter:
+    """A row id: 1 to 18 digits, so an id past the database's 64-bit integers is a 404 from the resolver,
+    not an overflow inside the query (HTTP 500)."""
+
+    regex = "[0-9]{1,18}"
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value: int) -> str:
+        return str(value)
+
+
+register_converter(IdConverter, "id")
+
 urlpatterns = [
     path("", views.grid, name="grid"),
     path("grid.json", views.grid_json, name="grid-json"),
-    path("servers/<int:server_id>/", views.server, name="server"),
+    path("servers/<id:server_id>/", views.server, name="server"),
     path("crawl/", views.crawl, name="crawl"),
     path("dead-links/", views.dead_links, name="dead-links"),
-    path("dead-links/<int:server_id>/", views.dead_links_site, name="dead-links-site"),
+    path("dead-links/<id:server_id>/", views.dead_links_site, name="dead-links-site"),
     path("dead-links/export.<str:fmt>", views.dead_links_download, name="dead-links-export"),
-    path("dead-links/<int:server_id>/export.<str:fmt>", views.dead_links_download, name="dead-links-site-export"),
+    path("dead-links/<id:server_id>/export.<str:fmt>", views.dead_links_download, name="dead-links-site-export"),
     path("heatmap/", views.heatmap, name="heatmap"),
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="dashboard:login"), name="logout"),

@@ -1,5 +1,7 @@
 """The HTTP status dashboard: the server grid, a server's page, the crawl, the dead-link report, the
-load heatmap. Read-only; for logged-in users in the "viewer" or "operator" group (or superusers).
+load heatmap. Read-only; for logged-in users in the "viewer" or "operator" group (or superusers). A reader
+limited to server groups (crawlcore.access) sees only their servers, and not the crawl page, which is about
+every server.
 
 Every page answers in a few milliseconds of work at a million URLs (bench/DASHBOARD.md): counts come
 from the rollups (dashboard.rollups, each page says "as of" when), and what every viewer sees alike (the
@@ -19,7 +21,7 @@ from functools import wraps
 
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
@@ -27,6 +29,7 @@ from django.urls import reverse_lazy
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
+from crawlcore.access import READER_GROUPS, may_read, sees_server_group, server_groups_of
 from crawlcore.models import Server
 from monitoring.selectors import server_load_profile
 from ranking.selectors import latest_run, top_pages
@@ -35,7 +38,7 @@ from reports.export import FORMATS, dead_links_export
 from . import broker, cache, selectors
 from .cache import cached
 
-DASHBOARD_GROUPS = ("viewer", "operator")
+DASHBOARD_GROUPS = READER_GROUPS
 PAGE_SIZE = 300
 HEATMAP_TTL = 60.0
 PRIORITY_TTL = 60.0  # the priority table follows the hourly load profiles: a minute is fresh enough
@@ -43,7 +46,7 @@ DEFAULT_RANGE = "24h"
 
 
 def may_view(user) -> bool:
-    return user.is_active and (user.is_superuser or user.groups.filter(name__in=DASHBOARD_GROUPS).exists())
+    return may_read(user)
 
 
 def dashboard_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -60,6 +63,37 @@ def dashboard_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespo
     return wrapped
 
 
+def whole_crawl_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A dashboard page about every server: not for a reader limited to server groups."""
+
+    @dashboard_view
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if server_groups_of(request.user) is not None:
+            raise PermissionDenied("this page covers every server; your account is limited to server groups")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def _scope(request: HttpRequest, group: str = "") -> frozenset[str] | None:
+    """The reader's server groups (None: all), after checking that a group asked for is one of them:
+    another group's name gets the same 404 as a group that does not exist."""
+    scope = server_groups_of(request.user)
+    if scope is not None and group and group not in scope:
+        raise Http404("no such group")
+    return scope
+
+
+def _visible_groups(scope: frozenset[str] | None) -> list[str]:
+    return [g for g in selectors.grid_groups() if scope is None or g in scope]
+
+
+def _visible_server(request: HttpRequest, server: Server) -> None:
+    if not sees_server_group(request.user, server.group):
+        raise Http404("no such server")
+
+
 class LoginView(auth_views.LoginView):
     """Any active user may log in here (the admin's login takes staff only); the views decide the rest."""
 
@@ -69,47 +103,55 @@ class LoginView(auth_views.LoginView):
 
 
 def _int(request: HttpRequest, name: str, default: int = 0) -> int:
+    """`?name=` as a whole number below a billion; a value that is not one is a bad request (400)."""
     raw = request.GET.get(name, "")
-    return int(raw) if raw.isdigit() and len(raw) < 10 else default
+    if not raw:
+        return default
+    if not (raw.isascii() and raw.isdigit() and len(raw) < 10):  # isdigit() alone takes '²'
+        raise BadRequest(f"{name} must be a whole number below 1000000000")
+    return int(raw)
 
 
-def _grid_filters(request: HttpRequest) -> tuple[str, str]:
+def _grid_filters(request: HttpRequest) -> tuple[str, str, frozenset[str] | None]:
     status = request.GET.get("status", "")
-    return (status if status in selectors.GRID_STATUSES else ""), request.GET.get("group", "")[:100]
+    group = request.GET.get("group", "")[:100]
+    return (status if status in selectors.GRID_STATUSES else ""), group, _scope(request, group)
 
 
-def _shared_key(status: str, group: str, offset: int) -> str | None:
-    """The cache key of a grid page every viewer sees alike; None (not cached) for a group or offset no
-    grid link leads to, so requests cannot fill the cache with made-up keys."""
+def _shared_key(status: str, group: str, offset: int, scope: frozenset[str] | None) -> str | None:
+    """The cache key of a grid page every viewer with this scope sees alike; None (not cached) for a group
+    or offset no grid link leads to, so requests cannot fill the cache with made-up keys. Scopes are the
+    admin's groups, so there are few of them."""
     if (group and group not in selectors.grid_groups()) or offset % PAGE_SIZE:
         return None
-    return f"{status}|{group}|{offset}"
+    return json.dumps([status, group, offset, None if scope is None else sorted(scope)])
 
 
-def _grid_page(status: str, group: str, offset: int) -> dict:
-    """One page of the grid, its tiles rendered: the same for every viewer, so kept SHARED_VIEW_TTL
-    seconds per process (twenty open grids refreshing cost one query round and one render per process)."""
+def _grid_page(status: str, group: str, offset: int, scope: frozenset[str] | None) -> dict:
+    """One page of the grid, its tiles rendered: the same for every viewer (of one scope), so kept
+    SHARED_VIEW_TTL seconds per process (twenty open grids refreshing cost one query round and one render
+    per process)."""
 
     def compute() -> dict:
         now = timezone.now()
-        total, tiles = selectors.grid_tiles(status=status, group=group, limit=PAGE_SIZE, offset=offset)
+        total, tiles = selectors.grid_tiles(status=status, group=group, groups=scope, limit=PAGE_SIZE, offset=offset)
         return {
             "as_of": now,
             "total": total,
-            "counts": selectors.monitor_status_counts(),
+            "counts": selectors.monitor_status_counts(groups=scope),
             "tiles": tiles,
             "html": render_to_string("dashboard/_tiles.html", {"tiles": tiles}),
         }
 
-    key = _shared_key(status, group, offset)
+    key = _shared_key(status, group, offset, scope)
     return compute() if key is None else cached(f"grid:{key}", selectors.SHARED_VIEW_TTL, compute)
 
 
 @dashboard_view
 def grid(request: HttpRequest) -> HttpResponse:
-    status, group = _grid_filters(request)
+    status, group, scope = _grid_filters(request)
     offset = _int(request, "offset")
-    page = _grid_page(status, group, offset)
+    page = _grid_page(status, group, offset, scope)
     total = page["total"]
     return render(
         request,
@@ -120,7 +162,7 @@ def grid(request: HttpRequest) -> HttpResponse:
             "total": total,
             "status": status,
             "group": group,
-            "groups": selectors.grid_groups(),
+            "groups": _visible_groups(scope),
             "statuses": selectors.GRID_STATUSES,
             "counts": page["counts"],
             "offset": offset,
@@ -134,11 +176,11 @@ def grid(request: HttpRequest) -> HttpResponse:
 @dashboard_view
 def grid_json(request: HttpRequest) -> HttpResponse:
     """What the grid's script polls: the same page of tiles, as data (`generated_at`: as of when)."""
-    status, group = _grid_filters(request)
+    status, group, scope = _grid_filters(request)
     offset = _int(request, "offset")
 
     def compute() -> bytes:
-        page = _grid_page(status, group, offset)
+        page = _grid_page(status, group, offset, scope)
         return json.dumps(
             {
                 "generated_at": page["as_of"].isoformat(),
@@ -148,7 +190,7 @@ def grid_json(request: HttpRequest) -> HttpResponse:
             }
         ).encode()
 
-    key = _shared_key(status, group, offset)
+    key = _shared_key(status, group, offset, scope)
     body = compute() if key is None else cached(f"grid.json:{key}", selectors.SHARED_VIEW_TTL, compute)
     return HttpResponse(body, content_type="application/json")
 
@@ -158,6 +200,7 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
     head = selectors.server_head(server_id=server_id)
     if head is None:
         raise Http404("no such server")
+    _visible_server(request, head.server)
     range_name = request.GET.get("range", "")
     asked = range_name in selectors.RANGES
     if not asked:
@@ -206,7 +249,7 @@ def _priority_table() -> dict:
     return cached("crawl_priority", PRIORITY_TTL, compute)
 
 
-@dashboard_view
+@whole_crawl_view
 def crawl(request: HttpRequest) -> HttpResponse:
     priority = _priority_table()
     top = top_pages(limit=20)
@@ -236,6 +279,16 @@ def crawl(request: HttpRequest) -> HttpResponse:
 @dashboard_view
 def dead_links(request: HttpRequest) -> HttpResponse:
     report = selectors.dead_links_figures()
+    scope = _scope(request)
+    if scope is not None:
+        # The reader's sites only: rendered for this request (the shared table below holds every site).
+        sites = report.data["sites"]
+        mine = set(
+            Server.objects.filter(id__in=[s["server_id"] for s in sites], group__in=scope).values_list("id", flat=True)
+        )
+        shown = [s for s in sites if s["server_id"] in mine]
+        table = render_to_string("dashboard/_dead_link_sites.html", {"sites": shown})
+        return render(request, "dashboard/dead_links.html", {"table": table, "as_of": report.computed_at})
     # The table (up to a thousand sites) is rendered once per report and process: it changes only when
     # the report is recomputed (every five minutes).
     hit = cache.recent("dead_links_table", 3600.0)
@@ -249,15 +302,19 @@ def dead_links(request: HttpRequest) -> HttpResponse:
 
 def _after(request: HttpRequest) -> tuple[int, int] | None:
     """`?after=<page id>-<target id>`: where the previous page of a site's dead links ended."""
-    first, _, second = request.GET.get("after", "").partition("-")
-    if first.isdigit() and second.isdigit() and len(first) < 19 and len(second) < 19:
+    raw = request.GET.get("after", "")
+    if not raw:
+        return None
+    first, _, second = raw.partition("-")
+    if all(part.isascii() and part.isdigit() and len(part) < 19 for part in (first, second)):
         return int(first), int(second)
-    return None
+    raise BadRequest("after must be <page id>-<target id>")
 
 
 @dashboard_view
 def dead_links_site(request: HttpRequest, server_id: int) -> HttpResponse:
     srv = get_object_or_404(Server, pk=server_id)
+    _visible_server(request, srv)
     after = _after(request)
     links = selectors.dead_links_of(server_id=server_id, after=after, limit=selectors.DEAD_LINKS_PAGE + 1)
     more = len(links) > selectors.DEAD_LINKS_PAGE
@@ -279,39 +336,42 @@ def dead_links_site(request: HttpRequest, server_id: int) -> HttpResponse:
 
 @dashboard_view
 def dead_links_download(request: HttpRequest, fmt: str, server_id: int | None = None) -> StreamingHttpResponse:
-    """The broken links as `manage.py dead_links` writes them (the same streaming code), of one site or all,
-    as recorded by the last refresh (beat, every five minutes)."""
+    """The broken links as `manage.py dead_links` writes them (the same streaming code), of one site or of
+    every site the reader may see, as recorded by the last refresh (beat, every five minutes)."""
     if fmt not in FORMATS:
         raise Http404("csv or json")
-    name = "dead-links"
+    name, groups = "dead-links", _scope(request)
     if server_id is not None:
-        name = f"dead-links-{get_object_or_404(Server, pk=server_id).host}"
+        srv = get_object_or_404(Server, pk=server_id)
+        _visible_server(request, srv)
+        name = f"dead-links-{srv.host}"
     response = StreamingHttpResponse(
-        dead_links_export(fmt=fmt, server_id=server_id),
+        dead_links_export(fmt=fmt, server_id=server_id, groups=groups),
         content_type="text/csv; charset=utf-8" if fmt == "csv" else "application/json",
     )
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response
 
 
-def _heatmap_table(group: str) -> dict:
-    """The heatmap's rows, rendered (4,800 cells for 200 servers): the same for every viewer and built
-    from profiles beat rebuilds hourly, so kept a minute per process."""
+def _heatmap_table(group: str, scope: frozenset[str] | None) -> dict:
+    """The heatmap's rows, rendered (4,800 cells for 200 servers): the same for every viewer (of one
+    scope) and built from profiles beat rebuilds hourly, so kept a minute per process."""
 
     def compute() -> dict:
-        rows = selectors.load_heatmap(group=group)
+        rows = selectors.load_heatmap(group=group, groups=scope)
         html = render_to_string("dashboard/_heatmap_rows.html", {"rows": rows})
         return {"html": html, "as_of": timezone.now(), "n": len(rows)}
 
     if group and group not in selectors.grid_groups():
         return compute()
-    return cached(f"heatmap:{group}", HEATMAP_TTL, compute)
+    return cached(f"heatmap:{json.dumps([group, None if scope is None else sorted(scope)])}", HEATMAP_TTL, compute)
 
 
 @dashboard_view
 def heatmap(request: HttpRequest) -> HttpResponse:
     group = request.GET.get("group", "")[:100]
-    table = _heatmap_table(group)
+    scope = _scope(request, group)
+    table = _heatmap_table(group, scope)
     return render(
         request,
         "dashboard/heatmap.html",
@@ -320,7 +380,7 @@ def heatmap(request: HttpRequest) -> HttpResponse:
             "n_rows": table["n"],
             "as_of": table["as_of"],
             "group": group,
-            "groups": selectors.grid_groups(),
+            "groups": _visible_groups(scope),
             "hours": range(24),
         },
     )

@@ -5,10 +5,13 @@ with agent="monitor".
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from crawlcore.models import Server, StatusCheck
 from crawler.status import CONFIRMED, Status
+
+from .validate import monitor_problems
 
 # Only confirmed statuses are stored: maintenance and unmonitored are shown, never written here.
 STATUS_CHOICES = [(s.value, s.value.title()) for s in CONFIRMED]
@@ -43,6 +46,18 @@ class ServerMonitor(models.Model):
 
     def __str__(self) -> str:
         return f"monitor of {self.server_id}"
+
+    def clean(self) -> None:
+        problems = monitor_problems(
+            health_url=self.health_url,
+            interval_s=self.interval_s,
+            delay_threshold_s=self.delay_threshold_s,
+            accepted_codes=self.accepted_codes,
+            fail_after=self.fail_after,
+            recover_after=self.recover_after,
+        )
+        if problems:
+            raise ValidationError(problems)
 
 
 class StatusChange(models.Model):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from crawlcore.validate import has_control
 from crawler.urlnorm import UrlError, canonicalize, server_key
 
 from .accepted_codes import AcceptedCodes, AcceptedCodesError
@@ -68,9 +69,12 @@ def parse_server_row(cells: Sequence[str]) -> ServerRow:
         raise RowError(f"{target!r} is not a usable host or http(s) URL ({exc.reason})") from None
     if len(group) > 100:
         raise RowError("group is longer than 100 characters")
+    if has_control(group):
+        raise RowError(f"group {group!r} contains a control character")
     crawler_num = None
     if crawler:
-        if not crawler.isdigit() or int(crawler) > 10_000:
+        # ASCII digits only: str.isdigit() also takes '²', which int() refuses.
+        if not (crawler.isascii() and crawler.isdigit()) or int(crawler) > 10_000:
             raise RowError(f"crawler number {crawler!r} must be a whole number 0-10000")
         crawler_num = int(crawler)
     try:

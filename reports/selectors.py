@@ -154,10 +154,20 @@ EXPORT_COLUMNS = (
 )  # fmt: skip
 
 
-def link_breaks_open(*, site: str = "", group: str = "", since: datetime | None = None, server_id: int | None = None):
+def link_breaks_open(
+    *,
+    site: str = "",
+    group: str = "",
+    since: datetime | None = None,
+    server_id: int | None = None,
+    groups: frozenset[str] | None = None,
+):
     """The open breaks (not fixed), filtered: `site` a host (or host:port), `group` a server group, `since` first
-    seen broken at or after; ordered by site, source page, target."""
+    seen broken at or after, `groups` the server groups a reader may see (None: all); ordered by site, source
+    page, target."""
     qs = LinkBreak.objects.filter(fixed_at__isnull=True)
+    if groups is not None:
+        qs = qs.filter(site__group__in=sorted(groups))
     if server_id is not None:
         qs = qs.filter(site_id=server_id)
     if site:

@@ -9,7 +9,7 @@ from datetime import timedelta
 from urllib.parse import urlsplit
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.urls import reverse
 from django.utils import timezone
 
@@ -193,7 +193,10 @@ def test_dashboard_needs_a_login_and_escapes_what_pages_sent(client):
     assert url == "/analyzer/"
     response = client.get(url)
     assert response.status_code == 302 and "login" in response["Location"]
-    client.force_login(User.objects.create_user("op", password="x"))
+    user = User.objects.create_user("op", password="x")
+    client.force_login(user)
+    assert client.get(url).status_code == 403  # logged in, but in no reader group
+    user.groups.add(Group.objects.get(name="operator"))
     response = client.get(url)
     body = response.content.decode()
     assert response.status_code == 200

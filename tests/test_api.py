@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from crawlcore.models import Server, StatusCheck
@@ -103,10 +104,13 @@ def test_servers_paging_and_bad_parameters(client, api_token, crawl):
         assert client.get(f"/api/servers?{bad}", **bearer(TOKEN)).status_code == 400, bad
 
 
-def test_a_logged_in_session_is_enough(client, settings, crawl):
+def test_a_readers_session_is_enough_and_a_user_in_no_group_is_refused(client, settings, crawl):
     settings.CRAWLADMIN_API_TOKEN = ""
     user = get_user_model().objects.create_user("operator", password="pw-for-tests-only")
     client.force_login(user)
+    for path in ("/api/summary", "/api/servers", "/metrics"):
+        assert client.get(path).status_code == 403, path
+    user.groups.add(Group.objects.get(name="viewer"))
     assert client.get("/api/summary").status_code == 200
     assert client.get("/api/servers").status_code == 200
 

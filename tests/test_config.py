@@ -87,3 +87,67 @@ def test_retry_after_forms():
     assert retry_after_seconds("999999999") == 86400.0
     assert retry_after_seconds("soon") == 60.0
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+
+
+# --- Issue 18: ranges, control characters, no traceback, private files --------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("CRAWL_HEADER_TIMEOUT", "1e12", "CRAWL_HEADER_TIMEOUT='1e12': must be at most 600"),
+        ("CRAWL_CONNECT_TIMEOUT", "inf", "expected a finite number"),
+        ("CRAWL_MAX_BODY_BYTES", "99999999999999999999", "must be at most"),
+        ("CRAWL_DEFAULT_DELAY", "1e9", "must be at most"),
+        ("CRAWL_USER_AGENT", "crawladmin\r\nX-Injected: 1", "CRAWL_USER_AGENT: control character '\\r'"),
+        ("CRAWLER_NUM", "²", "CRAWLER_NUM='²': expected a whole number"),
+        ("DATABASE_URL", "sqlite:///tmp/a\x1bb", "DATABASE_URL: control character"),
+    ],
+)
+def test_start_refuses_an_out_of_range_or_control_value_naming_it_without_a_traceback(tmp_path, name, value, message):
+    proc = _manage({name: value}, tmp_path)
+    assert proc.returncode != 0
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_control_characters_are_refused_in_every_getter():
+    env = Env({"X": "a\nb", "Y": "1\x00"})
+    with pytest.raises(ConfigError, match="X: control character"):
+        env.str("X", "")
+    with pytest.raises(ConfigError, match="Y: control character"):
+        env.number("Y", 1.0)
+
+
+def test_secret_key_and_embedded_database_are_owner_only_from_the_start(tmp_path):
+    # A permissive umask: the files must not inherit it (no window between creation and a chmod).
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("CRAWL", "DATABASE_URL", "CELERY_", "DJANGO_SECRET"))
+    }
+    env.update(CRAWLADMIN_DATA_DIR=str(tmp_path / "data"))
+    code = (
+        "import os; os.umask(0); import django; django.setup(); "
+        "from django.db import connection; connection.ensure_connection()"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**env, "DJANGO_SETTINGS_MODULE": "crawladmin.settings"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for name in ("secret_key", "crawladmin.sqlite3"):
+        assert (tmp_path / "data" / name).stat().st_mode & 0o777 == 0o600, name
+    assert (tmp_path / "data").stat().st_mode & 0o777 == 0o700
+    assert not [p for p in (tmp_path / "data").iterdir() if p.name.startswith(".")]  # no temporary file left
+
+
+def test_the_secret_key_file_is_written_whole_once(tmp_path):
+    from crawladmin.settings import _private_file_create
+
+    _private_file_create(tmp_path / "k", b"first")
+    _private_file_create(tmp_path / "k", b"second")  # a second process starting at once: keeps the first
+    assert (tmp_path / "k").read_bytes() == b"first"
+    assert [p.name for p in tmp_path.iterdir()] == ["k"]

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from crawlcore.models import Page, Server, StatusCheck, Url, UrlEvent
+from crawlcore.services import load
 from crawlcore.services.dispatch import dispatch_due, reconcile
 from crawlcore.services.extract import pages_extract
 from crawlcore.services.load import LoadBatch, load_server_batch
@@ -271,3 +272,43 @@ def test_load_batch_sends_its_server_again_while_it_has_due_urls(settings, monke
         Server.objects.filter(id=server_id).update(dispatched_at=None)
         load_server_batch(server_id=server_id, owner="w")
         assert sent == [server_id]  # nothing due any more: the chain ends
+
+
+def test_a_response_the_database_refuses_is_classified_and_its_group_is_kept(settings, monkeypatch, caplog):
+    """Issue 18: what the fetcher's cleaning lets through and the database still refuses (here an integer
+    beyond SQLite's, and a page write that fails) moves only that URL forward, as bad_response on the
+    NoResponse back-off, logged; the other pages of its group are stored."""
+    settings.CRAWL_DEFAULT_DELAY = 0
+    real_fetch_one = LoadBatch.fetch_one
+
+    def poison_status(self, url, result):
+        if url.url.endswith("/missing.html"):
+            result.status = 10**20  # beyond a 64-bit integer column
+        return real_fetch_one(self, url, result)
+
+    real_store = load.pages_store
+
+    def refuse_page_2(fetched, *, now):
+        if any(url_id == poisoned_id for url_id, _, _ in fetched):
+            raise ValueError("A string literal cannot contain NUL (0x00) characters.")
+        return real_store(fetched, now=now)
+
+    monkeypatch.setattr(LoadBatch, "fetch_one", poison_status)
+    monkeypatch.setattr(load, "pages_store", refuse_page_2)
+    with TestWebServer(SiteSpec(n_servers=1, first_octet=194, silent_server=False, slow_server=False)) as web:
+        seed = web.seeds()[0]
+        ids = _insert(seed, *(f"{seed}p/{k}.html" for k in range(3)), seed + "missing.html", trusted=True)
+        poisoned_id = ids[f"{seed}p/2.html"]
+        with caplog.at_level(logging.WARNING, logger="crawlcore.services.load"):
+            load_server_batch(server_id=Server.objects.get().id, owner="w")
+    rows = {u.url: u for u in Url.objects.all()}
+    for url in (f"{seed}p/2.html", seed + "missing.html"):
+        row = rows[url]
+        assert row.state == "noresponse1" and row.failure_kind == "bad_response", (url, row.state, row.failure_kind)
+        assert row.next_check_at > timezone.now() + timedelta(seconds=settings.CRAWL_NR1_BACKOFF - 60)
+        assert row.lease_owner == ""
+    for url in (seed, f"{seed}p/0.html", f"{seed}p/1.html"):
+        assert rows[url].state == "visited", url
+    assert Page.objects.filter(url_id=poisoned_id).count() == 0
+    assert sum("bad_response" in r.getMessage() for r in caplog.records) == 2
+    assert not StatusCheck.objects.filter(category="pending").exists()

@@ -2,7 +2,8 @@
 
 The crawl's hot paths write tens of rows per page (links, URL updates); building a model instance per row
 and one statement per update cost more than the crawl itself. insert_ignore, update_by_id and upsert take
-plain tuples; insert_returning_ids and update_rows take dicts and model instances (the monitor's checks).
+plain tuples; insert_returning_ids and update_rows take dicts and model instances (the monitor's checks);
+insert_plain and update_plain plain values of a model's fields (the import of a server list).
 """
 
 from __future__ import annotations
@@ -183,6 +184,67 @@ def insert_unsynced(model: type[Model], row: dict) -> int:
     with connection.cursor() as cur:
         cur.execute(sql, list(row.values()))
         return cur.fetchone()[0]
+
+
+def insert_plain(
+    model: type[Model], rows: Sequence[dict], *, constant: dict | None = None, ignore_conflicts: bool = False
+) -> None:
+    """INSERT plain rows (field name -> value); every other column takes the model's default, prepared once
+    for all rows (the defaults are constants here, auto_now_add a single time)."""
+    if not rows:
+        return
+    meta = model._meta
+    template = model(**(constant or {}))
+    fields = [f for f in meta.concrete_fields if f is not meta.auto_field]
+    given = [f for f in fields if f.name in rows[0] or f.attname in rows[0]]
+    fixed = [f for f in fields if f not in given]
+    per_row = [f.name for f in fixed if f.has_default() and callable(f.default)]
+    if per_row:  # one value for every row would be wrong (a uuid): such fields must be given
+        raise ValueError(f"insert_plain: {model.__name__} fields with callable defaults not given: {per_row}")
+    fixed_values = [f.get_db_prep_save(f.pre_save(template, add=True), connection) for f in fixed]
+    qn = connection.ops.quote_name
+    columns = ", ".join(qn(f.column) for f in [*given, *fixed])
+    values = [[row.get(f.name, row.get(f.attname)) for f in given] + fixed_values for row in rows]
+    with connection.cursor() as cursor:
+        if is_postgres():
+            from psycopg2.extras import execute_values
+
+            conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
+            sql = f"INSERT INTO {qn(meta.db_table)} ({columns}) VALUES %s{conflict}"
+            execute_values(cursor.cursor, sql, values, page_size=1000)
+            return
+        marks = ", ".join(["%s"] * len(given + fixed))
+        verb = "INSERT OR IGNORE" if ignore_conflicts else "INSERT"
+        cursor.executemany(f"{verb} INTO {qn(meta.db_table)} ({columns}) VALUES ({marks})", values)
+
+
+def update_plain(model: type[Model], names: Sequence[str], rows: Sequence[tuple]) -> None:
+    """UPDATE each row `(primary key, value, ...)`, the values of the `names` columns: a thousand rows per
+    statement on PostgreSQL (UPDATE ... FROM (VALUES ...)), one executemany elsewhere. The values are
+    plain (text, numbers, booleans, None): the driver adapts them as they are. (update_rows takes model
+    instances and uses Django's bulk_update on SQLite: 20 s per 10,000 rows of the server import.)"""
+    if not rows:
+        return
+    meta = model._meta
+    fields = [meta.pk, *(meta.get_field(name) for name in names)]
+    qn = connection.ops.quote_name
+    table, key = qn(meta.db_table), qn(meta.pk.column)
+    with connection.cursor() as cursor:
+        if not is_postgres():
+            sets = ", ".join(f"{qn(f.column)} = %s" for f in fields[1:])
+            cursor.executemany(f"UPDATE {table} SET {sets} WHERE {key} = %s", [(*r[1:], r[0]) for r in rows])
+            return
+        types = [f.rel_db_type(connection) if f.is_relation else f.db_type(connection) for f in fields]
+        row = "(" + ", ".join(f"%s::{t}" for t in types) + ")"
+        sets = ", ".join(f"{qn(f.column)} = v.{qn(f.column)}" for f in fields[1:])
+        columns = ", ".join(qn(f.column) for f in fields)
+        for i in range(0, len(rows), 1000):
+            chunk = rows[i : i + 1000]
+            cursor.execute(
+                f"UPDATE {table} AS t SET {sets} FROM (VALUES {', '.join([row] * len(chunk))}) AS v({columns}) "
+                f"WHERE t.{key} = v.{key}",
+                [value for r in chunk for value in r],
+            )
 
 
 def _adapted(rows: Sequence[tuple]) -> list[tuple]:

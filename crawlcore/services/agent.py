@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from crawler.fetch import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, backoff_after, next_state
+from crawler.sanitize import header_int
 
 from .dispatch import servers_dispatch_with_due_work
 from .urls import url_exclude, url_transition, urls_release
@@ -38,7 +39,7 @@ def response_fields(result: FetchResult) -> dict:
         last_status=result.status,
         last_modified=h.get("last-modified", "")[:100],
         etag=h.get("etag", "")[:200],
-        content_length=_int_or_none(h.get("content-length")),
+        content_length=header_int(h.get("content-length")),
     )
 
 
@@ -246,10 +247,3 @@ class AgentBatch(Generic[UrlT, OutcomeT]):
         for url_id in ids:
             self.pending.pop(url_id, None)
         self.outcome.backed_off = True
-
-
-def _int_or_none(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None

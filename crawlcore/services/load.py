@@ -5,6 +5,7 @@ every agent shares (robots.txt, politeness, giving back, re-dispatch) are crawlc
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import zlib
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DataError, transaction
 from django.utils import timezone
 
 from crawlcore.db.bulk import upsert
@@ -30,6 +31,10 @@ from .urls import Claimed, Move, new_url_from, urls_claim, urls_insert, urls_tra
 from .visit import Gate, ServerVisit
 
 log = logging.getLogger(__name__)
+
+# What a database raises for a value it refuses: too long or out of range (DataError), a NUL in text
+# (psycopg2's ValueError), an integer beyond SQLite's (OverflowError). A response's fault, not the database's.
+POISON = (DataError, ValueError, OverflowError)
 
 EXTRACT_GROUP = 10  # pages per extract message: fewer messages, still prompt extraction
 STORE_GROUP = 10  # plain pages (2xx, not a home page) written per transaction: a few statements, not ~10 each
@@ -123,15 +128,44 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             if len(self.fetched) >= STORE_GROUP:
                 self.flush()
             return True
-        with transaction.atomic():
-            self.visit.record(result, url.id)
-            # A savepoint: when another agent got there first, _store undoes our move, not the check's outcome.
-            with transaction.atomic():
-                if event == Event.FETCHED:
-                    self._store(url, result)
-                else:
-                    self.fail(url, event, result, reason=result.detail, latency_ms=result.timings.total_ms)
+        self.write_one(url, result, event)
         return not self.outcome.server_excluded
+
+    def write_one(self, url: Claimed, result: FetchResult, event: Event) -> None:
+        """Record one fetch and move its URL in a transaction of its own; a response the database refuses
+        is classified instead (poisoned)."""
+        before = len(self.outcome.page_ids)
+        try:
+            with transaction.atomic():
+                self.visit.record(result, url.id)
+                # A savepoint: when another agent got there first, _store undoes our move, not the check's outcome.
+                with transaction.atomic():
+                    if event == Event.FETCHED:
+                        self._store(url, result)
+                    else:
+                        self.fail(url, event, result, reason=result.detail, latency_ms=result.timings.total_ms)
+        except POISON as exc:
+            del self.outcome.page_ids[before:]  # rolled back with the rest
+            self.poisoned(url, result, exc)
+        self.pending.pop(url.id, None)
+
+    def poisoned(self, url: Claimed, result: FetchResult, exc: Exception) -> None:
+        """The response came but can't be stored (a value the database refuses, which the fetcher's
+        cleaning did not catch). The URL moves forward as a response we could not use, failure kind
+        bad_response, on the NoResponse back-off like any failure, so it is not fetched again for an hour
+        and can't hold up or loop its batch; its check is recorded without the offending data."""
+        log.warning("response of %s could not be stored, classified bad_response: %s", url.url[:200], exc)
+        bare = dataclasses.replace(
+            result,
+            status=result.status if result.status is not None and 100 <= result.status <= 999 else None,
+            headers={},
+            body=b"",
+            failure=FailureKind.BAD_RESPONSE,
+            detail=f"could not be stored: {type(exc).__name__}",
+        )
+        with transaction.atomic():
+            self.visit.record(bare, url.id)
+            self.fail(url, Event.NO_RESPONSE, bare, reason=bare.detail, latency_ms=result.timings.total_ms)
 
     def flush(self) -> None:
         """Write the plain pages fetched so far in one transaction: their checks, their URLs' moves to
@@ -150,18 +184,30 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             )
             for url, result in fetched
         ]
-        with transaction.atomic():
-            self.visit.record_many([(result, url.id) for url, result in fetched])
-            moved = set(
-                urls_transition(
-                    moves=moves, expected=State.INIT, event=Event.FETCHED, agent=Agent.LOAD, owner=self.owner, now=now
+        try:
+            with transaction.atomic():
+                self.visit.record_many([(result, url.id) for url, result in fetched])
+                moved = set(
+                    urls_transition(
+                        moves=moves,
+                        expected=State.INIT,
+                        event=Event.FETCHED,
+                        agent=Agent.LOAD,
+                        owner=self.owner,
+                        now=now,
+                    )
                 )
-            )
-            done = [(url, result) for url, result in fetched if url.id in moved]
-            # A resource is checked, not kept: no page, nothing to extract.
-            page_ids = pages_store(
-                [(url.id, result, checksums[url.id]) for url, result in done if not url.resource], now=now
-            )
+                done = [(url, result) for url, result in fetched if url.id in moved]
+                # A resource is checked, not kept: no page, nothing to extract.
+                page_ids = pages_store(
+                    [(url.id, result, checksums[url.id]) for url, result in done if not url.resource], now=now
+                )
+        except POISON:
+            # One page of the group can't be stored: write them one by one, so only that one is classified
+            # (fetch_one's own fallback) and the others are kept.
+            for url, result in fetched:
+                self.write_one(url, result, Event.FETCHED)
+            return
         for url, _ in fetched:
             self.pending.pop(url.id, None)
         self.outcome.fetched += len(done)

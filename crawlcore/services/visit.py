@@ -59,6 +59,7 @@ def thread_fetcher() -> Fetcher:
             body_timeout=settings.CRAWL_BODY_TIMEOUT,
             max_body_bytes=settings.CRAWL_MAX_BODY_BYTES,
             user_agent=settings.CRAWL_USER_AGENT,
+            dns_timeout=settings.CRAWL_DNS_TIMEOUT,
         )
         _local.fetcher = fetcher = Fetcher(policy)
     return fetcher

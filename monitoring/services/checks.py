@@ -25,23 +25,28 @@ from django.utils import timezone
 from crawlcore.db import bulk
 from crawlcore.models import StatusCheck
 from crawlcore.services.leases import lease_deadline
-from crawler.fetch import FetchPolicy, FetchResult
+from crawler.fetch import FailureKind, FetchPolicy, FetchResult, Timings
 from crawler.lifecycle import Agent
 from crawler.multicheck import CheckRequest, MultiChecker
 from crawler.netguard import forbidden_reason, parse_cidrs
-from crawler.status import Status
+from crawler.status import CONFIRMED, Category, Status
 
 from ..accepted_codes import AcceptedCodes, classify
 from ..confirm import Confirmation, confirm
 from ..models import ServerMonitor, StatusChange
 from ..selectors import in_window, maintenance_windows
+from ..validate import monitor_problems
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Target:
-    """One server to check, with its effective settings (per-server value or the MONITOR_* default)."""
+    """One server to check, with its effective settings (per-server value or the MONITOR_* default).
+
+    `problem` is set when the monitor's stored settings are unusable (a row that reached the database
+    past the admin's validation): such a target is not fetched, and its check fails with that reason.
+    """
 
     server_id: int
     url: str
@@ -51,21 +56,58 @@ class Target:
     accepted: AcceptedCodes
     fail_after: int
     recover_after: int
+    problem: str = ""
+
+
+BAD_SETTINGS = "bad_settings"  # the failure kind of a check that a monitor's unusable settings failed
 
 
 def target_of(monitor: ServerMonitor) -> Target:
+    """The monitor's effective settings. Never raises: an unusable field falls back to its MONITOR_*
+    default, and the target carries the problem, so one bad row fails its own check, not its batch."""
     server = monitor.server
+    problems = monitor_problems(
+        health_url=monitor.health_url,
+        interval_s=monitor.interval_s,
+        delay_threshold_s=monitor.delay_threshold_s,
+        accepted_codes=monitor.accepted_codes,
+        fail_after=monitor.fail_after,
+        recover_after=monitor.recover_after,
+    )
+
+    def usable(name: str, value, default):
+        return default if name in problems or not value else value
+
+    threshold = monitor.delay_threshold_s
     return Target(
         server_id=monitor.server_id,
-        url=monitor.health_url or f"{server.origin}/",
+        url=usable("health_url", monitor.health_url, f"{server.origin}/"),
         trusted=server.trusted,
-        interval_s=monitor.interval_s or settings.MONITOR_INTERVAL,
+        interval_s=usable("interval_s", monitor.interval_s, settings.MONITOR_INTERVAL),
         threshold_s=settings.MONITOR_DELAY_THRESHOLD
-        if monitor.delay_threshold_s is None
-        else monitor.delay_threshold_s,
-        accepted=AcceptedCodes.parse(monitor.accepted_codes),
-        fail_after=monitor.fail_after or settings.MONITOR_FAIL_AFTER,
-        recover_after=monitor.recover_after or settings.MONITOR_RECOVER_AFTER,
+        if threshold is None or "delay_threshold_s" in problems
+        else threshold,
+        accepted=AcceptedCodes() if "accepted_codes" in problems else AcceptedCodes.parse(monitor.accepted_codes),
+        fail_after=usable("fail_after", monitor.fail_after, settings.MONITOR_FAIL_AFTER),
+        recover_after=usable("recover_after", monitor.recover_after, settings.MONITOR_RECOVER_AFTER),
+        problem="; ".join(f"{name}: {message}" for name, message in problems.items()),
+    )
+
+
+def _unchecked(target: Target) -> FetchResult:
+    """The result standing in for the fetch a target's unusable settings prevented."""
+    return FetchResult(
+        url=target.url,
+        method="GET",
+        status=None,
+        headers={},
+        body=b"",
+        failure=FailureKind.OTHER,
+        detail=f"not checked: unusable monitor settings ({target.problem})",
+        truncated=False,
+        bytes_received=0,
+        timings=Timings(None, None, None, None, 0.0),
+        peer_ip=None,
     )
 
 
@@ -96,6 +138,7 @@ def _policy() -> FetchPolicy:
         body_timeout=settings.CRAWL_BODY_TIMEOUT,
         max_body_bytes=settings.CRAWL_MAX_BODY_BYTES,
         user_agent=settings.CRAWL_USER_AGENT,
+        dns_timeout=settings.CRAWL_DNS_TIMEOUT,
     )
 
 
@@ -122,11 +165,18 @@ def _guard(trusted: bool):
 def checks_fetch(*, targets: Sequence[Target]) -> list[Checked]:
     """Fetch every target's health URL in parallel; nothing is written. Every check is a fresh
     connection (no keep-alive), so each one measures DNS, connect, first byte and body, as a check
-    five minutes later would anyway."""
-    guards = {trusted: _guard(trusted) for trusted in {t.trusted for t in targets}}
-    timed = _checker().check_all([CheckRequest(t.url, guards[t.trusted]) for t in targets])  # never raises
+    five minutes later would anyway. A target with unusable settings is not fetched: its check is an
+    error whose detail says why."""
+    fetchable = [t for t in targets if not t.problem]
+    guards = {trusted: _guard(trusted) for trusted in {t.trusted for t in fetchable}}
+    timed = iter(_checker().check_all([CheckRequest(t.url, guards[t.trusted]) for t in fetchable]))  # never raises
     out = []
-    for target, (started_at, result) in zip(targets, timed, strict=True):
+    for target in targets:
+        if target.problem:
+            log.warning("server %s not checked: unusable monitor settings (%s)", target.server_id, target.problem)
+            out.append(Checked(target, _unchecked(target), timezone.now(), Category.ERROR.value))
+            continue
+        started_at, result = next(timed)
         latency_s = result.timings.total_ms / 1000.0
         category = classify(result.status, latency_s, target.threshold_s, target.accepted).value
         out.append(Checked(target, result, datetime.fromtimestamp(started_at, UTC), category))
@@ -147,7 +197,7 @@ def _check_values(c: Checked) -> dict:
         checked_at=c.checked_at,
         status_code=r.status,
         category=c.category,
-        failure_kind=r.failure.value if r.failure else "",
+        failure_kind=BAD_SETTINGS if c.target.problem else (r.failure.value if r.failure else ""),
         detail=r.detail[:300],
         latency_ms=t.total_ms,
         dns_ms=t.dns_ms,
@@ -213,6 +263,19 @@ def checks_record(*, checked: Sequence[Checked], claimed_at: datetime | None = N
     return list(checked)
 
 
+def _state_of(m: ServerMonitor) -> Confirmation:
+    """The stored confirmation state; a value no version of this code writes starts over from unknown
+    rather than failing the whole batch's transaction."""
+    try:
+        status, candidate = Status(m.status), Status(m.candidate) if m.candidate else None
+        if status not in CONFIRMED or (candidate is not None and candidate not in CONFIRMED):
+            raise ValueError(status)
+        return Confirmation(status, candidate, max(m.streak, 0))
+    except ValueError:
+        log.warning("server %s: unknown stored status %r / %r, starting over", m.server_id, m.status, m.candidate)
+        return Confirmation()
+
+
 def _apply(m: ServerMonitor, c: Checked, paused: bool, changes: list[StatusChange]) -> None:
     m.last_check_at = c.checked_at
     m.last_category = c.category
@@ -221,7 +284,7 @@ def _apply(m: ServerMonitor, c: Checked, paused: bool, changes: list[StatusChang
         # neither page anyone nor count as a confirmed failure once the window ends.
         c.status = Status.MAINTENANCE.value
         return
-    state = Confirmation(Status(m.status), Status(m.candidate) if m.candidate else None, m.streak)
+    state = _state_of(m)
     new, change = confirm(state, c.category, fail_after=c.target.fail_after, recover_after=c.target.recover_after)
     m.status, m.candidate, m.streak = new.status.value, new.candidate.value if new.candidate else "", new.streak
     c.status = m.status

@@ -9,7 +9,9 @@ importing the same file again changes nothing.
 from __future__ import annotations
 
 import csv
+import io
 import json
+import re
 import sys
 
 from django.core.management.base import BaseCommand, CommandError
@@ -20,14 +22,29 @@ from monitoring.services.servers import servers_import
 Bad = list[tuple[int, str]]
 
 
+NOT_UTF8 = "not UTF-8 text (save the list as UTF-8)"
+
+
 def read_rows(lines) -> tuple[list[ServerRow], Bad]:
-    """Parse a server list; returns the good rows and (line number, error) of the bad ones."""
+    """Parse a server list; returns the good rows and (line number, error) of the bad ones. Any text is
+    read: bytes that are not UTF-8 arrive as lone surrogates (surrogateescape) and fail their own line,
+    as does a line the CSV reader refuses; the other lines are read on."""
     rows: dict[tuple, tuple[int, ServerRow]] = {}
     bad: Bad = []
     reader = csv.reader(lines)
-    for cells in reader:
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:  # e.g. a field over the CSV module's size limit: that record is skipped
+            bad.append((reader.line_num, f"unreadable CSV: {exc}"))
+            continue
         n = reader.line_num  # physical line where this record ended (a quoted field may span lines)
         if not "".join(cells).strip() or cells[0].lstrip().startswith("#"):
+            continue
+        if any(_SURROGATE.search(c) for c in cells):
+            bad.append((n, NOT_UTF8))
             continue
         if not rows and not bad and is_header(cells):
             continue
@@ -44,6 +61,13 @@ def read_rows(lines) -> tuple[list[ServerRow], Bad]:
     return [row for _, row in rows.values()], bad
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text(binary) -> io.TextIOWrapper:
+    return io.TextIOWrapper(binary, encoding="utf-8-sig", errors="surrogateescape", newline="")
+
+
 class Command(BaseCommand):
     help = __doc__
 
@@ -54,14 +78,12 @@ class Command(BaseCommand):
     def handle(self, *args, path: str, as_json: bool = False, **options) -> None:
         try:
             if path == "-":
-                rows, bad = read_rows(sys.stdin)
+                rows, bad = read_rows(_text(sys.stdin.buffer))
             else:
-                with open(path, newline="", encoding="utf-8-sig") as f:
-                    rows, bad = read_rows(f)
+                with open(path, "rb") as f:
+                    rows, bad = read_rows(_text(f))
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from None
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise CommandError(f"{path} is not a readable CSV file: {exc}") from None
         outcome = servers_import(rows=rows)
         if as_json:
             summary = {
