@@ -58,8 +58,8 @@ BEAT_JOBS: tuple[BeatJob, ...] = (
     # dashboard (dashboard/migrations 0003)
     BeatJob("dashboard: check totals and server figures", "dashboard.tasks.refresh_rollups", 60, Queue.HOUSEKEEPING),
     BeatJob("dashboard: dead links", "dashboard.tasks.refresh_dead_links", 300, Queue.HOUSEKEEPING),
-    # link reports (reports/migrations 0002): the record of broken links, and the owners' weekly digests
-    BeatJob("reports: broken links", "tasks.reports.refresh_link_breaks", 300, Queue.HOUSEKEEPING),
+    # link reports (reports/migrations 0002): the owners' weekly digests. The record of broken links is brought
+    # up to date with the dashboard's dead-link report ("dashboard: dead links"), by every export and digest.
     BeatJob("reports: owners' digests", "tasks.reports.send_digests", 7, Queue.HOUSEKEEPING, period="days"),
 )
 

@@ -34,6 +34,7 @@ from crawlcore.models import Server
 from monitoring.selectors import server_load_profile
 from ranking.selectors import latest_run, top_pages
 from reports.export import FORMATS, dead_links_export
+from reports.selectors import link_breaks_count, link_breaks_of_site
 
 from . import broker, cache, selectors
 from .cache import cached
@@ -316,7 +317,8 @@ def dead_links_site(request: HttpRequest, server_id: int) -> HttpResponse:
     srv = get_object_or_404(Server, pk=server_id)
     _visible_server(request, srv)
     after = _after(request)
-    links = selectors.dead_links_of(server_id=server_id, after=after, limit=selectors.DEAD_LINKS_PAGE + 1)
+    as_of = selectors.dead_links_figures().computed_at  # refreshes the record when it is stale, as beat does
+    links = link_breaks_of_site(server_id=server_id, after=after, limit=selectors.DEAD_LINKS_PAGE + 1)
     more = len(links) > selectors.DEAD_LINKS_PAGE
     links = links[: selectors.DEAD_LINKS_PAGE]
     last = links[-1] if links else None
@@ -326,8 +328,8 @@ def dead_links_site(request: HttpRequest, server_id: int) -> HttpResponse:
         {
             "server": srv,
             "links": links,
-            "total": selectors.dead_links_count(server_id=server_id),
-            "as_of": selectors.dead_links_figures().computed_at,
+            "total": link_breaks_count(server_id=server_id),
+            "as_of": as_of,
             "first_page": after is None,
             "next_after": f"{last['from_url_id']}-{last['to_url_id']}" if more and last else None,
         },

@@ -10,7 +10,7 @@ from datetime import datetime
 from django.conf import settings
 from django.db.models import Q
 
-from crawlcore.models import Link, Url
+from crawlcore.models import Link, Page, Url
 from crawler.brokenlinks import MISSING_ANCHOR, Hop, Verdict, chain_text, missing_fragments, verdict_of, within_site
 from crawler.lifecycle import State
 from crawler.urlnorm import url_hash
@@ -218,3 +218,29 @@ def dead_links_export_rows(**filters) -> Iterator[dict]:
             "first_broken_at": first.isoformat() if first else "",
             "last_checked_at": checked.isoformat() if checked else "",
         }
+
+
+def link_breaks_of_site(*, server_id: int, after: tuple[int, int] | None = None, limit: int = 200) -> list[dict]:
+    """One page of a site's open breaks, by source page then target (an index range of linkbreak_open_idx),
+    from `after` (the last (source id, target id) of the previous page) on, with each source page's title.
+    A target that failed itself and answers again is left out at once, before the next refresh records
+    the fix (its state is read live)."""
+    qs = LinkBreak.objects.filter(site_id=server_id, fixed_at__isnull=True).exclude(
+        Q(redirect_chain="") & ~Q(to_url__state__in=FAILING)
+    )
+    if after is not None:
+        qs = qs.filter(Q(from_url_id__gt=after[0]) | Q(from_url_id=after[0], to_url_id__gt=after[1]))
+    rows = list(
+        qs.order_by("from_url_id", "to_url_id").values(
+            "from_url_id", "to_url_id", "from_url__url", "to_url__url", "to_url__state", "anchor_text", "element",
+            "status", "failure_kind", "redirect_chain", "first_broken_at", "last_checked_at",
+        )[:limit]
+    )  # fmt: skip
+    titles = dict(Page.objects.filter(url_id__in={r["from_url_id"] for r in rows}).values_list("url_id", "title"))
+    for r in rows:
+        r["title"] = titles.get(r["from_url_id"]) or ""
+    return rows
+
+
+def link_breaks_count(*, server_id: int) -> int:
+    return LinkBreak.objects.filter(site_id=server_id, fixed_at__isnull=True).count()

@@ -1,5 +1,5 @@
-"""The link reports' beat jobs (queue `housekeeping`): keep the record of broken links current, and send
-the owners' digests."""
+"""The link reports' beat job (queue `housekeeping`): the owners' digests. (The record of broken links is
+refreshed with the dashboard's dead-link report, dashboard.tasks.refresh_dead_links.)"""
 
 from __future__ import annotations
 
@@ -8,22 +8,12 @@ from dataclasses import asdict
 from celery import shared_task
 
 from reports.digests import digests_send
-from reports.services import link_breaks_refresh
 
 from .retry import skip_without_database
 
 
-def _refresh() -> dict:
-    return asdict(link_breaks_refresh())
-
-
 def _digests() -> dict:
     return asdict(digests_send())
-
-
-@shared_task(name="tasks.reports.refresh_link_breaks")
-def refresh_link_breaks() -> dict | None:
-    return skip_without_database("link breaks", _refresh)
 
 
 @shared_task(name="tasks.reports.send_digests")

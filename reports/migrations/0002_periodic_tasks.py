@@ -15,4 +15,4 @@ class Migration(migrations.Migration):
         ("reports", "0001_link_breaks"),
         ("django_celery_beat", "0019_alter_periodictasks_options"),
     ]
-    operations = [beat_jobs_migration("reports: broken links", "reports: owners' digests")]
+    operations = [beat_jobs_migration("reports: owners' digests")]
