@@ -131,5 +131,7 @@ def test_not_followed_counts_per_site(db):
         ("/a", "alias of x"),
     ]:
         _url(server, path, state="init", exclusion_reason=reason, scope_root="c.example")
+    excluded = Server.objects.create(scheme="http", host="d.example", port=80, excluded_reason="alias of x")
+    _url(excluded, "/known-before", state="init", scope_root="c.example")
     counts = crawl_summary(checks=False)["not_followed"]
-    assert counts == {"c.example": {"out of scope": 1, "private address": 1, "robots.txt": 1, "server excluded": 1}}
+    assert counts == {"c.example": {"out of scope": 1, "private address": 1, "robots.txt": 1, "server excluded": 2}}
