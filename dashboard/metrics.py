@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 
+from alerts.selectors import notification_counts
 from crawladmin.api import api_view
 from crawlcore.models import Link, Page, Server, StatusCheck
 
@@ -64,6 +65,11 @@ def metrics_text() -> str:
         "crawladmin_checks_per_second_by_agent",
         "Status checks per second over the last minute, by agent.",
         [({"agent": a}, r) for a, r in rates["by_agent"].items()],
+    )
+    out.gauge(
+        "crawladmin_notifications",
+        "Alert notifications per channel by outcome: sent, failed (attempts spent), pending, sending.",
+        [({"channel": c, "status": s}, n) for (c, s), n in sorted(notification_counts().items())],
     )
     queues = broker.queue_lengths()
     out.gauge(
