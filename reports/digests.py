@@ -1,11 +1,14 @@
 """Owners' digests: each owner gets what broke and what was fixed on their sites since their last digest.
 
-Delivery: the alerts app's e-mail channel is not in this tree yet, so a digest is written to a file under
-the data directory (DATA_DIR/digests/); every digest sent is a Digest row (to whom, what, when, where).
+Delivery: by e-mail through the alerts app's e-mail channel (Django's backend, EMAIL_* settings) to the owner's
+address; when no e-mail is configured (EMAIL_HOST unset), the owner has no address, or the relay refuses, the
+digest is written to a file under the data directory (DATA_DIR/digests/). Every digest sent is a Digest row
+(to whom, what, when, how and where).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,10 +18,15 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from alerts.delivery import deliver
+from alerts.destinations import Destination
+from alerts.logic import Message
 from crawlcore.models import Server
 
 from .models import Digest, LinkBreak
 from .services import link_breaks_refresh
+
+log = logging.getLogger(__name__)
 
 MAX_LISTED = 500  # links listed per section of one digest; the counts are always whole
 
@@ -63,12 +71,25 @@ def digest_send(*, owner_key: str, servers: list[Server], now: datetime) -> bool
     if not n_broke and not n_fixed:
         return False
     body = _text(name or email, servers, broke, n_broke, fixed, n_fixed, last, now)
-    path = _write(owner_key, body, now)
+    channel, destination = _deliver(owner_key, email, body, n_broke, n_fixed, now)
     Digest.objects.create(
         owner_email=owner_key, owner_name=name, sites=[s.origin for s in servers], broken=n_broke, fixed=n_fixed,
-        since=last, sent_at=now, channel="file", destination=str(path), body=body,
+        since=last, sent_at=now, channel=channel, destination=destination, body=body,
     )  # fmt: skip
     return True
+
+
+def _deliver(owner_key: str, email: str, body: str, n_broke: int, n_fixed: int, now: datetime) -> tuple[str, str]:
+    """E-mail when it can (the alerts app's channel), else a file: (channel, where)."""
+    if email and settings.EMAIL_HOST:
+        title = f"Broken links: {n_broke} broke, {n_fixed} fixed"
+        # One key per owner and digest time: a resent copy folds into the first (same Message-ID).
+        key = f"digest-{re.sub(r'[^A-Za-z0-9]+', '-', owner_key)}-{now:%Y%m%dT%H%M%S}"
+        outcome = deliver(Destination("email", f"email:{email}", (email,)), Message(title, body, (), key))
+        if outcome.ok:
+            return "email", email
+        log.warning("digest to %s not sent (%s): written to a file instead", email, outcome.error)
+    return "file", str(_write(owner_key, body, now))
 
 
 def _lines(qs) -> list[str]:

@@ -135,3 +135,17 @@ def test_not_followed_counts_per_site(db):
     _url(excluded, "/known-before", state="init", scope_root="c.example")
     counts = crawl_summary(checks=False)["not_followed"]
     assert counts == {"c.example": {"out of scope": 1, "private address": 1, "robots.txt": 1, "server excluded": 2}}
+
+
+def test_digest_goes_by_email_when_email_is_configured(owned, settings, tmp_path):
+    from django.core import mail
+
+    settings.DATA_DIR = tmp_path
+    settings.EMAIL_HOST = "smtp.example"
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    assert digests_send().sent == 1
+    (message,) = mail.outbox
+    assert message.to == ["ana@a.example"] and '"Gone" -> http://a.example/dead' in message.body
+    digest = Digest.objects.get()
+    assert (digest.channel, digest.destination) == ("email", "ana@a.example")
+    assert not (tmp_path / "digests").exists()
