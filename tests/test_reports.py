@@ -149,3 +149,12 @@ def test_digest_goes_by_email_when_email_is_configured(owned, settings, tmp_path
     digest = Digest.objects.get()
     assert (digest.channel, digest.destination) == ("email", "ana@a.example")
     assert not (tmp_path / "digests").exists()
+
+
+def test_import_servers_takes_the_owner_name(db, tmp_path):
+    from django.core.management import call_command
+
+    csv = tmp_path / "servers.csv"
+    csv.write_text("127.0.0.5,campus,,,,,web@campus.example,Web Office\n127.0.0.6,lab\n")
+    call_command("import_servers", str(csv))
+    assert dict(Server.objects.values_list("host", "owner_name")) == {"127.0.0.5": "Web Office", "127.0.0.6": ""}
