@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('crawladmin', '0009_server_owner'),
+        ('crawladmin', '0010_link_details'),
     ]
 
     operations = [
