@@ -129,18 +129,21 @@ def test_worker_layout_option():
 
 def _ours_result(**found) -> dict:
     base = {"visited": 40, "pages": 40, "urls": {"visited": 40, "excluded: robots.txt": 2}, "links": 600}
-    base.update(unextracted=0, leased=0, checks=42)
+    base.update(unextracted=0, leased=0, checks=44)
     base.update(found)
-    requests = {"requests": 42, "pages": 40, "robots": 2, "repeated": 0, "private": 0}
+    requests = {"requests": 44, "pages": 40, "robots": 2, "sitemaps": 2, "repeated": 0, "private": 0}
     return {"stopped": "done", "found": base, "requests": requests, "log_errors": {"w0-load": 0}}
 
 
 def test_a_crawl_that_matches_the_web_passes_and_a_short_one_is_reported():
     expected = Web(TINY).expected()
     assert check_ours(_ours_result(), expected) == []
-    problems = check_ours(_ours_result(links=599, checks=41), expected)
+    problems = check_ours(_ours_result(links=599, checks=43), expected)
     assert any(p.startswith("Link rows: 599") for p in problems)
     assert any(p.startswith("StatusCheck rows vs nginx requests") for p in problems)
+    no_sitemap = _ours_result()
+    no_sitemap["requests"]["sitemaps"] = 0
+    assert any(p.startswith("sitemap requests (one per server): 0") for p in check_ours(no_sitemap, expected))
     scrapy = {"stopped": "finished", "pages": 40, "items": 40, "requests": {**_ours_result()["requests"], "private": 1}}
     assert check_scrapy(scrapy, expected) == ["requests of /private/ (robots.txt disallows): 1 (expected 0)"]
 
