@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Case, Count, Exists, IntegerField, Model, OuterRef, Subquery, Value, When
+from django.conf import settings
+from django.db.models import Case, Count, Exists, IntegerField, Model, OuterRef, Q, Subquery, Value, When
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.timesince import timesince
@@ -27,7 +28,7 @@ from crawlcore.models import Page, Server, StatusCheck, Url
 from crawlcore.selectors import check_category_counts
 from crawlcore.services.schedule import schedule_table
 from crawler.lifecycle import Agent, State
-from crawler.status import Category, Status
+from crawler.status import BAD, GOOD, STALE_AFTER_INTERVALS, Category, Status
 from monitoring.models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
 from monitoring.selectors import hour_floor, uptime_counts, uptime_of
 
@@ -42,8 +43,19 @@ SERVER_ANSWERS = rollups.SERVER_ANSWERS
 # Plain strings (not the enum's members) for the SQL expressions below.
 MAINTENANCE = Status.MAINTENANCE.value
 UNMONITORED = Status.UNMONITORED.value
+STALE = Status.STALE.value
+UNCONFIRMED = Status.UNCONFIRMED.value
 # Worst first: the grid shows servers in trouble at the top.
-_GRID_ORDER = (Status.ERROR, Status.DISCONNECT, Status.DELAY, Status.MAINTENANCE, Status.UNKNOWN, Status.NORMAL)
+_GRID_ORDER = (
+    Status.ERROR,
+    Status.DISCONNECT,
+    Status.UNCONFIRMED,
+    Status.DELAY,
+    Status.STALE,
+    Status.MAINTENANCE,
+    Status.UNKNOWN,
+    Status.NORMAL,
+)
 GRID_STATUSES = (*(s.value for s in _GRID_ORDER), UNMONITORED)
 RANGES = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 
@@ -229,7 +241,35 @@ def monitor_status_counts(*, groups: frozenset[str] | None = None) -> dict[str, 
 # The server grid
 
 
+def _intervals() -> list[float]:
+    """The distinct per-server check intervals (few: operators set them by hand or by import)."""
+
+    def compute() -> list[float]:
+        qs = ServerMonitor.objects.exclude(interval_s=None).values_list("interval_s", flat=True).distinct()
+        return sorted(qs[:100])
+
+    return cached("monitor_intervals", 30.0, compute)
+
+
+def _stale(now: datetime) -> Q:
+    """Monitors whose last check is older than STALE_AFTER_INTERVALS of their interval: one condition per
+    distinct interval, so the test stays plain column comparisons every database reads alike."""
+    default = settings.MONITOR_INTERVAL
+    cond = Q(monitor__interval_s__isnull=True, monitor__last_check_at__lt=now - _stale_span(default))
+    for interval in _intervals():
+        cond |= Q(monitor__interval_s=interval, monitor__last_check_at__lt=now - _stale_span(interval))
+    return cond
+
+
+def _stale_span(interval_s: float) -> timedelta:
+    return timedelta(seconds=STALE_AFTER_INTERVALS * interval_s)
+
+
 def _grid_queryset(now: datetime):
+    """Servers with `grid_status`: what their tile shows. Beyond the confirmed status: maintenance while a
+    window is open, stale when the monitor has not checked for two intervals (no worker, a stuck
+    queue: the confirmed status is then old news), unconfirmed while a good server's newest checks
+    failed but not yet often enough to confirm it down."""
     open_window = MaintenanceWindow.objects.filter(server=OuterRef("pk"), starts_at__lte=now, ends_at__gt=now)
     return Server.objects.filter(alias_of__isnull=True).annotate(
         in_maintenance=Exists(open_window),
@@ -237,9 +277,18 @@ def _grid_queryset(now: datetime):
             When(monitor__isnull=True, then=Value(UNMONITORED)),
             When(monitor__enabled=False, then=Value(UNMONITORED)),
             When(in_maintenance=True, then=Value(MAINTENANCE)),
+            When(_stale(now), then=Value(STALE)),
+            When(
+                monitor__status__in=[s.value for s in GOOD],
+                monitor__candidate__in=[s.value for s in BAD],
+                then=Value(UNCONFIRMED),
+            ),
             default="monitor__status",
         ),
     )
+
+
+TILE_BAR = 30  # the tile's bar: the server's last checks by the monitor
 
 
 @dataclass
@@ -257,10 +306,17 @@ class Tile:
     status_code: int | None
     href: str = ""
     ago: str = ""  # "3 minutes ago", as of when the tile was made
+    note: str = ""  # what the status means here: "stale · last check …", "failed 1 of 2 to confirm", "down since …"
+    uptime_24h: float | None = None
+    bar: list[str] = field(default_factory=list)  # the last TILE_BAR monitor checks' categories, oldest first
 
     @property
     def latency_text(self) -> str:
         return ms(self.latency_ms)
+
+    @property
+    def uptime_text(self) -> str:
+        return "–" if self.uptime_24h is None else f"{self.uptime_24h:.2f} %"
 
     def as_json(self) -> dict:
         return {
@@ -270,6 +326,9 @@ class Tile:
             "last_check_at": self.last_check_at.isoformat() if self.last_check_at else None,
             "last_category": self.last_category,
             "status_code": self.status_code,
+            "note": self.note,
+            "uptime_24h": None if self.uptime_24h is None else round(self.uptime_24h, 2),
+            "bar": self.bar,
         }
 
 
@@ -280,12 +339,58 @@ def grid_groups() -> list[str]:
     return cached("grid_groups", 30.0, compute)
 
 
+def _every(seconds: float) -> str:
+    return f"every {seconds / 60:g} min" if seconds >= 60 and seconds % 60 == 0 else f"every {seconds:g} s"
+
+
+def tile_note(*, status: str, row: dict, now: datetime) -> str:
+    """The line under a tile's badge that says why it shows what it shows."""
+    interval = row["monitor__interval_s"] or settings.MONITOR_INTERVAL
+    last = row["monitor__last_check_at"]
+    if status == STALE:
+        return f"stale · last check {timesince(last, now)} ago ({_every(interval)})"
+    if status == UNCONFIRMED:
+        need = row["monitor__fail_after"] or settings.MONITOR_FAIL_AFTER
+        return f"failed {row['monitor__streak']} of {need} to confirm"
+    if status in (Status.DISCONNECT, Status.ERROR) and row["monitor__status_since"]:
+        return f"down since {when_text(row['monitor__status_since'])}"
+    return ""
+
+
+def when_text(at: datetime) -> str:
+    """The one time format of every page: the operator's zone (TIME_ZONE, default UTC), named."""
+    local = timezone.localtime(at)
+    return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}"
+
+
+def tile_bars(*, server_ids: Sequence[int], now: datetime) -> dict[int, list[str]]:
+    """Each server's last TILE_BAR monitor checks' categories, oldest first, in one query: the (server,
+    checked_at) index read back over TILE_BAR and a half of the longest interval, so a server checked
+    on time has its TILE_BAR checks there and nothing older is read."""
+    if not server_ids:
+        return {}
+    longest = max([settings.MONITOR_INTERVAL, *_intervals()])
+    since = now - timedelta(seconds=longest * TILE_BAR * 1.5)
+    rows = (
+        StatusCheck.objects.filter(server_id__in=list(server_ids), checked_at__gte=since, agent=Agent.MONITOR.value)
+        .order_by("server_id", "-checked_at", "-id")
+        .values_list("server_id", "category")
+    )
+    out: dict[int, list[str]] = {}
+    for sid, category in rows:
+        bar = out.setdefault(sid, [])
+        if len(bar) < TILE_BAR:
+            bar.append(category)
+    return {sid: bar[::-1] for sid, bar in out.items()}
+
+
 def grid_tiles(
     *, status: str = "", group: str = "", groups: frozenset[str] | None = None, limit: int = 300, offset: int = 0
 ) -> tuple[int, list[Tile]]:
     """One page of servers for the grid, worst status first: (matching servers, tiles). Each tile's
     last check is the server's newest finished StatusCheck (any agent), found through the
-    (server, checked_at) index, one probe per tile. `groups`: only servers in these groups."""
+    (server, checked_at) index, one probe per tile; its bar and 24 h uptime come from one query each
+    for the whole page. `groups`: only servers in these groups."""
     now = timezone.now()
     qs = _grid_queryset(now)
     if status:
@@ -316,6 +421,10 @@ def grid_tiles(
             "grid_status",
             "last_check_id",
             "monitor__status_since",
+            "monitor__last_check_at",
+            "monitor__interval_s",
+            "monitor__streak",
+            "monitor__fail_after",
         )[offset : offset + limit]
     )
     checks = {
@@ -324,10 +433,14 @@ def grid_tiles(
             "id", "checked_at", "category", "latency_ms", "status_code"
         )
     }
+    monitored = [r["id"] for r in rows if r["grid_status"] != UNMONITORED]
+    bars = tile_bars(server_ids=monitored, now=now)
+    uptimes = uptime_counts(server_ids=monitored, now=now)
     server_href = reverse("dashboard:server", args=[0])[: -len("0/")]
     tiles = []
     for r in rows:
         check = checks.get(r["last_check_id"])
+        up = uptime_of(uptimes.get(r["id"]))["24h"].up if r["id"] in uptimes else None
         tiles.append(
             Tile(
                 id=r["id"],
@@ -343,6 +456,9 @@ def grid_tiles(
                 status_code=check["status_code"] if check else None,
                 href=f"{server_href}{r['id']}/",
                 ago=f"{timesince(check['checked_at'], now)} ago" if check else "never checked",
+                note=tile_note(status=r["grid_status"], row=r, now=now),
+                uptime_24h=up,
+                bar=bars.get(r["id"], []),
             )
         )
     return qs.count(), tiles
@@ -365,9 +481,7 @@ def server_latency_series(*, server_id: int, range_name: str, now: datetime | No
             " ORDER BY checked_at LIMIT 5000"
         )
         params = [server_id, now - span, *SERVER_ANSWERS]
-        rows = raw.fetch(
-            sql.format(agent="AND agent = %s"), [*params, Agent.MONITOR.value], datetimes=["checked_at"]
-        )
+        rows = raw.fetch(sql.format(agent="AND agent = %s"), [*params, Agent.MONITOR.value], datetimes=["checked_at"])
         if not rows:
             rows = raw.fetch(sql.format(agent=""), params, datetimes=["checked_at"])
         return {
@@ -429,10 +543,7 @@ def server_latency_chart(*, server_id: int, range_name: str, now: datetime | Non
         f" FROM {raw.table(HourlyRollup)} WHERE server_id = %s AND hour > %s",
         [server_id, hour_floor(now) - RANGES[range_name]],
     )
-    text = (
-        f'{{"kind":"rollups","labels":{labels},"series":{{"mean":{mean},"p95":{p95},"max":{top}}},'
-        f'"categories":[]}}'
-    )
+    text = f'{{"kind":"rollups","labels":{labels},"series":{{"mean":{mean},"p95":{p95},"max":{top}}},"categories":[]}}'
     return ChartData("rollups", points, text.translate(_JSON_SCRIPT_ESCAPES))
 
 
@@ -456,7 +567,7 @@ def server_recent_checks(*, server_id: int, limit: int = 60) -> list[dict]:
 
 
 def _local(at: datetime) -> str:
-    return timezone.localtime(at).strftime("%Y-%m-%d %H:%M:%S")
+    return when_text(at)
 
 
 def server_timeline_recent(*, server_id: int, limit: int = 100) -> list[dict]:
@@ -515,7 +626,7 @@ def server_figures(*, server_id: int, now: datetime | None = None) -> dict:
     while that is younger than SERVER_ROLLUP_MAX_AGE, else counted now (a new server, beat late, the
     embedded mode)."""
     now = now or timezone.now()
-    figures = ("url_states", "failing_url_kinds", "check_failure_kinds", "uptime_counts")
+    figures = ("url_states", "failing_url_kinds", "check_failure_kinds")
     rows = raw.fetch(
         f"SELECT {', '.join(figures)}, check_days, computed_at FROM {raw.table(ServerRollup)}"
         " WHERE server_id = %s AND computed_at >= %s",
@@ -532,7 +643,6 @@ def server_figures(*, server_id: int, now: datetime | None = None) -> dict:
             "failing_url_kinds": live.get("failing_url_kinds", []),
             "check_failure_kinds": live.get("check_failure_kinds", []),
             "check_days": rollups.CHECK_FAILURE_DAYS,
-            "uptime_counts": uptime_counts(server_ids=[server_id], now=now).get(server_id, {}),
             "computed_at": now,
         }
     return {
@@ -540,7 +650,8 @@ def server_figures(*, server_id: int, now: datetime | None = None) -> dict:
         "failing_url_kinds": row["failing_url_kinds"],
         "check_failure_kinds": row["check_failure_kinds"],
         "days": row["check_days"],
-        "uptime": uptime_of(row["uptime_counts"]),
+        # Uptime is read live, not from the rollup: a failed check must lower it at once (uptime_counts).
+        "uptime": uptime_of(uptime_counts(server_ids=[server_id], now=now).get(server_id)),
         "as_of": row["computed_at"],
     }
 

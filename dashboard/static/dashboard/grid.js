@@ -8,7 +8,7 @@
   if (!grid) { return; }
   var url = grid.dataset.json;
   var every = Math.max(5, parseInt(grid.dataset.refresh, 10) || 30) * 1000;
-  var STATUSES = ["error", "disconnect", "delay", "maintenance", "unknown", "normal", "unmonitored"];
+  var STATUSES = ["error", "disconnect", "unconfirmed", "delay", "stale", "maintenance", "unknown", "normal", "unmonitored"];
 
   function latency(ms) {
     if (ms === null || ms === undefined) { return "–"; }
@@ -39,6 +39,15 @@
       setStatus(badge, t.status);
       badge.textContent = t.status;
       el.querySelector("[data-field=latency]").textContent = latency(t.latency_ms);
+      el.querySelector("[data-field=note]").textContent = t.note || "";
+      var up = el.querySelector("[data-field=uptime]");
+      up.firstChild.textContent = (t.uptime_24h === null || t.uptime_24h === undefined ? "–" : t.uptime_24h.toFixed(2) + " %") + " ";
+      var bar = el.querySelector("[data-field=bar]");
+      bar.replaceChildren.apply(bar, (t.bar || []).map(function (c) {
+        var i = document.createElement("i");
+        i.className = c;
+        return i;
+      }));
       var when = el.querySelector("[data-field=last_check]");
       when.textContent = ago(t.last_check_at);
       if (t.last_check_at) { when.title = t.last_check_at; }
