@@ -253,7 +253,7 @@ if OIDC_ENABLED:
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files under gunicorn (collectstatic at image build)
+    "crawladmin.middleware.StaticFilesMiddleware",  # WhiteNoise (collectstatic at image build; finders elsewhere)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "crawladmin.middleware.JunkParametersMiddleware",
