@@ -384,6 +384,17 @@ def tile_bars(*, server_ids: Sequence[int], now: datetime) -> dict[int, list[str
     return {sid: bar[::-1] for sid, bar in out.items()}
 
 
+def server_shown_status(*, server_id: int, now: datetime | None = None) -> tuple[str, str]:
+    """(status, note) as the server's tile shows them: the one status the grid, its counts and the
+    server's page agree on."""
+    now = now or timezone.now()
+    fields = ("grid_status", *(f"monitor__{f}" for f in ("status_since", "last_check_at", "interval_s")))
+    row = _grid_queryset(now).filter(id=server_id).values(*fields, "monitor__streak", "monitor__fail_after").first()
+    if row is None:
+        return UNMONITORED, ""
+    return row["grid_status"], tile_note(status=row["grid_status"], row=row, now=now)
+
+
 def grid_tiles(
     *, status: str = "", group: str = "", groups: frozenset[str] | None = None, limit: int = 300, offset: int = 0
 ) -> tuple[int, list[Tile]]:
@@ -469,14 +480,21 @@ def grid_tiles(
 
 
 def server_latency_series(*, server_id: int, range_name: str, now: datetime | None = None) -> dict:
-    """Latency points for the chart: the raw checks over the last hour (the monitor's, when it has any),
-    hourly rollups (mean, p95, max) over longer ranges. Labels are ISO times (UTC)."""
+    """The latency chart's data. Labels are ISO times (UTC); the page draws them on a time axis, in the
+    operator's zone.
+
+    Over the last hour, each check (the monitor's, when it has any): `series.latency` holds the latency of
+    the checks that got an HTTP answer and None for the others (a timeout's "latency" is how long we
+    waited, not a response time: drawn as a gap and a failure marker, never as a point on the line);
+    `categories` and `kinds` (the failure kind, or "HTTP 503") say what each check was.
+    Over longer ranges, the hourly rollups: mean, p95 and max of the answered checks, and `failed`, the
+    hour's failed checks, {"disconnect": [...], "error": [...]}."""
     now = now or timezone.now()
     span = RANGES[range_name]
     if range_name == "1h":
         answers = raw.placeholders(SERVER_ANSWERS)
         sql = (
-            f"SELECT checked_at, latency_ms, category FROM {raw.table(StatusCheck)}"
+            f"SELECT checked_at, latency_ms, category, status_code, failure_kind FROM {raw.table(StatusCheck)}"
             f" WHERE server_id = %s AND checked_at >= %s AND category IN ({answers}) {{agent}}"
             " ORDER BY checked_at LIMIT 5000"
         )
@@ -487,22 +505,38 @@ def server_latency_series(*, server_id: int, range_name: str, now: datetime | No
         return {
             "kind": "checks",
             "labels": [r["checked_at"].isoformat() for r in rows],
-            "series": {"latency": [round(r["latency_ms"], 1) for r in rows]},
+            "series": {"latency": [None if r["status_code"] is None else round(r["latency_ms"], 1) for r in rows]},
             "categories": [r["category"] for r in rows],
+            "kinds": [_outcome(r) for r in rows],
         }
     rows = raw.fetch_rows(
-        f"SELECT {raw.iso_utc('hour')}, latency_mean_ms, latency_p95_ms, latency_max_ms"
+        f"SELECT {raw.iso_utc('hour')}, latency_mean_ms, latency_p95_ms, latency_max_ms, disconnect, error"
         f" FROM {raw.table(HourlyRollup)} WHERE server_id = %s AND hour > %s ORDER BY hour",
         [server_id, hour_floor(now) - span],
     )
     # A month is 720 points: one pass over plain tuples, the labels already text.
-    labels, mean, p95, top = [], [], [], []
-    for label, m, p, x in rows:
+    labels, mean, p95, top, down, err = [], [], [], [], [], []
+    for label, m, p, x, d, e in rows:
         labels.append(label)
         mean.append(None if m is None else round(m, 1))
         p95.append(None if p is None else round(p, 1))
         top.append(None if x is None else round(x, 1))
-    return {"kind": "rollups", "labels": labels, "series": {"mean": mean, "p95": p95, "max": top}, "categories": []}
+        down.append(d)
+        err.append(e)
+    return {
+        "kind": "rollups",
+        "labels": labels,
+        "series": {"mean": mean, "p95": p95, "max": top},
+        "categories": [],
+        "failed": {"disconnect": down, "error": err},
+    }
+
+
+def _outcome(check: dict) -> str:
+    """What a check got: "HTTP 200", or the failure kind of one with no answer ("header_timeout")."""
+    if check["status_code"] is not None:
+        return f"HTTP {check['status_code']}"
+    return check["failure_kind"] or "no answer"
 
 
 _JSON_SCRIPT_ESCAPES = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}
@@ -514,7 +548,7 @@ class ChartData:
     Django's json_script escapes), and what the template needs to know about it."""
 
     kind: str
-    points: int  # points with a latency: 0 draws no chart
+    points: int  # checks or hours in the range, answered or not: 0 draws no chart
     json: str
 
 
@@ -527,9 +561,8 @@ def server_latency_chart(*, server_id: int, range_name: str, now: datetime | Non
     if range_name == "1h" or not features.json_aggregates():
         series = server_latency_series(server_id=server_id, range_name=range_name, now=now)
         text = json.dumps(series, separators=(",", ":"))
-        first = next(iter(series["series"].values()), [])
-        points = sum(value is not None for value in first)  # a server that only timed out has no latency
-        return ChartData(series["kind"], points, text.translate(_JSON_SCRIPT_ESCAPES))
+        # Every check or hour counts, answered or not: a server that only timed out has a chart of failures.
+        return ChartData(series["kind"], len(series["labels"]), text.translate(_JSON_SCRIPT_ESCAPES))
 
     def agg(expr: str) -> str:
         return f"coalesce(json_agg({expr} ORDER BY hour), '[]')::text"

@@ -191,18 +191,20 @@ def test_server_page_escapes_scraped_text_and_embeds_chart_data(viewer, site):
     assert html.count('class="error"') >= 2  # the bar of last checks, coloured by category
 
 
-def test_server_that_never_answered_gets_a_note_not_an_empty_rollup_chart(viewer, site):
+def test_server_that_never_answered_gets_a_chart_of_failures_not_of_waiting_times(viewer, site):
     silent = Server.objects.create(scheme="http", host="silent.example", port=80)
     now = timezone.now()
     StatusCheck.objects.create(server=silent, requested_url="http://silent.example/", category="disconnect",
-                               latency_ms=2000, agent="monitor", checked_at=now - timedelta(minutes=5))
+                               latency_ms=2000, agent="monitor", checked_at=now - timedelta(minutes=5),
+                               failure_kind="header_timeout")
     HourlyRollup.objects.create(server=silent, hour=now.replace(minute=0, second=0, microsecond=0), disconnect=1)
-    # The last hour draws each check, a timeout as a coloured point at the time it waited; the hourly
-    # rollups have no latency for a server that never answered.
-    assert 'id="latency-data"' in viewer.get(f"/dashboard/servers/{silent.id}/?range=1h").content.decode()
-    html = viewer.get(f"/dashboard/servers/{silent.id}/?range=24h").content.decode()
-    assert 'id="latency-data"' not in html and "No answered checks in this range" in html
-    # Opened from the grid (no range asked for): the last hour, which has something to draw.
+    # The last hour: the timeout is no point on the latency line (its 2,000 ms is how long we waited), but a
+    # failure with its kind; the hourly range marks the hour's failed check.
+    data = _chart(viewer.get(f"/dashboard/servers/{silent.id}/?range=1h").content.decode(), "latency-data")
+    assert data["series"]["latency"] == [None] and data["kinds"] == ["header_timeout"]
+    data = _chart(viewer.get(f"/dashboard/servers/{silent.id}/?range=24h").content.decode(), "latency-data")
+    assert data["series"]["mean"] == [None] and data["failed"] == {"disconnect": [1], "error": [0]}
+    # Opened from the grid (no range asked for): the last hour, check by check.
     assert _chart(viewer.get(f"/dashboard/servers/{silent.id}/").content.decode(), "latency-data")["kind"] == "checks"
 
 
@@ -213,7 +215,7 @@ def test_server_page_opens_on_24h_unless_the_server_is_too_new_for_it(viewer, si
     html = viewer.get(f"/dashboard/servers/{b.id}/").content.decode()
     assert _chart(html, "latency-data")["series"]["latency"] == [12.0] and "<b>1h</b>" in html
     html = viewer.get(f"/dashboard/servers/{b.id}/?range=24h").content.decode()  # asked for: shown as asked
-    assert "<b>24h</b>" in html and "No answered checks in this range" in html
+    assert "<b>24h</b>" in html and "No checks in this range" in html
 
 
 def test_crawl_page_in_the_embedded_mode(viewer, site):
