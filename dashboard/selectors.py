@@ -760,7 +760,7 @@ def dead_links_of(*, server_id: int, limit: int = DEAD_LINKS_PAGE, after: tuple[
         params += [after[0], after[0], after[1]]
     rows = raw.fetch(
         'SELECT b.from_url_id, f.url AS "from_url__url", p.title, b.to_url_id, t.url AS "to_url__url",'
-        ' t.state AS "to_url__state", t.last_status AS "to_url__last_status",'
+        ' t.state AS "to_url__state", t.last_status AS "to_url__last_status", t.server_id AS "to_url__server_id",'
         ' t.failure_kind AS "to_url__failure_kind", t.last_checked_at AS "to_url__last_checked_at"'
         f" FROM {raw.table(BrokenLink)} b"
         f" JOIN {url} t ON t.id = b.to_url_id JOIN {url} f ON f.id = b.from_url_id"

@@ -283,7 +283,8 @@ def test_crawl_page_priority_table_is_the_schedulers_order_for_this_hour(viewer,
     grid = re.search(r'<table class="priority" id="priority">(.*?)</table>', html, re.S).group(1)
     first_row = grid.split("</tr>")[1]
     now_cell = re.findall(r"<td[^>]*>(.*?)</td>", first_row)[1 + hour]
-    assert f">{expected[0]}</a>" in now_cell
+    assert f'href="/dashboard/servers/{expected[0]}/"' in now_cell  # named, not numbered
+    assert f">{Server.objects.get(id=expected[0]).host}</a>" in now_cell
 
 
 def test_chart_library_is_served_without_collectstatic(settings, tmp_path):

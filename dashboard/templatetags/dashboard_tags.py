@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 
 from django import template
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
@@ -31,6 +32,12 @@ def pct(value) -> str:
 @register.filter
 def per_s(value) -> str:
     return f"{float(value):.2f}/s"
+
+
+@register.filter
+def short_origin(origin) -> str:
+    """A server's origin without its scheme, the way a cell of the priority table names it."""
+    return str(origin).split("://", 1)[-1]
 
 
 @register.filter
@@ -73,7 +80,32 @@ def _e(value) -> str:
 
 
 def _local(at) -> str:
-    return timezone.localtime(at).strftime("%Y-%m-%d %H:%M:%S")
+    local = timezone.localtime(at)
+    return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}"
+
+
+def _wrapped(url: str) -> str:
+    """The URL escaped, with a break opportunity after each "/": on a phone it wraps at its slashes, not
+    one character a line."""
+    return _e(url).replace("/", "/<wbr>")
+
+
+def _url_link(url: str, server_id: int | None = None) -> str:
+    """A crawled URL as a link (http and https only: a scraped `javascript:` stays text), plus a link to
+    the server page of the URL's server when given."""
+    text = _wrapped(url)
+    if url.startswith(("http://", "https://")):
+        text = f'<a href="{_e(url)}" rel="noopener noreferrer nofollow">{text}</a>'
+    if server_id is not None:
+        href = reverse("dashboard:server", args=[server_id])
+        text += f' <a class="srv" href="{href}" title="the server\'s page">[server]</a>'
+    return text
+
+
+@register.filter
+def url_link(url) -> SafeString:
+    """url_link for templates: {{ p.url|url_link }}."""
+    return mark_safe(_url_link(str(url)))  # escaped in _url_link
 
 
 @register.simple_tag
@@ -94,7 +126,7 @@ def check_rows(checks) -> SafeString:
         failure = _e(c["failure_kind"]) + (f' <span class="note">{_e(c["detail"])}</span>' if c["detail"] else "")
         rows.append(
             f"<tr><td>{_local(c['checked_at'])}</td><td>{_e(c['agent'])}</td>"
-            f'<td class="url">{_e(c["requested_url"])}</td>'
+            f'<td class="url">{_url_link(c["requested_url"])}</td>'
             f'<td>{_e(status)}</td><td><span class="badge {category}">{category}</span></td>'
             f"<td>{_e(c['latency'])}</td><td>{failure}</td></tr>\n"
         )
@@ -124,7 +156,8 @@ def dead_link_rows(links) -> SafeString:
         state = _e(link["to_url__state"])
         status = "–" if link["to_url__last_status"] is None else link["to_url__last_status"]
         rows.append(
-            f'<tr><td class="url">{title}{_e(link["from_url__url"])}</td><td class="url">{_e(link["to_url__url"])}</td>'
+            f'<tr><td class="url">{title}{_url_link(link["from_url__url"])}</td>'
+            f'<td class="url">{_url_link(link["to_url__url"], link.get("to_url__server_id"))}</td>'
             f'<td><span class="state {state}">{state}</span></td><td>{_e(status)}</td>'
             f"<td>{_e(link['to_url__failure_kind'])}</td><td>{_e(link['checked'])}</td></tr>\n"
         )
