@@ -12,6 +12,7 @@ from here is a stale rollup's read-through refresh (dashboard.rollups.figures).
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -697,31 +698,54 @@ def server_figures(*, server_id: int, now: datetime | None = None) -> dict:
 class HeatRow:
     server_id: int
     origin: str
-    cells: list[tuple[float | None, float | None]]  # (mean ms, 0..1 of the row's own range)
+    cells: list[tuple[float | None, float | None]]  # (mean ms, 0..1 on the heat scale)
+    reason: str = ""  # why a row has no cells
 
 
-def heat_row(server_id: int, origin: str, profile: Sequence[float | None]) -> HeatRow:
-    """Each row is scaled to its own range: the point is each server's best and worst hours, which the
-    load-aware scheduler uses, not a comparison of servers' absolute speed."""
-    known = [v for v in profile if v is not None]
-    lo, hi = (min(known), max(known)) if known else (0.0, 0.0)
-    span = hi - lo
-    cells = [(v, None if v is None else ((v - lo) / span if span else 0.0)) for v in profile]
-    return HeatRow(server_id, origin, cells)
+HEAT_FLOOR_MS = 10.0  # green: this fast or faster
+
+
+def heat_scale() -> tuple[float, float]:
+    """The heatmap's one colour scale, the same for every row and page: logarithmic from HEAT_FLOOR_MS
+    (green) to the delay threshold (red), where a check stops being normal. One scale, so 8 ms and 306 ms
+    are different colours; logarithmic, so 10 ms and 30 ms are too."""
+    top = max(settings.MONITOR_DELAY_THRESHOLD * 1000.0, HEAT_FLOOR_MS * 10)
+    return HEAT_FLOOR_MS, top
+
+
+def heat_row(server_id: int, origin: str, profile: Sequence[float | None], reason: str = "") -> HeatRow:
+    lo, hi = heat_scale()
+    span = math.log(hi / lo)
+
+    def fraction(v: float) -> float:
+        return min(1.0, max(0.0, math.log(max(v, lo) / lo) / span))
+
+    cells = [(v, None if v is None else fraction(v)) for v in profile]
+    return HeatRow(server_id, origin, cells, reason)
+
+
+NO_PROFILE = "no load history yet: profiles are built hourly from the monitor's answered checks"
+NEVER_ANSWERED = "no answered check in the profile's days: a server that never answers has no load"
 
 
 def load_heatmap(*, group: str = "", groups: frozenset[str] | None = None, limit: int = 200) -> list[HeatRow]:
-    qs = Server.objects.filter(load_profile__isnull=False, monitor__isnull=False)
+    """Every monitored server (of the group), with its profile's cells or the reason it has none."""
+    qs = Server.objects.filter(monitor__isnull=False, alias_of__isnull=True)
     if group:
         qs = qs.filter(group=group)
     if groups is not None:
         qs = qs.filter(group__in=groups)
     rows = qs.order_by("host", "port").values_list("id", "load_profile", "scheme", "host", "port")[:limit]
-    return [
-        heat_row(sid, Server(scheme=scheme, host=host, port=port).origin, profile)
-        for sid, profile, scheme, host, port in rows
-        if len(profile or []) == 24
-    ]
+    out = []
+    for sid, profile, scheme, host, port in rows:
+        origin = Server(scheme=scheme, host=host, port=port).origin
+        if len(profile or []) != 24:
+            out.append(HeatRow(sid, origin, [], NO_PROFILE))
+        elif all(v is None for v in profile):
+            out.append(HeatRow(sid, origin, [], NEVER_ANSWERED))
+        else:
+            out.append(heat_row(sid, origin, profile))
+    return out
 
 
 # --------------------------------------------------------------------------------------------------

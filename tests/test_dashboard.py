@@ -307,9 +307,14 @@ def test_dead_link_report_lists_failing_targets_per_site(viewer, site):
     assert XSS not in page and "&lt;script&gt;" in page  # the page title, escaped
 
 
-def test_heatmap_colours_each_row_on_its_own_range(viewer, site):
+def test_heatmap_has_one_colour_scale_a_legend_and_every_monitored_server(viewer, site):
+    a, b = site  # b: a profile of 10..33 ms; a: monitored, no profile
     html = viewer.get("/dashboard/heatmap/").content.decode()
-    assert "hsl(120, 70%, 60%)" in html and "hsl(0, 70%, 60%)" in html
+    assert 'class="heatlegend"' in html and "hsl(0, 70%, 60%)" in html  # the legend reaches red
+    row_b = re.search(r"http://b\.example</a></td>(.*?)</tr>", html, re.S).group(1)
+    assert "hsl(120, 70%, 60%)" in row_b  # 10 ms: green
+    assert "hsl(0, 70%, 60%)" not in row_b  # 33 ms is far from the delay threshold: not red on one scale
+    assert "http://a.example</a></td><td colspan=\"24\" class=\"note\">no load history yet" in html
 
 
 def test_metrics_needs_credentials_and_speaks_prometheus(client, settings, site):

@@ -55,6 +55,21 @@ def heat(fraction) -> str:
 
 
 @register.simple_tag
+def heat_legend() -> SafeString:
+    """The heatmap's scale: swatches from its floor (green) to the delay threshold (red), labelled."""
+    from dashboard.selectors import heat_scale
+
+    lo, hi = heat_scale()
+    steps = 6
+    cells = []
+    for i in range(steps):
+        value = lo * (hi / lo) ** (i / (steps - 1))
+        cells.append(f'<span style="background: {heat(i / (steps - 1))}">{ms(value)}</span>')
+    tail = f"{ms(hi)} and slower: a delay; grey: no answered check that hour"
+    return format_html('<p class="heatlegend">{}<span class="note">{}</span></p>', mark_safe("".join(cells)), tail)
+
+
+@register.simple_tag
 def heat_cells(row) -> SafeString:
     """A heatmap row's 24 cells (`<td>` with the colour, the mean as a tooltip and as text). Built here
     rather than by a template loop: the heatmap has thousands of cells, and three filters per cell through
