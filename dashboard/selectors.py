@@ -397,12 +397,18 @@ def server_shown_status(*, server_id: int, now: datetime | None = None) -> tuple
 
 
 def grid_tiles(
-    *, status: str = "", group: str = "", groups: frozenset[str] | None = None, limit: int = 300, offset: int = 0
+    *,
+    status: str = "",
+    group: str = "",
+    groups: frozenset[str] | None = None,
+    limit: int = 300,
+    offset: int = 0,
+    details: bool = True,
 ) -> tuple[int, list[Tile]]:
     """One page of servers for the grid, worst status first: (matching servers, tiles). Each tile's
     last check is the server's newest finished StatusCheck (any agent), found through the
     (server, checked_at) index, one probe per tile; its bar and 24 h uptime come from one query each
-    for the whole page. `groups`: only servers in these groups."""
+    for the whole page (details=False: neither, for /metrics). `groups`: only servers in these groups."""
     now = timezone.now()
     qs = _grid_queryset(now)
     if status:
@@ -445,7 +451,7 @@ def grid_tiles(
             "id", "checked_at", "category", "latency_ms", "status_code"
         )
     }
-    monitored = [r["id"] for r in rows if r["grid_status"] != UNMONITORED]
+    monitored = [r["id"] for r in rows if r["grid_status"] != UNMONITORED] if details else []
     bars = tile_bars(server_ids=monitored, now=now)
     uptimes = uptime_counts(server_ids=monitored, now=now)
     server_href = reverse("dashboard:server", args=[0])[: -len("0/")]

@@ -317,6 +317,18 @@ def test_heatmap_has_one_colour_scale_a_legend_and_every_monitored_server(viewer
     assert "http://a.example</a></td><td colspan=\"24\" class=\"note\">no load history yet" in html
 
 
+def test_metrics_has_per_server_series_with_group_and_crawler_labels(site):
+    a, b = site
+    Server.objects.filter(id=b.id).update(crawler_num=3)
+    text = metrics_text()
+    assert 'crawladmin_server_up{server="http://a.example",group="uni",crawler=""} 0' in text
+    assert 'crawladmin_server_up{server="http://b.example",group="uni",crawler="3"} 1' in text
+    assert 'crawladmin_server_latency_seconds{server="http://b.example",group="uni",crawler="3"} 0.012' in text
+    assert 'crawladmin_server_status{server="http://a.example",group="uni",crawler="",status="error"} 1' in text
+    assert "crawladmin_server_series_dropped 0" in text
+    assert 'server="http://c.example"' not in text  # not monitored: no per-server series
+
+
 def test_metrics_needs_credentials_and_speaks_prometheus(client, settings, site):
     settings.CRAWLADMIN_API_TOKEN = "tok"
     assert client.get("/metrics").status_code == 401
