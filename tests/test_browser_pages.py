@@ -21,6 +21,7 @@ from django.utils import timezone
 from crawlcore.models import Server, StatusCheck
 from dashboard import cache
 from dashboard.groups import groups_ensure
+from dashboard.models import StatusPage
 from monitoring.models import ServerMonitor
 
 CHROMIUM = "/usr/bin/chromium"
@@ -46,9 +47,17 @@ def browser():
     profile = tempfile.mkdtemp(prefix="crawladmin-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-                 "--hide-scrollbars"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--hide-scrollbars",
+    ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=options)
@@ -65,6 +74,8 @@ def states(request):
     """Beside `data`'s erroring server: one whose monitor went quiet (stale) and one whose newest check
     failed once (unconfirmed)."""
     data = request.getfixturevalue("data_fixture")
+    Server.objects.filter(id=data.id).update(group="uni")
+    StatusPage.objects.create(slug="uni", group="uni")
     now = timezone.now()
     stale = Server.objects.create(scheme="http", host="quiet.example", port=80)
     ServerMonitor.objects.create(server=stale, status="normal", last_check_at=now - timedelta(hours=1))
@@ -72,8 +83,14 @@ def states(request):
     ServerMonitor.objects.create(server=wobbly, status="normal", candidate="disconnect", streak=1, last_check_at=now)
     for server, category, code in ((stale, "normal", 200), (wobbly, "disconnect", None)):
         StatusCheck.objects.create(
-            server=server, requested_url=f"{server.origin}/", checked_at=now, agent="monitor", status_code=code,
-            category=category, latency_ms=20.0, failure_kind="refused" if code is None else "",
+            server=server,
+            requested_url=f"{server.origin}/",
+            checked_at=now,
+            agent="monitor",
+            status_code=code,
+            category=category,
+            latency_ms=20.0,
+            failure_kind="refused" if code is None else "",
         )
     return data
 
@@ -98,6 +115,7 @@ def pages(server_id: int) -> list[str]:
         "/dashboard/heatmap/",
         "/analyzer/",
         "/dashboard/no-such-page/",
+        "/status/uni/",
     ]
 
 

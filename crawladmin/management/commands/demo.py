@@ -20,6 +20,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from crawladmin.live_monitor import embedded_monitor
+from dashboard.services import status_page_ensure
 from monitoring.services.history import load_profiles_build, rollups_build
 from ranking.services import rank_crawl
 from testweb import SiteSpec, TestWebServer
@@ -94,7 +95,12 @@ class Command(BaseCommand):
             call_command("check_servers", "--all", stdout=io.StringIO())
         rollups_build()
         load_profiles_build()
-        self.stdout.write(f"monitoring: {len(web.web.hosts())} servers checked {DEMO_CHECK_ROUNDS} times")
+        # The demo group's public status page (opt-in in general: the demo opts in to show it).
+        status_page_ensure(slug="demo", group="demo", title="Demo test web")
+        self.stdout.write(
+            f"monitoring: {len(web.web.hosts())} servers checked {DEMO_CHECK_ROUNDS} times; "
+            "public status page at /status/demo/"
+        )
 
     def _rank(self) -> None:
         """BlockRank the crawled pages (beat does it daily), so the crawl page's top-ranked pages are filled."""
