@@ -686,7 +686,10 @@ def server_figures(*, server_id: int, now: datetime | None = None) -> dict:
             "computed_at": now,
         }
     return {
-        "url_states": {s.value: row["url_states"].get(s.value, 0) for s in State},
+        "url_states": {
+            **{s.value: row["url_states"].get(s.value, 0) for s in State},
+            **{k: n for k, n in sorted(row["url_states"].items()) if k.startswith(rollups.EXCLUDED_PREFIX)},
+        },
         "failing_url_kinds": row["failing_url_kinds"],
         "check_failure_kinds": row["check_failure_kinds"],
         "days": row["check_days"],

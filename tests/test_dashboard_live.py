@@ -117,3 +117,15 @@ def test_a_server_that_stops_turns_amber_then_red_after_two_checks():
         assert seen == ["unconfirmed", "disconnect"]
         tile = tiles()[f"http://{host}:{web.port}"]
         assert tile.bar == ["normal", "disconnect", "disconnect"] and tile.note.startswith("down since")
+
+
+def test_server_page_counts_excluded_urls_by_reason_as_the_crawl_page_does():
+    from crawlcore.models import Url
+    from crawlcore.services.urls import NewUrl, urls_insert
+
+    ids = urls_insert(urls=[NewUrl(u, depth=0) for u in ("http://r.example/", "http://r.example/no")], trusted=True).ids
+    Url.objects.filter(id=ids["http://r.example/no"]).update(exclusion_reason="robots.txt")
+    server = Server.objects.get(host="r.example")
+    states = selectors.server_figures(server_id=server.id)["url_states"]
+    assert states["init"] == 1 and states["excluded: robots.txt"] == 1
+    assert selectors.url_state_counts()["reasons"] == {"robots.txt": 1}
