@@ -78,6 +78,9 @@ class Command(BaseCommand):
                 f"the test web keeps running and its servers are checked every {DEMO_CHECK_INTERVAL:.0f} s"
             )
             # The test web and the monitor run as long as the dashboard is served: what it shows is live.
+            # runserver's "development server" warning: the demo is one on purpose, on loopback; the
+            # README says how to serve a cluster (gunicorn in docker/).
+            os.environ.setdefault("DJANGO_RUNSERVER_HIDE_WARNING", "true")
             with embedded_monitor():
                 call_command("runserver", opts["addr"], use_reloader=False)
 
