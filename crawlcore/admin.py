@@ -84,6 +84,8 @@ class ServerAdmin(admin.ModelAdmin):
             .annotate(
                 last_checked=Subquery(newest.values("checked_at")[:1]),
                 last_latency=Subquery(newest.values("latency_ms")[:1]),
+                last_status=Subquery(newest.values("status_code")[:1]),
+                last_failure=Subquery(newest.values("failure_kind")[:1]),
             )
         )
 
@@ -93,7 +95,12 @@ class ServerAdmin(admin.ModelAdmin):
 
     @admin.display(description="latency", ordering="last_latency")
     def latency(self, obj: Server) -> str:
-        return "–" if obj.last_latency is None else f"{obj.last_latency:.0f} ms"
+        # A check with no answer has no latency: its latency_ms is how long we waited before giving up.
+        if obj.last_latency is None:
+            return "–"
+        if obj.last_status is None:
+            return f"no answer ({obj.last_failure or 'failed'})"
+        return f"{obj.last_latency:.0f} ms"
 
     @admin.action(description="Enable selected servers", permissions=["change"])
     def enable(self, request, queryset):

@@ -598,7 +598,8 @@ def server_recent_checks(*, server_id: int, limit: int = 60) -> list[dict]:
     )
     rows.reverse()
     for c in rows:  # formatted here once: the page shows each check twice, and template filters cost more
-        c["latency"] = ms(c["latency_ms"])
+        # A check with no answer has no latency (latency_ms is how long we waited): never "2003 ms".
+        c["latency"] = ms(c["latency_ms"]) if c["status_code"] is not None else "no answer"
         outcome = c["failure_kind"] if c["status_code"] is None else c["status_code"]
         c["summary"] = (
             f"{c['checked_at'].isoformat()} · {c['agent']} · {outcome} · {c['latency']} · {c['requested_url']}"

@@ -129,3 +129,30 @@ def test_server_page_counts_excluded_urls_by_reason_as_the_crawl_page_does():
     states = selectors.server_figures(server_id=server.id)["url_states"]
     assert states["init"] == 1 and states["excluded: robots.txt"] == 1
     assert selectors.url_state_counts()["reasons"] == {"robots.txt": 1}
+
+
+def test_last_checks_say_no_answer_for_a_timeout_and_no_failure_for_a_success(viewer):
+    server = monitored("t.example", status="normal", last_check_at=timezone.now())
+    StatusCheck.objects.create(
+        server=server,
+        requested_url="http://t.example/",
+        checked_at=timezone.now(),
+        category="disconnect",
+        latency_ms=2003.0,
+        failure_kind="header_timeout",
+        detail="no headers within 2 s",
+        agent="monitor",
+    )
+    StatusCheck.objects.create(
+        server=server,
+        requested_url="http://t.example/",
+        checked_at=timezone.now() - timedelta(minutes=1),
+        status_code=200,
+        category="normal",
+        latency_ms=20.0,
+        detail="HTTP 200",
+        agent="monitor",
+    )
+    html = viewer.get(f"/dashboard/servers/{server.id}/").content.decode()
+    assert "2003 ms" not in html and "2.00 s" not in html and "no answer" in html
+    assert 'class="note">HTTP 200<' not in html and "no headers within 2 s" in html

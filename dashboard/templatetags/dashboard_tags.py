@@ -138,7 +138,10 @@ def check_rows(checks) -> SafeString:
     for c in checks:
         status = "–" if c["status_code"] is None else c["status_code"]
         category = _e(c["category"])
-        failure = _e(c["failure_kind"]) + (f' <span class="note">{_e(c["detail"])}</span>' if c["detail"] else "")
+        # The detail of a success is only "HTTP 200": a failure column shows failures.
+        failed = c["failure_kind"] or c["category"] in ("disconnect", "error")
+        detail = f' <span class="note">{_e(c["detail"])}</span>' if failed and c["detail"] else ""
+        failure = _e(c["failure_kind"]) + detail
         rows.append(
             f"<tr><td>{_local(c['checked_at'])}</td><td>{_e(c['agent'])}</td>"
             f'<td class="url">{_url_link(c["requested_url"])}</td>'
