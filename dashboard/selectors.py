@@ -252,6 +252,13 @@ def _intervals() -> list[float]:
     return cached("monitor_intervals", 30.0, compute)
 
 
+def grid_refresh_seconds() -> int:
+    """How often an open grid polls: half the shortest check interval, between 5 and 30 s, so a change
+    shows within one interval of the check that made it (the demo checks every 10 s: every 5 s)."""
+    shortest = min([settings.MONITOR_INTERVAL, *_intervals()])
+    return int(min(30.0, max(5.0, shortest / 2)))
+
+
 def _stale(now: datetime) -> Q:
     """Monitors whose last check is older than STALE_AFTER_INTERVALS of their interval: one condition per
     distinct interval, so the test stays plain column comparisons every database reads alike."""

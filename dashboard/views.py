@@ -167,7 +167,7 @@ def grid(request: HttpRequest) -> HttpResponse:
             "offset": offset,
             "next_offset": offset + PAGE_SIZE if offset + PAGE_SIZE < total else None,
             "prev_offset": max(offset - PAGE_SIZE, 0) if offset else None,
-            "refresh_seconds": 30,
+            "refresh_seconds": selectors.grid_refresh_seconds(),
         },
     )
 

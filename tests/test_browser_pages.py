@@ -174,3 +174,24 @@ def test_stale_and_unconfirmed_tiles_render_in_their_own_colours(browser, live_s
     colour = browser.execute_script("return getComputedStyle(arguments[0]).borderLeftColor", wobbly)
     assert colour == "rgb(240, 140, 0)"  # amber
     browser.save_screenshot(str(tmp_path / "states.png"))
+
+
+def test_an_open_grid_turns_a_failing_server_amber_then_red_without_a_reload(browser, live_server, states, settings):
+    """The acceptance scenario in the browser: the monitor records a failure, then confirms it; the grid,
+    left open, shows each within its refresh (half the check interval, here 5 s)."""
+    settings.MONITOR_INTERVAL = 10.0
+    cache.clear()
+    log_in(browser, live_server.url)
+    tile = f".tile[data-server='{states.id}']"
+    assert browser.find_element(By.CSS_SELECTOR, "#grid").get_attribute("data-refresh") == "5"
+    browser.execute_script("window.__same_page = true")  # gone if the page reloads
+    ServerMonitor.objects.filter(server_id=states.id).update(status="normal", candidate="disconnect", streak=1)
+    WebDriverWait(browser, 15).until(
+        lambda d: "unconfirmed" in d.find_element(By.CSS_SELECTOR, tile).get_attribute("class")
+    )
+    ServerMonitor.objects.filter(server_id=states.id).update(status="disconnect", candidate="", streak=0)
+    WebDriverWait(browser, 15).until(
+        lambda d: "disconnect" in d.find_element(By.CSS_SELECTOR, tile).get_attribute("class")
+    )
+    assert browser.execute_script("return window.__same_page === true")
+    assert not _console_errors(browser)
