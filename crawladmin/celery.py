@@ -126,7 +126,10 @@ class RedisTransport(kombu_redis.Transport):
 
 app = Celery("crawladmin", task_cls=CrawlTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.imports = ("tasks.load", "tasks.extract", "tasks.housekeeping", "tasks.monitor", "tasks.scan", "tasks.rank")
+app.conf.imports = (
+    *("tasks.load", "tasks.extract", "tasks.housekeeping", "tasks.monitor", "tasks.scan", "tasks.rank"),
+    "tasks.alerts",
+)
 
 
 @task_prerun.connect

@@ -38,6 +38,16 @@ def _time_zone(name: str) -> str:
     return name
 
 
+def _days_list(text: str) -> tuple[int, ...]:
+    try:
+        days = tuple(sorted({int(p) for p in text.split(",") if p.strip()}, reverse=True))
+    except ValueError:
+        raise ConfigError(f"ALERTS_CERT_DAYS={text!r}: a comma list of whole days, e.g. 21,7,1") from None
+    if any(d < 0 or d > 365 for d in days):
+        raise ConfigError(f"ALERTS_CERT_DAYS={text!r}: days must be within 0-365")
+    return days
+
+
 def _load() -> dict:
     """Every environment-driven value, parsed in one place so one bad value gives one clear error."""
     data_dir = Path(env.str("CRAWLADMIN_DATA_DIR", str(BASE_DIR / "var")))
@@ -85,18 +95,37 @@ def _load() -> dict:
         "CRAWL_EMBEDDED_THREADS": env.integer("CRAWL_EMBEDDED_THREADS", 4, minimum=1, maximum=64),
         # The scans (issue 3): a Visited URL is re-checked when its last check is this old (seconds);
         # each sweep sends at most this many URLs to the active / inactive scan workers.
-        "CRAWL_REVISIT_AFTER": env.number("CRAWL_REVISIT_AFTER", 86400.0, minimum=0.0, maximum=_YEAR),
+        "CRAWL_REVISIT_AFTER": env.number("CRAWL_REVISIT_AFTER", 3600.0, minimum=0.0, maximum=_YEAR),
         "CRAWL_ACTIVE_SCAN_CAPACITY": env.integer("CRAWL_ACTIVE_SCAN_CAPACITY", 1000, minimum=1, maximum=1_000_000),
         "CRAWL_INACTIVE_SCAN_CAPACITY": env.integer("CRAWL_INACTIVE_SCAN_CAPACITY", 1000, minimum=1, maximum=1_000_000),
-        # Scheduling (issue 5). Server order each hour (seed 000); Hybrid-Sorting pauses an unfinished server
-        # at an hour boundary when one of the next CRAWL_PAUSE_LOOKAHEAD hours is CRAWL_PAUSE_MARGIN less loaded.
+        # Scheduling (issues 5, 22). Server order each hour (seed 000); Hybrid-Sorting pauses an unfinished
+        # server at an hour boundary when one of the next CRAWL_PAUSE_LOOKAHEAD hours is CRAWL_PAUSE_MARGIN less
+        # loaded (the paper: the hour after the coming one, no margin). Servers are handed out by capacity:
+        # CRAWL_LOAD_SLOTS robots (load slots, cluster-wide: the sum of the load workers' concurrency), and at
+        # most CRAWL_LOAD_PREFETCH servers queued beyond the free slots.
         "CRAWL_SCHEDULER": env.choice("CRAWL_SCHEDULER", "hybrid", ("random", "sorting", "hybrid")),
-        "CRAWL_PAUSE_LOOKAHEAD": env.integer("CRAWL_PAUSE_LOOKAHEAD", 3, minimum=0, maximum=23),
-        "CRAWL_PAUSE_MARGIN": env.number("CRAWL_PAUSE_MARGIN", 0.1, minimum=0.0, maximum=1.0),
-        # The active scan's staleness score (seed 004): s in periods of this many seconds (the active sweep's
-        # interval), weighted by the horizon T - t in periods against the cost size (KB) x response time (s).
+        "CRAWL_PAUSE_LOOKAHEAD": env.integer("CRAWL_PAUSE_LOOKAHEAD", 1, minimum=0, maximum=23),
+        "CRAWL_PAUSE_MARGIN": env.number("CRAWL_PAUSE_MARGIN", 0.0, minimum=0.0, maximum=1.0),
+        "CRAWL_LOAD_SLOTS": env.integer(
+            "CRAWL_LOAD_SLOTS",
+            env.integer("CRAWL_EMBEDDED_THREADS", 4, minimum=1, maximum=64),
+            minimum=1,
+            maximum=100_000,
+        ),
+        "CRAWL_LOAD_PREFETCH": env.integer("CRAWL_LOAD_PREFETCH", 1, minimum=0, maximum=10_000),
+        # The active scan's staleness score (seed 004, issue 22): s in periods of this many seconds (the active
+        # sweep's interval), weighted by T - t, the periods left in the recrawl cycle, against the cost: the
+        # page's bytes over its server's throughput in this hour (seconds), seen over CRAWL_THROUGHPUT_DAYS.
+        # CRAWL_RECRAWL_POLICY: staleness (the paper) or a comparison policy (round-robin, change-frequency,
+        # importance). CRAWL_ACTIVE_SCAN_CAPACITY caps m, which is measured.
         "CRAWL_STALENESS_PERIOD": env.number("CRAWL_STALENESS_PERIOD", 60.0, minimum=1.0, maximum=86400.0),
-        "CRAWL_STALENESS_HORIZON": env.number("CRAWL_STALENESS_HORIZON", 60.0, minimum=0.0, maximum=1_000_000.0),
+        "CRAWL_RECRAWL_CYCLE": env.number("CRAWL_RECRAWL_CYCLE", 86400.0, minimum=1.0, maximum=_YEAR),
+        "CRAWL_THROUGHPUT_DAYS": env.number("CRAWL_THROUGHPUT_DAYS", 7.0, minimum=0.01, maximum=366.0),
+        "CRAWL_RECRAWL_POLICY": env.choice(
+            "CRAWL_RECRAWL_POLICY",
+            "staleness",
+            ("staleness", "staleness-plain", "round-robin", "change-frequency", "importance"),
+        ),
         # HTTP-status monitoring (monitoring app, issue 4); checks use the CRAWL_* timeouts and user agent.
         "MONITOR_INTERVAL": env.number("MONITOR_INTERVAL", 300.0, minimum=1.0, maximum=7 * 86400.0),
         "MONITOR_DELAY_THRESHOLD": env.number("MONITOR_DELAY_THRESHOLD", 3.0, minimum=0.0, maximum=600.0),
@@ -119,6 +148,24 @@ def _load() -> dict:
         # Web page analyzer (analyzer app, issue 10): the national TLD and national IP ranges (seed 001).
         "ANALYZER_NATIONAL_TLD": national_tld(env, "ANALYZER_NATIONAL_TLD", "kr"),
         "ANALYZER_NATIONAL_CIDRS": env.cidrs("ANALYZER_NATIONAL_CIDRS"),
+        # Alerts (alerts app, issue 19): changes within the window go out as one message per channel; a failed
+        # delivery is retried after BASE, 2 BASE ... (up to 1 h) until MAX_ATTEMPTS; a claimed batch not
+        # recorded within LEASE (a killed sender) is claimed again; SEND_TIMEOUT bounds one delivery.
+        "ALERTS_GROUP_WINDOW": env.number("ALERTS_GROUP_WINDOW", 60.0, minimum=0.0, maximum=3600.0),
+        "ALERTS_MAX_ATTEMPTS": env.integer("ALERTS_MAX_ATTEMPTS", 8, minimum=1, maximum=100),
+        "ALERTS_RETRY_BASE": env.number("ALERTS_RETRY_BASE", 30.0, minimum=0.0),
+        "ALERTS_LEASE_SECONDS": env.number("ALERTS_LEASE_SECONDS", 120.0, minimum=1.0),
+        "ALERTS_SEND_TIMEOUT": env.number("ALERTS_SEND_TIMEOUT", 10.0, minimum=0.1, maximum=300.0),
+        "ALERTS_REMINDER_HOURS": env.number("ALERTS_REMINDER_HOURS", 0.0, minimum=0.0),
+        # Days left at which a certificate's coming expiry is told, once each.
+        "ALERTS_CERT_DAYS": _days_list(env.str("ALERTS_CERT_DAYS", "21,7,1")),
+        # SMTP for e-mail alerts (DESIGN.md §12); unset EMAIL_HOST: no plain e-mail channels.
+        "EMAIL_HOST": env.str("EMAIL_HOST", ""),
+        "EMAIL_PORT": env.integer("EMAIL_PORT", 25, minimum=1, maximum=65535),
+        "EMAIL_HOST_USER": env.str("EMAIL_HOST_USER", ""),
+        "EMAIL_HOST_PASSWORD": env.str("EMAIL_HOST_PASSWORD", ""),
+        "EMAIL_USE_TLS": env.boolean("EMAIL_USE_TLS", False),
+        "DEFAULT_FROM_EMAIL": env.str("DEFAULT_FROM_EMAIL", "crawladmin@localhost"),
         # The read-only JSON API (crawladmin/api.py) also accepts `Authorization: Bearer <this>`; empty: sessions only.
         "CRAWLADMIN_API_TOKEN": env.str("CRAWLADMIN_API_TOKEN", ""),
         "SECRET_KEY": env.str("DJANGO_SECRET_KEY", ""),
@@ -184,7 +231,11 @@ CELERY_EMBEDDED = CELERY_BROKER_URL.startswith("memory")
 
 # Every CRAWL_* and MONITOR_* value (and CRAWLER_NUM) becomes a setting of the same name: settings.CRAWL_MAX_DEPTH ...
 globals().update(
-    {name: value for name, value in _cfg.items() if name.startswith(("CRAWL", "MONITOR_", "RANK_", "ANALYZER_"))}
+    {
+        name: value
+        for name, value in _cfg.items()
+        if name.startswith(("CRAWL", "MONITOR_", "RANK_", "ANALYZER_", "ALERTS_", "EMAIL_"))
+    }
 )
 
 
@@ -207,6 +258,9 @@ def _private_file_create(path: Path, content: bytes) -> None:
 
 # A secret key from the environment in production; in the embedded mode one is generated once and
 # kept in the data directory, so sessions survive restarts and no key is ever committed.
+DEFAULT_FROM_EMAIL = _cfg["DEFAULT_FROM_EMAIL"]
+EMAIL_TIMEOUT = int(_cfg["ALERTS_SEND_TIMEOUT"]) or 1
+
 SECRET_KEY = _cfg["SECRET_KEY"]
 if not SECRET_KEY:
     if not EMBEDDED:
@@ -258,6 +312,7 @@ INSTALLED_APPS = [
     "monitoring",
     "ranking",
     "analyzer",
+    "alerts",
     "dashboard",
     "crawladmin",  # the shell, last: its commands tie the apps above together
 ]

@@ -15,6 +15,7 @@ urlpatterns = [
     path("api/summary", api.summary, name="api-summary"),
     path("api/servers", api.servers, name="api-servers"),
     path("healthz", api.healthz, name="healthz"),
+    path("alerts/", include("alerts.urls")),
     path("analyzer/", include("analyzer.urls")),
     path("dashboard/", include("dashboard.urls")),
     path("metrics", metrics, name="metrics"),

@@ -1,7 +1,7 @@
 """Every beat job of the system in one table, and the one helper the data migrations call to put them in
 django-celery-beat's database schedule (editable in the admin, DESIGN.md §7).
 
-The table names tasks of the apps above the crawl core (monitoring, ranking, dashboard) only as strings:
+The table names tasks of the apps above the crawl core (monitoring, ranking, alerts, dashboard) only as strings:
 it imports none of them, and it is the one place an operator or a newcomer reads the whole schedule.
 
 A migration is history: each one names the jobs it created, and the helper creates a missing job from this
@@ -55,6 +55,9 @@ BEAT_JOBS: tuple[BeatJob, ...] = (
     BeatJob("monitoring: prune old checks and rollups", "tasks.monitor.prune", 86400, Queue.MONITOR),
     # ranking (ranking/migrations 0002): daily
     BeatJob("ranking: BlockRank the crawl's link graph", "tasks.rank.rank_crawl", 1, Queue.HOUSEKEEPING, period="days"),
+    # alerts (alerts/migrations 0002): the outbox sender, and recurring maintenance windows written ahead
+    BeatJob("alerts: send notifications", "tasks.alerts.send", 10, Queue.HOUSEKEEPING),
+    BeatJob("alerts: write recurring maintenance windows", "tasks.alerts.maintenance", 600, Queue.HOUSEKEEPING),
     # dashboard (dashboard/migrations 0003)
     BeatJob("dashboard: check totals and server figures", "dashboard.tasks.refresh_rollups", 60, Queue.HOUSEKEEPING),
     BeatJob("dashboard: dead links", "dashboard.tasks.refresh_dead_links", 300, Queue.HOUSEKEEPING),

@@ -58,6 +58,7 @@ TASK_ROUTES: dict[str, Queue] = {
     "tasks.housekeeping.*": Queue.HOUSEKEEPING,
     "tasks.monitor.*": Queue.MONITOR,
     "tasks.rank.*": Queue.HOUSEKEEPING,
+    "tasks.alerts.*": Queue.HOUSEKEEPING,
 }
 
 

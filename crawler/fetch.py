@@ -50,6 +50,7 @@ from urllib3.exceptions import (
 )
 from urllib3.util.connection import create_connection
 
+from .certs import Certificate
 from .sanitize import clean_headers, clean_line, header_int
 
 __all__ = ["FailureKind", "FetchPolicy", "FetchResult", "Fetcher", "Timings"]
@@ -73,6 +74,7 @@ class FailureKind(enum.StrEnum):
     TOO_MANY_REDIRECTS = "too_many_redirects"  # never produced here (no redirects followed); for callers
     HTTP_STATUS = "http_status"  # never produced here (4xx/5xx are responses); for callers
     TLS = "tls"
+    CONTENT = "content"  # never produced here: the monitor's content check failed on a valid answer
     BAD_RESPONSE = "bad_response"
     FORBIDDEN_ADDRESS = "forbidden_address"
     OTHER = "other"
@@ -117,6 +119,7 @@ class FetchResult:
     timings: Timings
     peer_ip: str | None
     check_id: int | None = None  # the caller's record of this request (crawladmin's StatusCheck row), if any
+    certificate: Certificate | None = None  # https: the server's certificate from the handshake (multicheck)
 
     @property
     def responded(self) -> bool:

@@ -41,6 +41,7 @@ from typing import NamedTuple
 
 import pycurl
 
+from .certs import certificate_from_curl
 from .fetch import FailureKind, FetchPolicy, FetchResult, Timings
 from .sanitize import MAX_HEADER_NAME, MAX_HEADER_VALUE, clean_line
 
@@ -56,6 +57,7 @@ _MAX_WAIT_S = 0.05  # longest select() wait, so a deadline is noticed within thi
 class CheckRequest:
     url: str
     address_check: AddressCheck | None = None  # None: any address may be dialled
+    keep_body: bool = False  # keep this check's body (a content check reads it) whatever the checker's default
 
 
 class TimedResult(NamedTuple):
@@ -242,7 +244,7 @@ class MultiChecker:
         easy = t.easy
         t.started = time.monotonic()
         t.started_wall = time.time()
-        if self.keep_body:
+        if self.keep_body or t.request.keep_body:
             t.body = bytearray()
         try:
             easy.setopt(pycurl.URL, t.request.url)
@@ -261,6 +263,8 @@ class MultiChecker:
             easy.setopt(pycurl.TIMEOUT_MS, int(backstop * 1000))
             easy.setopt(pycurl.MAXFILESIZE_LARGE, policy.max_body_bytes)
             easy.setopt(pycurl.CAINFO, _ca_bundle())
+            if t.request.url[:8].lower() == "https://":
+                easy.setopt(pycurl.OPT_CERTINFO, 1)  # the certificate from the handshake, even a rejected one
             easy.setopt(pycurl.PREREQFUNCTION, t.on_prereq)
             easy.setopt(pycurl.HEADERFUNCTION, t.on_header)
             easy.setopt(pycurl.WRITEFUNCTION, t.on_body)
@@ -300,6 +304,9 @@ class MultiChecker:
             bytes_received=t.received,
             timings=timings,
             peer_ip=(_info(easy, pycurl.PRIMARY_IP) or None) if t.connected_at is not None else None,
+            certificate=certificate_from_curl(_info(easy, pycurl.INFO_CERTINFO))
+            if t.request.url[:8].lower() == "https://"
+            else None,
         )
         results[t.index] = TimedResult(t.started_wall, result)
         easy.reset()

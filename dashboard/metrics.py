@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 
+from alerts.selectors import notification_counts
 from crawladmin.api import api_view
 from crawlcore.models import Link, Page, Server, StatusCheck
 
@@ -75,6 +76,11 @@ def metrics_text() -> str:
         [({"agent": a}, r) for a, r in rates["by_agent"].items()],
     )
     _server_series(out)
+    out.gauge(
+        "crawladmin_notifications",
+        "Alert notifications per channel by outcome: sent, failed (attempts spent), pending, sending.",
+        [({"channel": c, "status": s}, n) for (c, s), n in sorted(notification_counts().items())],
+    )
     queues = broker.queue_lengths()
     out.gauge(
         "crawladmin_broker_up",
@@ -104,7 +110,14 @@ def _server_series(out: Exposition) -> None:
     def compute() -> tuple[int, list]:
         total, tiles = selectors.grid_tiles(limit=METRICS_MAX_SERVERS, details=False)
         return total, [
-            (t.origin, t.group, "" if t.crawler_num is None else str(t.crawler_num), t.status, t.latency_ms)
+            (
+                t.origin,
+                t.group,
+                "" if t.crawler_num is None else str(t.crawler_num),
+                t.status,
+                t.latency_ms,
+                t.cert_days,
+            )
             for t in tiles
             if t.status != "unmonitored"
         ]
@@ -118,17 +131,22 @@ def _server_series(out: Exposition) -> None:
         "crawladmin_server_up",
         "1 while the monitored server is confirmed up (normal, delay, or a failure not yet confirmed), 0 when"
         " confirmed down; absent while unknown, stale or in maintenance.",
-        [(labels(o, g, c), _UP[s]) for o, g, c, s, _ in rows if s in _UP],
+        [(labels(o, g, c), _UP[s]) for o, g, c, s, _, _ in rows if s in _UP],
     )
     out.gauge(
         "crawladmin_server_latency_seconds",
         "Latency of the server's last check that got an HTTP answer.",
-        [(labels(o, g, c), ms / 1000.0) for o, g, c, _, ms in rows if ms is not None],
+        [(labels(o, g, c), ms / 1000.0) for o, g, c, _, ms, _ in rows if ms is not None],
     )
     out.gauge(
         "crawladmin_server_status",
         "The status the dashboard shows for the server (label `status`), always 1.",
-        [({**labels(o, g, c), "status": s}, 1) for o, g, c, s, _ in rows],
+        [({**labels(o, g, c), "status": s}, 1) for o, g, c, s, _, _ in rows],
+    )
+    out.gauge(
+        "crawladmin_server_certificate_days_left",
+        "Days until the https certificate the last check saw expires (negative: expired).",
+        [(labels(o, g, c), round(days, 2)) for o, g, c, _, _, days in rows if days is not None],
     )
     out.gauge(
         "crawladmin_server_series_dropped",

@@ -30,7 +30,7 @@ from crawlcore.selectors import check_category_counts
 from crawlcore.services.schedule import schedule_table
 from crawler.lifecycle import Agent, State
 from crawler.status import BAD, GOOD, STALE_AFTER_INTERVALS, Category, Status
-from monitoring.models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
+from monitoring.models import HourlyRollup, MaintenanceWindow, ServerCertificate, ServerMonitor, StatusChange
 from monitoring.selectors import hour_floor, uptime_counts, uptime_of
 
 from . import rollups
@@ -317,6 +317,16 @@ class Tile:
     note: str = ""  # what the status means here: "stale · last check …", "failed 1 of 2 to confirm", "down since …"
     uptime_24h: float | None = None
     bar: list[str] = field(default_factory=list)  # the last TILE_BAR monitor checks' categories, oldest first
+    cert_days: float | None = None  # days the https certificate has left (negative: expired); None: no https
+    cert_error: str = ""  # the last check's TLS failure
+
+    @property
+    def cert_text(self) -> str:
+        if self.cert_error:
+            return "certificate invalid"
+        if self.cert_days is None:
+            return ""
+        return "certificate expired" if self.cert_days < 0 else f"certificate {self.cert_days:.0f} d left"
 
     @property
     def latency_text(self) -> str:
@@ -337,6 +347,7 @@ class Tile:
             "note": self.note,
             "uptime_24h": None if self.uptime_24h is None else round(self.uptime_24h, 2),
             "bar": self.bar,
+            "cert": self.cert_text,
         }
 
 
@@ -369,6 +380,20 @@ def when_text(at: datetime) -> str:
     """The one time format of every page: the operator's zone (TIME_ZONE, default UTC), named."""
     local = timezone.localtime(at)
     return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}"
+
+
+def tile_certificates(*, server_ids: Sequence[int], now: datetime) -> dict[int, tuple[float | None, str]]:
+    """(days left, TLS error) of each server's certificate as its last https check saw it (alerts' issue
+    keeps them on monitoring's ServerCertificate), in one query."""
+    if not server_ids:
+        return {}
+    rows = ServerCertificate.objects.filter(server_id__in=list(server_ids)).values_list(
+        "server_id", "not_after", "error"
+    )
+    return {
+        sid: (None if not_after is None else (not_after - now).total_seconds() / 86400.0, error)
+        for sid, not_after, error in rows
+    }
 
 
 def tile_bars(*, server_ids: Sequence[int], now: datetime) -> dict[int, list[str]]:
@@ -461,6 +486,7 @@ def grid_tiles(
     monitored = [r["id"] for r in rows if r["grid_status"] != UNMONITORED] if details else []
     bars = tile_bars(server_ids=monitored, now=now)
     uptimes = uptime_counts(server_ids=monitored, now=now)
+    certs = tile_certificates(server_ids=[r["id"] for r in rows if r["scheme"] == "https"], now=now)
     server_href = reverse("dashboard:server", args=[0])[: -len("0/")]
     tiles = []
     for r in rows:
@@ -484,6 +510,8 @@ def grid_tiles(
                 note=tile_note(status=r["grid_status"], row=r, now=now),
                 uptime_24h=up,
                 bar=bars.get(r["id"], []),
+                cert_days=certs.get(r["id"], (None, ""))[0],
+                cert_error=certs.get(r["id"], (None, ""))[1],
             )
         )
     return qs.count(), tiles

@@ -29,9 +29,11 @@ from django.urls import reverse_lazy
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
+from alerts.selectors import server_mutes, server_notifications
+from alerts.views import MUTE_CHOICES
 from crawlcore.access import READER_GROUPS, may_read, sees_server_group, server_groups_of
 from crawlcore.models import Server
-from monitoring.selectors import server_load_profile
+from monitoring.selectors import server_certificate, server_load_profile
 from ranking.selectors import latest_run, top_pages
 
 from . import broker, cache, selectors
@@ -234,6 +236,10 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
             "figures": figures,
             "heat": selectors.heat_row(server_id, srv.origin, profile) if any(v is not None for v in profile) else None,
             "hours": range(24),
+            "notifications": server_notifications(server_id=server_id),
+            "certificate": server_certificate(server_id=server_id),
+            "mutes": server_mutes(server_id=server_id, group=srv.group, now=timezone.now()),
+            "mute_choices": list(MUTE_CHOICES),
         },
     )
 

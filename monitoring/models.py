@@ -11,10 +11,19 @@ from django.db import models
 from crawlcore.models import Server, StatusCheck
 from crawler.status import CONFIRMED, Status
 
+from .content import ContentRule, ContentRuleError, rule_check
+from .quorum import LocationsError, locations_parse
 from .validate import monitor_problems
 
 # Only confirmed statuses are stored: maintenance and unmonitored are shown, never written here.
 STATUS_CHOICES = [(s.value, s.value.title()) for s in CONFIRMED]
+
+
+def locations_valid(text: str) -> None:
+    try:
+        locations_parse(text)
+    except LocationsError as exc:
+        raise ValidationError(str(exc)) from None
 
 
 class ServerMonitor(models.Model):
@@ -30,6 +39,18 @@ class ServerMonitor(models.Model):
     accepted_codes = models.CharField(max_length=200, blank=True, help_text="e.g. 200,301-302; empty: any 2xx/3xx")
     fail_after = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Empty: MONITOR_FAIL_AFTER")
     recover_after = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Empty: MONITOR_RECOVER_AFTER")
+    locations = models.CharField(
+        max_length=200,
+        blank=True,
+        validators=[locations_valid],
+        help_text="Crawler numbers that each check it, e.g. 1,2,3; the status moves when a quorum agrees (issue 19)",
+    )
+    content_must = models.TextField(blank=True, help_text="The health page must contain this (content check)")
+    content_must_not = models.TextField(blank=True, help_text="The health page must not contain this")
+    content_regex = models.BooleanField(default=False, help_text="The two above are regular expressions")
+    quorum = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Locations that must agree; empty: a majority of them"
+    )
     # Confirmation state (monitoring.confirm.Confirmation) and the schedule; written only by monitoring services.
     status = models.CharField(max_length=12, choices=STATUS_CHOICES, default=Status.UNKNOWN.value)
     status_since = models.DateTimeField(null=True, blank=True)
@@ -56,6 +77,10 @@ class ServerMonitor(models.Model):
             fail_after=self.fail_after,
             recover_after=self.recover_after,
         )
+        try:
+            rule_check(ContentRule(self.content_must, self.content_must_not, self.content_regex))
+        except ContentRuleError as exc:
+            problems.setdefault("content_must", str(exc))
         if problems:
             raise ValidationError(problems)
 
@@ -109,3 +134,35 @@ class MaintenanceWindow(models.Model):
         constraints = [
             models.CheckConstraint(condition=models.Q(ends_at__gt=models.F("starts_at")), name="maint_ends_after_start")
         ]
+
+
+class LocationState(models.Model):
+    """One location's (crawler number's) own confirmation state and schedule for a multi-location monitor;
+    the server's status follows a quorum of these (monitoring.quorum)."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="location_states")
+    crawler_num = models.PositiveIntegerField()
+    status = models.CharField(max_length=12, choices=STATUS_CHOICES, default=Status.UNKNOWN.value)
+    candidate = models.CharField(max_length=12, blank=True)
+    streak = models.PositiveIntegerField(default=0)
+    last_check_at = models.DateTimeField(null=True, blank=True)
+    last_category = models.CharField(max_length=12, blank=True)
+    next_check_at = models.DateTimeField(null=True, blank=True)
+    claim_token = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["server", "crawler_num"], name="location_state_unique")]
+
+
+class ServerCertificate(models.Model):
+    """The certificate the server's last https check saw (issue 19): what the server page shows and what
+    alerts compares to tell an expiry coming."""
+
+    server = models.OneToOneField(Server, on_delete=models.CASCADE, primary_key=True, related_name="certificate")
+    subject = models.CharField(max_length=300, blank=True)
+    issuer = models.CharField(max_length=300, blank=True)
+    names = models.JSONField(default=list, blank=True)
+    not_before = models.DateTimeField(null=True, blank=True)
+    not_after = models.DateTimeField(null=True, blank=True)
+    checked_at = models.DateTimeField()
+    error = models.CharField(max_length=300, blank=True, help_text="The last check's TLS failure, if any")

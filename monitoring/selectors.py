@@ -16,7 +16,7 @@ from crawler.lifecycle import Agent
 from crawler.status import Status
 
 from .load_profile import load_profile
-from .models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
+from .models import HourlyRollup, MaintenanceWindow, ServerCertificate, ServerMonitor, StatusChange
 from .rollup import COUNT_FIELDS, CategoryCounts, Uptime, uptime
 
 Windows = Sequence[tuple[datetime, datetime]]
@@ -173,3 +173,13 @@ def _profile_rows(qs, now: datetime, days: int):
 
 def servers_by_id(*, server_ids: Iterable[int]) -> dict[int, Server]:
     return Server.objects.in_bulk(list(server_ids))
+
+
+def server_certificate(*, server_id: int, now: datetime | None = None) -> dict | None:
+    """The certificate the server's last https check saw, with the days left; None for plain http."""
+    cert = ServerCertificate.objects.filter(server_id=server_id).first()
+    if cert is None:
+        return None
+    now = now or timezone.now()
+    days = None if cert.not_after is None else (cert.not_after - now).total_seconds() / 86400.0
+    return {"cert": cert, "days_left": days, "expired": days is not None and days < 0}

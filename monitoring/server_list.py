@@ -5,6 +5,7 @@ Pure: no Django or Celery import.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -13,10 +14,13 @@ from crawler.urlnorm import UrlError, canonicalize, server_key
 
 from .accepted_codes import AcceptedCodes, AcceptedCodesError
 
-COLUMNS = ("host_or_url", "group", "crawler_num", "interval_s", "delay_threshold_s", "accepted_codes")
+COLUMNS = ("host_or_url", "group", "crawler_num", "interval_s", "delay_threshold_s", "accepted_codes", "owner_email")
 MIN_INTERVAL_S = 10.0
 MAX_INTERVAL_S = 7 * 86400.0
 MAX_THRESHOLD_S = 600.0
+
+
+_EMAIL = re.compile(r"^[^@\s,;<>]+@[^@\s,;<>]+\.[^@\s,;<>]+$")
 
 
 class RowError(ValueError):
@@ -34,6 +38,7 @@ class ServerRow:
     interval_s: float | None
     delay_threshold_s: float | None
     accepted_codes: str
+    owner_email: str = ""  # the server owner's contact: alerts sends them their server's events
 
 
 def is_header(cells: Sequence[str]) -> bool:
@@ -54,11 +59,11 @@ def _number(text: str, name: str, low: float, high: float) -> float | None:
 
 def parse_server_row(cells: Sequence[str]) -> ServerRow:
     """One line of a server list: host or URL, group, crawler number, check interval (s), delay threshold
-    (s), accepted codes. Only the first is required; empty fields take the MONITOR_* defaults."""
+    (s), accepted codes, owner e-mail. Only the first is required; empty fields take the MONITOR_* defaults."""
     if len(cells) > len(COLUMNS):
         raise RowError(f"{len(cells)} fields, at most {len(COLUMNS)} expected ({', '.join(COLUMNS)})")
     cells = [c.strip() for c in cells] + [""] * (len(COLUMNS) - len(cells))
-    target, group, crawler, interval, threshold, codes = cells
+    target, group, crawler, interval, threshold, codes, owner = cells
     if not target:
         raise RowError("host or URL is empty")
     url = target if "://" in target else f"http://{target}/"
@@ -81,6 +86,8 @@ def parse_server_row(cells: Sequence[str]) -> ServerRow:
         accepted = str(AcceptedCodes.parse(codes))
     except AcceptedCodesError as exc:
         raise RowError(f"accepted codes: {exc}") from None
+    if owner and not _EMAIL.match(owner):
+        raise RowError(f"owner {owner!r} is not an e-mail address")
     home = f"{key.origin()}/"
     return ServerRow(
         scheme=key.scheme,
@@ -92,4 +99,5 @@ def parse_server_row(cells: Sequence[str]) -> ServerRow:
         interval_s=_number(interval, "interval", MIN_INTERVAL_S, MAX_INTERVAL_S),
         delay_threshold_s=_number(threshold, "delay threshold", 0.0, MAX_THRESHOLD_S),
         accepted_codes=accepted,
+        owner_email=owner,
     )

@@ -12,12 +12,17 @@ server in the order to dispatch them during hour h of the day:
   when a later hour is less loaded for it, and resumes from its checkpoint in that hour.
 
 A load profile is 24 numbers, lower meaning less loaded (the monitoring app's mean response time per
-hour of day, or the simulator's load fraction). Servers without a profile come after the profiled ones,
-in the order given; they are never paused.
+hour of day, the simulator's load fraction, or a `server,hour,load` CSV). Servers without a profile come
+after the profiled ones, in the order given; they are never paused.
+
+Ties, the same in every column and policy: equal loads go by server name (`names`, e.g. the origin),
+then by the server list's order. A server whose least load occurs in several hours takes the earliest of
+them as its best hour (the paper's 최소값 algorithm scanning hours 0 to 23).
 """
 
 from __future__ import annotations
 
+import csv
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar
@@ -49,9 +54,12 @@ def best_hour(profile: Profile) -> int:
 def pause_hours(profile: Profile, hour: int, *, lookahead: int, margin: float = 0.0) -> int:
     """The pause rule at the boundary into `hour` for a server not yet finished (seed 000, step 5).
 
-    0: go on now. k ≥ 1: stop now and resume at hour + k, the least-loaded of the next `lookahead` hours,
-    because it is lower than this hour's load by more than `margin` (a fraction: 0.1 asks for 10 % less).
-    The earliest such hour wins ties. lookahead 0 turns the rule off.
+    The paper: "compare the coming hour's network load with the load after it; if the coming hour's is
+    larger, stop here, keep the checkpoint, and start from it next time" — lookahead 1, margin 0, the
+    default of the live crawler. Generalised: 0 means go on now; k ≥ 1 means stop now and resume at
+    hour + k, the least-loaded of the next `lookahead` hours, because it is lower than this hour's load
+    by more than `margin` (a fraction: 0.1 asks for 10 % less). The earliest such hour wins ties.
+    lookahead 0 turns the rule off.
     """
     if lookahead <= 0:
         return 0
@@ -86,8 +94,14 @@ class _Table:
 
     name = ""
 
-    def __init__(self, profiles: Mapping[K, Sequence[float | None] | None], listing: Sequence[K] | None = None):
+    def __init__(
+        self,
+        profiles: Mapping[K, Sequence[float | None] | None],
+        listing: Sequence[K] | None = None,
+        names: Mapping[K, str] | None = None,
+    ):
         listing = list(listing) if listing is not None else list(profiles)
+        self.names = dict(names or {})
         self.position = {s: i for i, s in enumerate(listing)}
         for s in profiles:
             self.position.setdefault(s, len(self.position))
@@ -113,7 +127,7 @@ class _Table:
         return 0
 
     def _by_load(self, hour: int, servers: Iterable[K]) -> list[K]:
-        return sorted(servers, key=lambda s: (self.profiles[s][hour], self.position[s]))
+        return sorted(servers, key=lambda s: (self.profiles[s][hour], self.names.get(s, ""), self.position[s]))
 
 
 class Random(_Table):
@@ -144,13 +158,14 @@ class HybridSorting(_Table):
         self,
         profiles: Mapping[K, Sequence[float | None] | None],
         listing: Sequence[K] | None = None,
+        names: Mapping[K, str] | None = None,
         *,
         pause_lookahead: int = 0,
         pause_margin: float = 0.0,
     ):
         self.pause_lookahead = pause_lookahead
         self.pause_margin = pause_margin
-        super().__init__(profiles, listing)
+        super().__init__(profiles, listing, names)
 
     def _build(self) -> list[list[K]]:
         profiled = [s for s in self.listing if s in self.profiles]
@@ -175,18 +190,55 @@ def policy_build(
     profiles: Mapping[K, Sequence[float | None] | None],
     listing: Sequence[K] | None = None,
     *,
+    names: Mapping[K, str] | None = None,
     pause_lookahead: int = 0,
     pause_margin: float = 0.0,
 ) -> ServerOrder[K]:
     """The policy called `name` (random, sorting or hybrid) over these profiles.
 
-    `listing`: the server list's order (Random's order, and every policy's tie-break); default: the
-    profiles' order. The pause arguments apply to hybrid only.
+    `listing`: the server list's order (Random's order, and the last tie-break); default: the profiles'
+    order. `names`: each server's name, the tie-break between equal loads. The pause arguments apply to
+    hybrid only.
     """
     if name == "random":
-        return Random(profiles, listing)
+        return Random(profiles, listing, names)
     if name == "sorting":
-        return Sorting(profiles, listing)
+        return Sorting(profiles, listing, names)
     if name == "hybrid":
-        return HybridSorting(profiles, listing, pause_lookahead=pause_lookahead, pause_margin=pause_margin)
+        return HybridSorting(profiles, listing, names, pause_lookahead=pause_lookahead, pause_margin=pause_margin)
     raise ValueError(f"unknown scheduling policy {name!r}: expected one of {', '.join(POLICIES)}")
+
+
+class ProfileCsvError(ValueError):
+    """A load-profile CSV that does not follow `server,hour,load`; the message says where."""
+
+
+def profiles_from_csv(lines: Iterable[str]) -> tuple[dict[str, list[float | None]], list[str]]:
+    """Read load profiles from CSV with the header `server,hour,load`, one row per server and hour.
+
+    Returns (profiles by server name, the servers in the order they first appear: Random's list).
+    An hour without a row is unknown (it takes the mean of the others, `profile_normalized`); a repeated
+    (server, hour), an hour outside 0-23 or a load that is not a finite number is an error.
+    """
+    reader = csv.reader(lines)
+    header = [c.strip() for c in next(reader, [])]
+    if header != ["server", "hour", "load"]:
+        raise ProfileCsvError(f"line 1: the header must be server,hour,load, not {','.join(header)!r}")
+    profiles: dict[str, list[float | None]] = {}
+    for n, row in enumerate(reader, start=2):
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) != 3:
+            raise ProfileCsvError(f"line {n}: expected 3 fields, got {len(row)}")
+        server, hour_s, load_s = (c.strip() for c in row)
+        try:
+            hour, load = int(hour_s), float(load_s)
+        except ValueError:
+            raise ProfileCsvError(f"line {n}: hour must be an integer and load a number") from None
+        if not server or not 0 <= hour < HOURS or not math.isfinite(load):
+            raise ProfileCsvError(f"line {n}: a server name, an hour 0-23 and a finite load are required")
+        profile = profiles.setdefault(server, [None] * HOURS)
+        if profile[hour] is not None:
+            raise ProfileCsvError(f"line {n}: a second row for server {server!r}, hour {hour}")
+        profile[hour] = load
+    return profiles, list(profiles)

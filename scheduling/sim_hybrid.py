@@ -24,7 +24,7 @@ import math
 import random
 import statistics
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from .hybrid_sorting import HOURS, POLICIES, ServerOrder, policy_build
 
@@ -39,8 +39,8 @@ class Config:
     max_rate: float = 1000.0  # pages per hour a robot collects from an idle server
     min_capacity: float = 50.0  # pages per server, uniformly random in [min, max]
     max_capacity: float = 750.0
-    pause_lookahead: int = 3  # Hybrid-Sorting's pause rule: hours looked ahead at a boundary
-    pause_margin: float = 0.1
+    pause_lookahead: int = 1  # Hybrid-Sorting's pause rule: the paper's, the hour after the coming one
+    pause_margin: float = 0.0
     max_hours: int = 24 * 14
 
 
@@ -209,4 +209,44 @@ def experiment(cfg: Config, seeds_n: int) -> dict:
         "paper_hours": PAPER_HOURS,
         "paper_ratios": {"random/hybrid": 1.368, "sorting/hybrid": 1.105, "random/sorting": 1.238},
         "ordering_held": sum(s["hours"]["hybrid"] < s["hours"]["sorting"] < s["hours"]["random"] for s in seeds),
+        "cumulative_mean": cumulative_mean(seeds),
     }
+
+
+SCALING_SERVERS = (50, 100, 200, 400)
+
+
+def cumulative(per_hour: list[float]) -> list[float]:
+    """Pages collected by the end of each hour (the paper's figure 5 plots these)."""
+    out, total = [], 0.0
+    for v in per_hour:
+        total += v
+        out.append(total)
+    return out
+
+
+def cumulative_mean(seeds: list[dict]) -> dict[str, list[float]]:
+    """Per policy, the mean over seeds of the cumulative pages by the end of each hour (a finished run
+    keeps its total)."""
+    out = {}
+    for p in POLICIES:
+        curves = [cumulative(s["per_hour"][p]) for s in seeds]
+        hours = max(len(c) for c in curves)
+        out[p] = [round(statistics.mean(c[min(h, len(c) - 1)] for c in curves), 1) for h in range(hours)]
+    return out
+
+
+def scaling(cfg: Config, seeds_n: int, sizes: tuple[int, ...] = SCALING_SERVERS) -> dict:
+    """Hours to finish per policy for each number of servers (the robots and everything else as `cfg`):
+    does Hybrid's lead grow with the number of servers, as the paper's conclusion says?"""
+    rows = {}
+    for n in sizes:
+        sized = replace(cfg, servers=n)
+        runs = [compare(sized, seed) for seed in range(seeds_n)]
+        mean = {p: statistics.mean(r[p].hours for r in runs) for p in POLICIES}
+        rows[str(n)] = {
+            "mean_hours": {p: round(v, 2) for p, v in mean.items()},
+            "sorting/hybrid": round(mean["sorting"] / mean["hybrid"], 3),
+            "random/hybrid": round(mean["random"] / mean["hybrid"], 3),
+        }
+    return rows

@@ -156,3 +156,18 @@ def test_last_checks_say_no_answer_for_a_timeout_and_no_failure_for_a_success(vi
     html = viewer.get(f"/dashboard/servers/{server.id}/").content.decode()
     assert "2003 ms" not in html and "2.00 s" not in html and "no answer" in html
     assert 'class="note">HTTP 200<' not in html and "no headers within 2 s" in html
+
+
+def test_tile_and_metrics_show_the_certificates_days_left():
+    from dashboard.metrics import metrics_text
+    from monitoring.models import ServerCertificate
+
+    now = timezone.now()
+    server = Server.objects.create(scheme="https", host="tls.example", port=443, group="g")
+    ServerMonitor.objects.create(server=server, status="normal", last_check_at=now)
+    ServerCertificate.objects.create(server=server, not_after=now + timedelta(days=9, hours=1), checked_at=now)
+    [tile] = selectors.grid_tiles()[1]
+    assert tile.cert_text == "certificate 9 d left"
+    assert 'crawladmin_server_certificate_days_left{server="https://tls.example",group="g",crawler=""} 9.04' in (
+        metrics_text()
+    )

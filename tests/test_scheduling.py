@@ -3,6 +3,7 @@ reference selection, and the two simulators reproducing the papers' orderings on
 
 from __future__ import annotations
 
+import io
 import random
 from dataclasses import replace
 
@@ -130,3 +131,87 @@ def test_staleness_schedule_beats_both_baselines(seed):
     ours = runs["ours"].mean_minutes
     assert all(ours < runs[b].mean_minutes for b in sim_staleness.BASELINES)
     assert ours <= runs["round-robin"].mean_minutes
+
+
+# --------------------------------------------------------------------------------------------------
+# `schedule_table --profiles FILE.csv --json`: the table as a contract (issue 22)
+
+
+def _csv(tmp_path, profiles: dict[str, list[float]], *, shuffle: random.Random | None = None) -> str:
+    rows = [f"{name},{h},{load}" for name, loads in profiles.items() for h, load in enumerate(loads)]
+    if shuffle:
+        shuffle.shuffle(rows)
+    path = tmp_path / "profiles.csv"
+    path.write_text("server,hour,load\n" + "\n".join(rows) + "\n")
+    return str(path)
+
+
+def _table_json(path: str, policy: str) -> dict[str, list[str]]:
+    import json
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("schedule_table", "--profiles", path, "--policy", policy, "--json", stdout=out)
+    return json.loads(out.getvalue())
+
+
+def _paper_hybrid(profiles: dict[str, list[float]]) -> dict[str, list[str]]:
+    """The paper's steps, written out again: best hour by a minimum scan (the first minimum), each column
+    those servers first ascending, then every other server by its load there; equal loads by name."""
+    best = {}
+    for name, loads in profiles.items():
+        b = 0
+        for h in range(1, 24):
+            if loads[h] < loads[b]:
+                b = h
+        best[name] = b
+    out = {}
+    for h in range(24):
+        key = lambda n, h=h: (profiles[n][h], n)  # noqa: E731
+        first = sorted((n for n in profiles if best[n] == h), key=key)
+        out[str(h)] = first + sorted((n for n in profiles if best[n] != h), key=key)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_schedule_table_from_unseen_profiles_is_the_papers_construction(tmp_path, seed):
+    rng = random.Random(1000 + seed)
+    n = rng.randint(3, 40)
+    names = [f"srv-{rng.randrange(10**6):06d}-{i}" for i in range(n)]
+    # Small integer loads: many equal loads, and several hours share a server's least load.
+    profiles = {name: [rng.randint(1, 6) for _ in range(24)] for name in names}
+    path = _csv(tmp_path, profiles, shuffle=rng)
+    assert _table_json(path, "hybrid") == _paper_hybrid(profiles)
+    sorting = _table_json(path, "sorting")
+    assert list(sorting) == [str(h) for h in range(24)]
+    for h in range(24):
+        assert sorting[str(h)] == sorted(names, key=lambda s: (profiles[s][h], s))
+
+
+def test_schedule_table_hand_example_with_ties(tmp_path):
+    # b and c both have their least load (1) in hour 2 and 5; the earliest, 2, is their best hour.
+    # In hour 2 they come first, equal loads by name (b before c); a (load 1 there too) follows.
+    flat = lambda v, **h: [h.get(f"h{i}", v) for i in range(24)]  # noqa: E731
+    profiles = {"c": flat(4, h2=1, h5=1), "b": flat(3, h2=1, h5=1), "a": flat(1, h2=1, h7=0)}
+    table = _table_json(_csv(tmp_path, profiles), "hybrid")
+    assert table["2"] == ["b", "c", "a"]
+    assert table["5"] == ["a", "b", "c"]  # nobody's best hour: by load, ties by name
+    assert table["7"] == ["a", "b", "c"]
+    assert table["0"] == ["a", "b", "c"]
+    assert _table_json(_csv(tmp_path, profiles), "random")["9"] == ["c", "b", "a"]  # the list as written
+
+
+def test_schedule_table_refuses_a_bad_profile_csv(tmp_path):
+    from django.core.management import CommandError, call_command
+
+    bad = tmp_path / "bad.csv"
+    for text, message in [
+        ("name,hour,load\na,0,1\n", "header"),
+        ("server,hour,load\na,24,1\n", "hour 0-23"),
+        ("server,hour,load\na,1,x\n", "number"),
+        ("server,hour,load\na,1,1\na,1,2\n", "second row"),
+    ]:
+        bad.write_text(text)
+        with pytest.raises(CommandError, match=message):
+            call_command("schedule_table", "--profiles", str(bad), "--json", stdout=io.StringIO())

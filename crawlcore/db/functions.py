@@ -47,3 +47,4 @@ class JsonArrayFloat(Func):
     def as_sqlite(self, compiler, connection, **extra):
         sql, params = compiler.compile(self.source_expressions[0])
         return f"CAST(json_extract({sql}, '$[{self.index}]') AS REAL)", params
+

@@ -147,8 +147,10 @@ class AgentBatch(Generic[UrlT, OutcomeT]):
                 urls_release(ids=list(self.pending), owner=self.owner)
             self.visit.close()
             if not self.visit.stopped_by_caller() and self.redispatch_wanted():
-                # Keep the server busy without waiting for the next dispatcher round.
-                servers_dispatch_with_due_work(server_ids=[self.visit.server.id])
+                # Keep the server busy without waiting for the next dispatcher round. The load agent's is its
+                # robot going on with its server (seed 000): a continuation, not a new hand-out.
+                continuation = self.visit.agent == Agent.LOAD
+                servers_dispatch_with_due_work(server_ids=[self.visit.server.id], continuation=continuation)
 
     def work(self) -> None:
         visit = self.visit

@@ -3,6 +3,19 @@
 A message can be lost (a Redis restart without persistence) or delivered twice (a worker killed after
 it started). Both are harmless: a server is re-dispatched when its last dispatch is older than
 CRAWL_REDISPATCH_AFTER and nobody holds its lease, and a duplicate finds the lease taken or nothing due.
+
+Servers are pulled by capacity (seed 000's robots and wait queue). There are CRAWL_LOAD_SLOTS robots
+(load slots, cluster-wide). A slot is busy while a load batch holds Init URLs of a server; a server is
+queued from its dispatch until a worker claims it (claiming clears `dispatched_at`). Each round sends
+at most `slots − busy + CRAWL_LOAD_PREFETCH − queued` servers, the next ones of the current hour's column:
+the broker never holds more than the free slots plus a small prefetch, so the column's order is the order
+the robots take servers, not only while a backlog lasts.
+
+The wait queue is reset at each hour boundary (paper step 4): a dispatcher message carries the hour it
+was sent in, and a load worker drops a message from an earlier hour (`load_dispatch_current`); the first
+round of the new hour forgets the old hour's dispatches, so the queue is refilled from the new column. A
+robot's own continuation on its server (the load agent's next batch, `continuation=True`) carries no
+hour: an unfinished server keeps its robot across the boundary unless the pause rule stops it.
 """
 
 from __future__ import annotations
@@ -22,7 +35,7 @@ from crawler.lifecycle import State
 
 from .checks import checks_interrupt_stale
 from .queue import enqueue_extract_on_commit, enqueue_load_on_commit, queue_backlog
-from .schedule import not_paused, server_release_paused, servers_in_policy_order, servers_pause
+from .schedule import hour_start, not_paused, server_release_paused, servers_in_policy_order, servers_pause
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +61,79 @@ def _dispatchable(now: datetime):
     )
 
 
-def _dispatch(candidates, now: datetime) -> int:
+def hour_key(now: datetime) -> int:
+    """The hour a dispatch belongs to: the start of its hour of day (settings.TIME_ZONE, the hours of the
+    priority table's columns) in hours since the epoch, so every machine reads the same number."""
+    return int(hour_start(now).timestamp() // 3600)
+
+
+def _hour_floor(now: datetime) -> datetime:
+    return hour_start(now)
+
+
+@dataclass(frozen=True)
+class LoadCapacity:
+    slots: int  # CRAWL_LOAD_SLOTS: the robots
+    busy: int  # servers a load batch is working on now
+    queued: int  # servers dispatched this hour and not yet claimed: their message waits in the broker
+
+    @property
+    def free(self) -> int:
+        """Slots with nothing to do and nothing queued for them."""
+        return max(0, self.slots - self.busy - self.queued)
+
+    @property
+    def room(self) -> int:
+        """How many more servers may be queued now: the free slots plus the prefetch."""
+        return max(0, self.slots - self.busy + settings.CRAWL_LOAD_PREFETCH - self.queued)
+
+
+def load_capacity(*, now: datetime) -> LoadCapacity:
+    """The load slots, and how many are busy or have a server queued for them."""
+    busy = (
+        Url.objects.filter(state=State.INIT.value, lease_expires_at__gte=now)
+        .exclude(lease_owner="")
+        .values("server_id")
+        .distinct()
+        .count()
+    )
+    since = max(now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER), _hour_floor(now))
+    queued = Server.objects.filter(dispatched_at__gte=since).count()
+    return LoadCapacity(slots=settings.CRAWL_LOAD_SLOTS, busy=busy, queued=queued)
+
+
+def queue_reset_at_hour_boundary(*, now: datetime) -> int:
+    """The paper's "at the next hour, first empty the wait queue": forget dispatches of an earlier hour
+    that no worker has claimed, so the servers are sent again in the new column's order. Their messages
+    are dropped when a worker receives them (`load_dispatch_current`). Guarded and idempotent."""
+    stale = now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER)
+    return Server.objects.filter(dispatched_at__gte=stale, dispatched_at__lt=_hour_floor(now)).update(
+        dispatched_at=None
+    )
+
+
+def load_dispatch_current(*, server_id: int, hour: int | None, now: datetime | None = None) -> bool:
+    """A load worker's first step: False when its message was sent in an earlier hour than now (the wait
+    queue was reset at the boundary; the server is sent again in this hour's order). `hour` None: a
+    robot's continuation on its own server, always current."""
+    now = now or timezone.now()
+    if hour is None or hour >= hour_key(now):
+        return True
+    # Normally the dispatcher's first round of the hour did this already; if it has not run yet, the
+    # server must not stay "queued" by a message we are throwing away.
+    Server.objects.filter(id=server_id, dispatched_at__lt=_hour_floor(now)).update(dispatched_at=None)
+    log.info("load message for server %s from an earlier hour dropped (wait queue reset)", server_id)
+    return False
+
+
+def _dispatch(candidates, now: datetime, *, limit: int | None = None, stamped: bool = True) -> int:
+    """Send the candidates in policy order, at most `limit`; `stamped`: the messages carry this hour."""
+    stamp = hour_key(now) if stamped else None
     sent = 0
     stale = now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER)
     for server_id, crawler_num in servers_in_policy_order(candidates, now=now):
+        if limit is not None and sent >= limit:
+            break
         # Guarded: when two dispatchers (beat and a crawl command) race, one of them sends.
         changed = (
             Server.objects.filter(id=server_id)
@@ -59,29 +141,43 @@ def _dispatch(candidates, now: datetime) -> int:
             .update(dispatched_at=now)
         )
         if changed:
-            enqueue_load_on_commit(server_id=server_id, crawler_num=crawler_num)
+            enqueue_load_on_commit(server_id=server_id, crawler_num=crawler_num, hour=stamp)
             sent += 1
     return sent
 
 
 def dispatch_due(*, now: datetime | None = None) -> int:
-    """Send a load task for every server that has due Init URLs and no task on it, in the order of the
-    scheduling policy (CRAWL_SCHEDULER, crawlcore.services.schedule). Returns how many."""
+    """Fill the free load slots (plus the prefetch) with the next servers that have due Init URLs, in the
+    order of the scheduling policy's column for this hour (CRAWL_SCHEDULER, crawlcore.services.schedule).
+    When nothing else is waiting and slots are free, paused servers are released one by one rather than
+    leave robots idle. Returns how many servers were sent."""
     now = now or timezone.now()
+    queue_reset_at_hour_boundary(now=now)
     servers_pause(now=now)
-    sent = _dispatch(_dispatchable(now), now)
-    if not sent and server_release_paused(now=now) is not None:  # a paused server rather than idle workers
-        sent = _dispatch(_dispatchable(now), now)
+    capacity = load_capacity(now=now)
+    sent = _dispatch(_dispatchable(now), now, limit=capacity.room)
+    free = capacity.free - sent
+    while free > 0 and not _dispatchable(now).exists():
+        if server_release_paused(now=now) is None:
+            break
+        released = _dispatch(_dispatchable(now), now, limit=free)
+        sent, free = sent + released, free - max(released, 1)
     return sent
 
 
-def servers_dispatch_with_due_work(*, server_ids: Iterable[int]) -> int:
-    """The same, for a few servers just given new URLs (so the crawl need not wait for the next round)."""
+def servers_dispatch_with_due_work(*, server_ids: Iterable[int], continuation: bool = False) -> int:
+    """The same, for a few servers just given new URLs (so the crawl need not wait for the next round),
+    within the room the load slots leave. `continuation`: the load agent going on with the server it just
+    worked on — its robot keeps it (the paper's robot stays on a server until done or paused), so neither
+    the room nor the hour applies: the message carries no hour and survives the boundary."""
     ids = list(server_ids)
     if not ids:
         return 0
     now = timezone.now()
-    return _dispatch(_dispatchable(now).filter(id__in=ids), now)
+    if continuation:
+        return _dispatch(_dispatchable(now).filter(id__in=ids), now, stamped=False)
+    room = load_capacity(now=now).room
+    return _dispatch(_dispatchable(now).filter(id__in=ids), now, limit=room) if room else 0
 
 
 @dataclass

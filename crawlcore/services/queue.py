@@ -14,9 +14,12 @@ EXTRACT_TASK = "tasks.extract.extract_pages"
 SCAN_TASKS = {Queue.ACTIVE_SCAN: "tasks.scan.active_scan", Queue.INACTIVE_SCAN: "tasks.scan.inactive_scan"}
 
 
-def enqueue_load_on_commit(*, server_id: int, crawler_num: int | None) -> None:
+def enqueue_load_on_commit(*, server_id: int, crawler_num: int | None, hour: int | None = None) -> None:
+    """`hour`: the dispatcher's hour (crawlcore.services.dispatch.hour_key); a message from an earlier hour
+    is dropped by the worker (seed 000's wait queue, reset at each hour boundary). None: a continuation."""
     queue = pinned_queue(Queue.LOAD, crawler_num)
-    transaction.on_commit(lambda: current_app.send_task(LOAD_TASK, args=[server_id], queue=queue))
+    args = [server_id] if hour is None else [server_id, hour]
+    transaction.on_commit(lambda: current_app.send_task(LOAD_TASK, args=args, queue=queue))
 
 
 def enqueue_extract_on_commit(*, page_ids: Sequence[int]) -> None:

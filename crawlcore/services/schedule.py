@@ -44,15 +44,23 @@ def hour_start(now: datetime) -> datetime:
 
 
 def policy_for(server_ids: list[int], *, name: str | None = None) -> ServerOrder[int]:
-    """The active policy (or `name`) over these servers' load profiles; the server list is by id."""
+    """The active policy (or `name`) over these servers' load profiles; the server list is by id, equal
+    loads go by server name (the origin)."""
     listing = sorted(server_ids)
     return policy_build(
         name or settings.CRAWL_SCHEDULER,
         load_profiles(server_ids=listing),
         listing,
+        names=server_names(listing),
         pause_lookahead=settings.CRAWL_PAUSE_LOOKAHEAD,
         pause_margin=settings.CRAWL_PAUSE_MARGIN,
     )
+
+
+def server_names(server_ids: list[int]) -> dict[int, str]:
+    """Each server's name as the schedulers and `schedule_table` show it: its origin."""
+    rows = Server.objects.filter(id__in=server_ids).values_list("id", "scheme", "host", "port")
+    return {sid: Server(scheme=scheme, host=host, port=port).origin for sid, scheme, host, port in rows}
 
 
 def not_paused(now: datetime) -> Q:
@@ -120,11 +128,8 @@ def servers_pause(*, now: datetime) -> list[int]:
 
 
 def server_release_paused(*, now: datetime) -> int | None:
-    """When the load queue is empty (every dispatched server has been taken by a worker), release the
-    first paused server in policy order: its URLs come due now. Its id, or None."""
-    in_flight = now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER)
-    if Server.objects.filter(dispatched_at__gte=in_flight).exists():
-        return None
+    """Release the first paused server in policy order: its URLs come due now. Its id, or None. The
+    dispatcher calls it only when a load slot is free and no other server is waiting to be sent."""
     paused = dict(
         Server.objects.filter(paused_until__gt=now, enabled=True, excluded_reason="").values_list("id", "paused_until")
     )
@@ -208,3 +213,11 @@ def schedule_table(*, now: datetime | None = None, policy: str | None = None) ->
         unprofiled=[sid for sid in rows if sid not in listed],
         servers=info,
     )
+
+
+def schedule_columns(*, policy: str | None = None) -> list[list[str]]:
+    """The contract of `schedule_table --json`: for each hour 0-23, every enabled server's name (its origin)
+    in dispatch order — the policy's column, then the servers without a load profile by id."""
+    ids = list(Server.objects.filter(enabled=True, excluded_reason="").order_by("id").values_list("id", flat=True))
+    order, names = policy_for(ids, name=policy), server_names(ids)
+    return [[names.get(sid, str(sid)) for sid in order.order(h, ids)] for h in range(HOURS)]

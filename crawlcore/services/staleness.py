@@ -1,24 +1,52 @@
 """The active scan's choice of Visited URLs (seed 004), made in the database.
 
-Each sweep is one period t: every eligible URL is scored by (T − t)·s_j(t) − p_j·g_i(t)
-(scheduling.staleness.score) and the top m go to the active-scan workers, m being
-CRAWL_ACTIVE_SCAN_CAPACITY. Here:
+Each active sweep is one period t of CRAWL_STALENESS_PERIOD seconds. Every Visited URL older than the
+floor CRAWL_REVISIT_AFTER is a candidate, scored by (T − t)·s_j(t) − p_j·g_i(t)
+(scheduling.staleness.score), and the best m go to the active-scan workers:
 
-* s_j: whole periods of CRAWL_STALENESS_PERIOD seconds since the URL was last checked (fetched, or
-  confirmed unchanged) — `last_checked_at`;
-* p_j: the page's size in KB — the stored body's size, else the Content-Length last seen, else 16 KB;
-* g_i(t): the server's mean response time in this hour of day, in seconds, from its 24-hour load profile
-  (monitoring); a server without one for this hour counts as the median of the servers that have one;
-* T − t: CRAWL_STALENESS_HORIZON periods. The crawler's horizon rolls forward with time, so what is left
-  of it is always the same: the paper's finite horizon only matters at its end.
+* s_j(t): whole periods since the URL was last checked (fetched, or confirmed unchanged) — `last_checked_at`;
+* T − t: the periods left in the current recrawl cycle. The cycle, CRAWL_RECRAWL_CYCLE seconds (a day),
+  is the paper's horizon of T periods; cycles start at multiples of their length since the epoch, so
+  every sweep in the cluster agrees on t. Early in a cycle staleness weighs T times a period's cost, at
+  its end once: the paper's eq. 9;
+* p_j·g_i(t): the seconds a worker spends fetching the page — its size in bytes (the stored body, else
+  the Content-Length last seen, else 16 KB) over the server's observed throughput in this hour of day
+  (bytes over seconds of its GETs in that hour over the last CRAWL_THROUGHPUT_DAYS days; a server not
+  seen in this hour: its mean over the hours seen, else the median of the servers seen, else 100 KB/s);
+* m: the measured capacity of the active-scan workers per period (`active_scan_room`), at most
+  CRAWL_ACTIVE_SCAN_CAPACITY.
 
-The query never loads the URLs into Python. It first scores the 4m oldest eligible URLs (an index walk):
-the m-th best of them, θ, is a lower bound of the m-th best overall, and since a score is at most
-(T − t)·s_j, no URL younger than floor(θ / (T − t)) periods can reach it. The second query scores only
-URLs at least that old and returns the best m, ordered as scheduling.staleness.top_m orders them (score,
-then id). How much the bound saves depends on how spread the ages are: over 1,000,000 URLs checked
-across 30 days it scores a few thousand; when all were checked within the same few periods it scores
-them all (bench/staleness_selection.py shows both).
+Units: s in periods, the cost in seconds, as the paper mixes them; a second of a worker's time is worth
+one period of staleness at the end of the cycle and 1/T of one at its start.
+
+A change signal fits the framework through s_j, not beside it. The derivation (eq. 1–9) only needs s_j
+to be 0 after a fetch and to grow by at most one per period without one: it is the staleness of the
+stored copy, and "periods since the last fetch" is the paper's stand-in for it, exact only when every
+page changes every period. With a change signal we use the expected staleness instead:
+
+* the changes the active scan has found on the page (its Last-Modified, ETag or length differed) give
+  its change rate λ_j, and s_j(t) = τ − (1 − e^(−λ_j·τ))/λ_j in periods, τ the time since the last
+  check (`_expected_stale_periods`): a page seen to change often counts nearly every period since the
+  check, one never seen to change counts slowly;
+* a change known for certain — a recheck whose validators differ, or (from the sitemap issue) a
+  `lastmod` later than our fetch — sends the URL back to Init and the load agent fetches it at once: its
+  staleness is certain, no score is needed; a `lastmod` is also a change to count in λ_j.
+
+Last-Modified alone (the age of the version we hold) is not used for λ_j: on pages that change on a
+schedule it predicts the wrong way (a version seen just after it began has the longest to live), and
+the benchmark measured it worse than the plain s. CRAWL_RECRAWL_POLICY=staleness-plain scores with the
+paper's s (whole periods since the last check).
+
+For comparison (bench/staleness_live.py) the sweep can also rank by the paper's two baselines and by
+round robin: change-frequency (Tan et al. 2010: λ_j·s_j, λ_j the changes the
+active scan found per period since the URL was first seen), importance (Khan et al. 2013: w_j·s_j, w_j
+one plus the links to the URL) and plain oldest first, ignoring cost.
+
+The staleness query never loads the URLs into Python. It first scores the 4m oldest candidates (an
+index walk): the m-th best of them, θ, is a lower bound of the m-th best overall, and since a score is
+at most (T − t)·s_j, no URL younger than floor(θ / (T − t)) periods can reach it. The second query scores
+only URLs at least that old and returns the best m, ordered as scheduling.staleness.top_m orders them
+(score, then id) (bench/staleness_selection.py).
 """
 
 from __future__ import annotations
@@ -27,52 +55,160 @@ import statistics
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import F, FloatField, QuerySet, Value
-from django.db.models.functions import Coalesce, Floor
+from django.db.models import Case, Count, F, FloatField, OuterRef, QuerySet, Subquery, Sum, Value, When
+from django.db.models.functions import Coalesce, Exp, ExtractHour, Floor, Greatest
 from django.utils import timezone
 
-from crawlcore.db.functions import AgeSeconds, JsonArrayFloat
-from crawlcore.selectors import load_profiles
+from crawlcore.db.functions import AgeSeconds
+from crawlcore.models import Link, StatusCheck, Url, UrlEvent
+from crawler.lifecycle import Agent, State
 from scheduling.staleness import prune_age
 
-DEFAULT_KB = 16.0  # a page whose size was never seen: a typical HTML page
-DEFAULT_RESPONSE_S = 1.0  # no server has a profile for this hour
+RECRAWL_POLICIES = ("staleness", "staleness-plain", "round-robin", "change-frequency", "importance")
+DEFAULT_BYTES = 16 * 1024  # a page whose size was never seen: a typical HTML page
+DEFAULT_THROUGHPUT = 100_000.0  # bytes per second, when no server has been seen in this hour
 SAMPLE = 4  # the bound comes from the best m of the 4m oldest: one large page among them cannot spoil it
 
 
-def default_response_s(*, hour: int) -> float:
-    """The response time assumed for servers without a profile for `hour`: the profiled servers' median."""
-    values = [p[hour] for p in load_profiles().values() if isinstance(p, list) and len(p) == 24 and p[hour] is not None]
-    return statistics.median(values) / 1000.0 if values else DEFAULT_RESPONSE_S
+def horizon_remaining(*, now: datetime) -> int:
+    """T − t: the periods left in the current recrawl cycle, T − t ≥ 1."""
+    period, cycle = settings.CRAWL_STALENESS_PERIOD, settings.CRAWL_RECRAWL_CYCLE
+    total = max(1, round(cycle / period))
+    t = int((now.timestamp() % cycle) // period)
+    return max(1, total - t)
 
 
-def staleness_scored(qs: QuerySet, *, now: datetime) -> QuerySet:
-    """`qs` (Url rows) annotated with `staleness_score`, the seed 004 score of this period."""
-    period = settings.CRAWL_STALENESS_PERIOD
-    remaining = settings.CRAWL_STALENESS_HORIZON
+def servers_throughput(*, now: datetime) -> tuple[dict[int, float], float]:
+    """Each server's observed throughput (bytes per second of its GETs) in `now`'s hour of day, and the
+    value for a server never seen in that hour (see the module docstring)."""
     hour = timezone.localtime(now).hour
-    size_kb = Coalesce(F("page__size"), F("content_length"), Value(DEFAULT_KB * 1024.0), output_field=FloatField())
-    response_s = Coalesce(
-        JsonArrayFloat("server__load_profile", hour) / Value(1000.0),
-        Value(default_response_s(hour=hour)),
+    since = now - timedelta(days=settings.CRAWL_THROUGHPUT_DAYS)
+    checks = (
+        StatusCheck.objects.filter(checked_at__gte=since, checked_at__lt=now, method="GET", bytes__gt=0)
+        .filter(latency_ms__gt=0)
+        .exclude(category__in=StatusCheck.NOT_SERVER_ANSWERS)
+        .annotate(hour=ExtractHour("checked_at"))
+    )
+    per_hour: dict[int, dict[int, float]] = {}
+    totals = checks.values("server_id", "hour").annotate(b=Sum("bytes"), ms=Sum("latency_ms"))
+    for row in totals:
+        per_hour.setdefault(row["server_id"], {})[row["hour"]] = row["b"] * 1000.0 / row["ms"]
+    now_rates = [hours[hour] for hours in per_hour.values() if hour in hours]
+    default = statistics.median(now_rates) if now_rates else DEFAULT_THROUGHPUT
+    out = {}
+    for server_id, hours in per_hour.items():
+        out[server_id] = hours[hour] if hour in hours else statistics.mean(hours.values())
+    return out, default
+
+
+def _cost_seconds(*, now: datetime):
+    """p_j·g_i(t): the page's bytes over its server's throughput in this hour."""
+    rates, default = servers_throughput(now=now)
+    throughput = Case(
+        *[When(server_id=sid, then=Value(rate)) for sid, rate in rates.items()],
+        default=Value(default),
         output_field=FloatField(),
     )
-    staleness = Floor(AgeSeconds(now, "last_checked_at") / Value(float(period)))
-    score = Value(float(remaining)) * staleness - size_kb / Value(1024.0) * response_s
-    return qs.annotate(staleness_score=score)
+    size = Coalesce(F("page__size"), F("content_length"), Value(float(DEFAULT_BYTES)), output_field=FloatField())
+    return size / throughput
 
 
-def staleness_top(qs: QuerySet, *, now: datetime, limit: int) -> list[int]:
-    """Ids of the `limit` URLs of `qs` with the highest seed 004 score, best first (ties: smaller id)."""
+def _periods(now: datetime):
+    """The paper's s_j(t): whole periods since the last check."""
+    return Floor(AgeSeconds(now, "last_checked_at") / Value(float(settings.CRAWL_STALENESS_PERIOD)))
+
+
+def _changes_found():
+    """Changes the active scan found on the URL (Visited → Init), the change signal we hold for every page."""
+    found = (
+        UrlEvent.objects.filter(url=OuterRef("pk"), agent=Agent.ACTIVE_SCAN.value)
+        .filter(from_state=State.VISITED.value, to_state=State.INIT.value)
+        .values("url")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return Coalesce(Subquery(found), Value(0), output_field=FloatField())
+
+
+def _expected_stale_periods(now: datetime):
+    """s_j(t) from the change signal: the expected time the stored copy has been stale, in periods.
+
+    With changes at rate λ_j (Poisson), a copy checked τ ago has been stale for τ − (1 − e^(−λτ))/λ on
+    average: 0 right after the check, growing by at most one period per period, and by almost exactly
+    one once a change is all but certain — eq. 1's s_j, weighted by how likely the copy is stale. λ_j is
+    (changes found + 1) over the time since the URL was first seen plus one recrawl cycle (the prior: a
+    page is taken to change about once a cycle until the scans have seen it change)."""
+    tau = AgeSeconds(now, "last_checked_at")
+    seen = AgeSeconds(now, "created_at")
+    rate = (_changes_found() + Value(1.0)) / (Greatest(seen, Value(0.0)) + Value(float(settings.CRAWL_RECRAWL_CYCLE)))
+    expected = tau - (Value(1.0) - Exp(-rate * tau)) / rate
+    return Greatest(expected, Value(0.0)) / Value(float(settings.CRAWL_STALENESS_PERIOD))
+
+
+def staleness_scored(qs: QuerySet, *, now: datetime, signal: bool = True) -> QuerySet:
+    """`qs` (Url rows) annotated with `staleness_score`, the seed 004 score of this period; `signal`: s_j is
+    the expected staleness given the changes found (the default), else the periods since the last check."""
+    remaining = float(horizon_remaining(now=now))
+    periods = _expected_stale_periods(now) if signal else _periods(now)
+    return qs.annotate(staleness_score=Value(remaining) * periods - _cost_seconds(now=now))
+
+
+def baseline_scored(qs: QuerySet, *, now: datetime, policy: str) -> QuerySet:
+    """`qs` annotated with `staleness_score` by one of the comparison policies (none of them looks at cost)."""
+    period = float(settings.CRAWL_STALENESS_PERIOD)
+    if policy == "round-robin":  # oldest check first, to the second
+        return qs.annotate(staleness_score=AgeSeconds(now, "last_checked_at") / Value(period))
+    if policy == "change-frequency":
+        changes = _changes_found()
+        seen = AgeSeconds(now, "created_at") / Value(period)
+        rate = (changes + Value(1.0)) / (seen + Value(1.0))
+        return qs.annotate(staleness_score=rate * _periods(now))
+    if policy == "importance":
+        links = Link.objects.filter(to_url=OuterRef("pk")).values("to_url").annotate(n=Count("id")).values("n")
+        weight = Coalesce(Subquery(links), Value(0), output_field=FloatField()) + Value(1.0)
+        return qs.annotate(staleness_score=weight * _periods(now))
+    raise ValueError(f"unknown recrawl policy {policy!r}: expected one of {', '.join(RECRAWL_POLICIES)}")
+
+
+def staleness_top(qs: QuerySet, *, now: datetime, limit: int, policy: str = "staleness") -> list[int]:
+    """Ids of the `limit` URLs of `qs` with the highest score, best first (ties: smaller id)."""
     if limit <= 0:
         return []
-    scored = staleness_scored(qs, now=now)
+    if policy not in ("staleness", "staleness-plain"):
+        scored = baseline_scored(qs, now=now, policy=policy)
+        return list(scored.order_by(F("staleness_score").desc(), "id").values_list("id", flat=True)[:limit])
+    remaining = horizon_remaining(now=now)
+    # Pruning stays exact with the signal: the expected staleness is never more than the time since the
+    # last check, so (T − t)·(periods since the last check) still bounds the score.
+    scored = staleness_scored(qs, now=now, signal=policy == "staleness")
     sample = scored.order_by("last_checked_at", "id").values_list("staleness_score", flat=True)[: SAMPLE * limit]
     scores = sorted(sample, reverse=True)
     if len(scores) >= limit:
-        least = prune_age(scores[limit - 1], remaining=settings.CRAWL_STALENESS_HORIZON)
+        least = prune_age(scores[limit - 1], remaining=remaining)
         if least:
             scored = scored.filter(
                 last_checked_at__lte=now - timedelta(seconds=least * settings.CRAWL_STALENESS_PERIOD)
             )
     return list(scored.order_by(F("staleness_score").desc(), "id").values_list("id", flat=True)[:limit])
+
+
+def active_scan_room(*, now: datetime) -> int:
+    """m for this period, less what is still out: how many URLs to send the active-scan workers now.
+
+    Measured, not configured: the URLs confirmed in the last period (Visited, checked within it) are what
+    the workers managed while work was waiting (URLs still leased: they were saturated), so m is that
+    many. When nothing was left over they had room: m doubles, from CRAWL_ACTIVE_SCAN_CAPACITY (also the
+    cap) before anything was measured. The count includes pages the load agent fetched in the period,
+    which errs on the generous side; what is still out is subtracted, so the queue never grows past one
+    period's work for long.
+    """
+    cap = settings.CRAWL_ACTIVE_SCAN_CAPACITY
+    visited = Url.objects.filter(state=State.VISITED.value)
+    outstanding = visited.exclude(lease_owner="").filter(lease_expires_at__gte=now).count()
+    since = now - timedelta(seconds=settings.CRAWL_STALENESS_PERIOD)
+    done = visited.filter(last_checked_at__gte=since, last_checked_at__lte=now).count()
+    if outstanding:
+        m = max(1, done)
+    else:
+        m = cap if done == 0 else 2 * done
+    return max(0, min(cap, m) - outstanding)

@@ -21,7 +21,7 @@ from crawler.lifecycle import Agent, State
 
 from .queue import enqueue_scan_on_commit
 from .scan import SCAN_STATES, sweep_owner_prefix
-from .staleness import staleness_top
+from .staleness import active_scan_room, staleness_top
 from .urls import urls_lease
 
 
@@ -33,16 +33,16 @@ def _scannable(now: datetime):
 
 
 def active_candidates(*, now: datetime, limit: int) -> list[int]:
-    """Visited URLs last checked at least CRAWL_REVISIT_AFTER ago, the `limit` best by seed 004's staleness
-    score (crawlcore.services.staleness). A URL whose server asked for patience carries a next_check_at
-    and waits for it."""
+    """Visited URLs last checked at least CRAWL_REVISIT_AFTER ago (a floor), the `limit` best by seed 004's
+    staleness score (crawlcore.services.staleness; CRAWL_RECRAWL_POLICY picks a comparison policy). A URL
+    whose server asked for patience carries a next_check_at and waits for it."""
     checked_before = now - timedelta(seconds=settings.CRAWL_REVISIT_AFTER)
     rows = (
         _scannable(now)
         .filter(state=State.VISITED.value, last_checked_at__lte=checked_before)
         .filter(Q(next_check_at__isnull=True) | Q(next_check_at__lte=now))
     )
-    return staleness_top(rows, now=now, limit=limit)
+    return staleness_top(rows, now=now, limit=limit, policy=settings.CRAWL_RECRAWL_POLICY)
 
 
 def inactive_candidates(*, now: datetime, limit: int) -> list[int]:
@@ -60,7 +60,7 @@ def scan_sweep(*, agent: Agent, now: datetime | None = None) -> int:
     """
     now = now or timezone.now()
     if agent == Agent.ACTIVE_SCAN:
-        ids = active_candidates(now=now, limit=settings.CRAWL_ACTIVE_SCAN_CAPACITY)
+        ids = active_candidates(now=now, limit=active_scan_room(now=now))
     else:
         ids = inactive_candidates(now=now, limit=settings.CRAWL_INACTIVE_SCAN_CAPACITY)
     if not ids:

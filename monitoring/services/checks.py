@@ -31,11 +31,15 @@ from crawler.multicheck import CheckRequest, MultiChecker
 from crawler.netguard import forbidden_reason, parse_cidrs
 from crawler.status import CONFIRMED, Category, Status
 
+from .. import hooks
 from ..accepted_codes import AcceptedCodes, classify
 from ..confirm import Confirmation, confirm
-from ..models import ServerMonitor, StatusChange
+from ..content import ContentRule, content_failure
+from ..models import LocationState, ServerMonitor, StatusChange
+from ..quorum import locations_parse, quorum_decide, quorum_needed
 from ..selectors import in_window, maintenance_windows
 from ..validate import monitor_problems
+from .certificates import certificates_record
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +60,7 @@ class Target:
     accepted: AcceptedCodes
     fail_after: int
     recover_after: int
+    content: ContentRule = ContentRule()  # empty: no content check
     problem: str = ""
 
 
@@ -90,6 +95,7 @@ def target_of(monitor: ServerMonitor) -> Target:
         accepted=AcceptedCodes() if "accepted_codes" in problems else AcceptedCodes.parse(monitor.accepted_codes),
         fail_after=usable("fail_after", monitor.fail_after, settings.MONITOR_FAIL_AFTER),
         recover_after=usable("recover_after", monitor.recover_after, settings.MONITOR_RECOVER_AFTER),
+        content=ContentRule(monitor.content_must, monitor.content_must_not, monitor.content_regex),
         problem="; ".join(f"{name}: {message}" for name, message in problems.items()),
     )
 
@@ -122,6 +128,8 @@ class Checked:
     status: str = ""  # the confirmed status after this check ("maintenance" inside a window)
     changed_from: str | None = None
     check_id: int | None = None
+    failure: str = ""  # set by the monitor's own verdict (content); else the fetch's failure kind
+    detail: str = ""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -169,7 +177,8 @@ def checks_fetch(*, targets: Sequence[Target]) -> list[Checked]:
     error whose detail says why."""
     fetchable = [t for t in targets if not t.problem]
     guards = {trusted: _guard(trusted) for trusted in {t.trusted for t in fetchable}}
-    timed = iter(_checker().check_all([CheckRequest(t.url, guards[t.trusted]) for t in fetchable]))  # never raises
+    requests = [CheckRequest(t.url, guards[t.trusted], keep_body=bool(t.content)) for t in fetchable]
+    timed = iter(_checker().check_all(requests))  # never raises
     out = []
     for target in targets:
         if target.problem:
@@ -179,7 +188,15 @@ def checks_fetch(*, targets: Sequence[Target]) -> list[Checked]:
         started_at, result = next(timed)
         latency_s = result.timings.total_ms / 1000.0
         category = classify(result.status, latency_s, target.threshold_s, target.accepted).value
-        out.append(Checked(target, result, datetime.fromtimestamp(started_at, UTC), category))
+        checked = Checked(target, result, datetime.fromtimestamp(started_at, UTC), category)
+        if result.failure is FailureKind.TLS:
+            # An expired, mismatched or untrusted certificate: the server answers, wrongly (issue 19).
+            checked.category = Category.ERROR.value
+        elif target.content and category in (Category.NORMAL.value, Category.DELAY.value):
+            why = content_failure(result.body, target.content)
+            if why is not None:
+                checked.category, checked.failure, checked.detail = Category.ERROR.value, "content", why
+        out.append(checked)
     return out
 
 
@@ -197,8 +214,8 @@ def _check_values(c: Checked) -> dict:
         checked_at=c.checked_at,
         status_code=r.status,
         category=c.category,
-        failure_kind=BAD_SETTINGS if c.target.problem else (r.failure.value if r.failure else ""),
-        detail=r.detail[:300],
+        failure_kind=BAD_SETTINGS if c.target.problem else (c.failure or (r.failure.value if r.failure else "")),
+        detail=(c.detail or r.detail)[:300],
         latency_ms=t.total_ms,
         dns_ms=t.dns_ms,
         connect_ms=t.connect_ms,
@@ -243,7 +260,8 @@ def checks_record(*, checked: Sequence[Checked], claimed_at: datetime | None = N
     with transaction.atomic():
         _checks_insert(checked)
         locked = ServerMonitor.objects.select_for_update().filter(server_id__in=ids).order_by("server_id")
-        monitors = {m.server_id: m for m in locked.only("server_id", *_STATE_FIELDS)}
+        monitors = {m.server_id: m for m in locked.only("server_id", "locations", "quorum", *_STATE_FIELDS)}
+        locations = _location_states([m for m in monitors.values() if m.locations])
         windows = maintenance_windows(
             server_ids=ids, start=min(c.checked_at for c in checked), end=max(c.checked_at for c in checked)
         )
@@ -253,13 +271,20 @@ def checks_record(*, checked: Sequence[Checked], claimed_at: datetime | None = N
             if m is None:  # its monitor was deleted meanwhile: the check stays, there is no state to move
                 c.status = ""
                 continue
-            _apply(m, c, in_window(windows.get(m.server_id, ()), c.checked_at), changes)
+            paused = in_window(windows.get(m.server_id, ()), c.checked_at)
             base = claimed_at or c.checked_at
+            if m.locations:
+                _apply_located(m, c, paused, changes, locations, base)
+            else:
+                _apply(m, c, paused, changes)
+                m.claim_token = ""
             m.next_check_at = base + timedelta(seconds=c.target.interval_s)
-            m.claim_token = ""
         # One UPDATE ... FROM (VALUES ...) on PostgreSQL: bulk_update cost ~70% of a worker's time.
         bulk.update_rows(list(monitors.values()), _STATE_FIELDS)
+        _location_states_save(locations)
         StatusChange.objects.bulk_create(changes)
+        hooks.status_changes_written(changes)  # alerts' outbox rows, in this same transaction
+        certificates_record(checked=[c for c in checked if c.result.certificate is not None])
     return list(checked)
 
 
@@ -304,12 +329,86 @@ def _apply(m: ServerMonitor, c: Checked, paused: bool, changes: list[StatusChang
 
 
 # --------------------------------------------------------------------------------------------------
+# Several locations (issue 19): each crawler number confirms on its own; a quorum of them moves the status.
+
+_LOCATION_FIELDS = ["status", "candidate", "streak", "last_check_at", "last_category", "next_check_at", "claim_token"]
+
+
+def _location_states(monitors: Sequence[ServerMonitor]) -> dict[tuple[int, int], LocationState]:
+    """Every listed location's state of these monitors, made (unsaved) where a location has none yet."""
+    if not monitors:
+        return {}
+    rows = LocationState.objects.filter(server_id__in=[m.server_id for m in monitors])
+    states = {(s.server_id, s.crawler_num): s for s in rows}
+    for m in monitors:
+        for num in locations_parse(m.locations):
+            states.setdefault((m.server_id, num), LocationState(server_id=m.server_id, crawler_num=num))
+    return states
+
+
+def _location_states_save(states: dict[tuple[int, int], LocationState]) -> None:
+    if states:
+        LocationState.objects.bulk_create(
+            list(states.values()),
+            update_conflicts=True,
+            unique_fields=["server", "crawler_num"],
+            update_fields=_LOCATION_FIELDS,
+        )
+
+
+def _apply_located(
+    m: ServerMonitor,
+    c: Checked,
+    paused: bool,
+    changes: list[StatusChange],
+    states: dict[tuple[int, int], LocationState],
+    base: datetime,
+) -> None:
+    """A check of a multi-location monitor moves the state of the location that made it (this worker's
+    CRAWLER_NUM); the server's status then follows a quorum of the locations' confirmed statuses."""
+    m.last_check_at, m.last_category = c.checked_at, c.category
+    here = states.get((m.server_id, settings.CRAWLER_NUM)) if settings.CRAWLER_NUM is not None else None
+    if here is None:  # checked from a crawler number not listed: recorded, counts for no location
+        c.status = m.status
+        return
+    here.last_check_at, here.last_category, here.claim_token = c.checked_at, c.category, ""
+    here.next_check_at = base + timedelta(seconds=c.target.interval_s)
+    if paused:
+        c.status = Status.MAINTENANCE.value
+        return
+    state = Confirmation(Status(here.status), Status(here.candidate) if here.candidate else None, here.streak)
+    new, _ = confirm(state, c.category, fail_after=c.target.fail_after, recover_after=c.target.recover_after)
+    here.status, here.candidate, here.streak = (
+        new.status.value,
+        new.candidate.value if new.candidate else "",
+        new.streak,
+    )
+    nums = locations_parse(m.locations)
+    seen = {n: Status(states[(m.server_id, n)].status) for n in nums}
+    decided = quorum_decide(Status(m.status), seen, quorum_needed(len(nums), m.quorum))
+    if decided is not None:
+        change = StatusChange(
+            server_id=m.server_id,
+            from_status=m.status,
+            to_status=decided.to_status.value,
+            at=c.checked_at,
+            reason=decided.reason[:200],
+            status_check_id=c.check_id,
+        )
+        change.locations = decided.seen  # not a column: alerts' hook puts it in the message
+        changes.append(change)
+        m.status, m.status_since, c.changed_from = decided.to_status.value, c.checked_at, change.from_status
+    c.status = m.status
+
+
+# --------------------------------------------------------------------------------------------------
 # Claiming and the entry points
 
 
 # What target_of reads; the rest (the server's robots.txt, the load profile...) stays in the database.
 _TARGET_FIELDS = [
     *("health_url", "interval_s", "delay_threshold_s", "accepted_codes", "fail_after", "recover_after"),
+    *("content_must", "content_must_not", "content_regex"),
     *("server__scheme", "server__host", "server__port", "server__trusted"),
 ]
 
@@ -326,11 +425,34 @@ def monitors_claim(*, server_ids: Sequence[int], now: datetime | None = None) ->
     now = now or timezone.now()
     token = secrets.token_hex(8)
     due = Q(next_check_at__isnull=True) | Q(next_check_at__lte=now)
-    ServerMonitor.objects.filter(server_id__in=server_ids, enabled=True).filter(due).update(
+    ServerMonitor.objects.filter(server_id__in=server_ids, enabled=True, locations="").filter(due).update(
         claim_token=token, next_check_at=lease_deadline(now), dispatched_at=None
     )
     # The guard was in the UPDATE: rows another claimer took in between carry its token, not ours.
-    return list(_monitors(server_ids).filter(claim_token=token))
+    mine = list(_monitors(server_ids).filter(claim_token=token, locations=""))
+    return mine + _located_claim(server_ids, token, now, due)
+
+
+def _located_claim(server_ids: Sequence[int], token: str, now: datetime, due: Q) -> list[ServerMonitor]:
+    """Multi-location monitors are claimed per location: every listed crawler number gets the message
+    and checks the server once per interval, on its own LocationState row (same guarded UPDATE)."""
+    here = settings.CRAWLER_NUM
+    if here is None:
+        return []
+    located = [
+        m for m in _monitors(server_ids).exclude(locations="").only("server_id", "locations")
+        if here in locations_parse(m.locations)
+    ]  # fmt: skip
+    if not located:
+        return []
+    ids = [m.server_id for m in located]
+    LocationState.objects.bulk_create(
+        [LocationState(server_id=sid, crawler_num=here) for sid in ids], ignore_conflicts=True
+    )
+    states = LocationState.objects.filter(server_id__in=ids, crawler_num=here)
+    states.filter(due).update(claim_token=token, next_check_at=lease_deadline(now))
+    claimed = set(states.filter(claim_token=token).values_list("server_id", flat=True))
+    return list(_monitors(sorted(claimed))) if claimed else []
 
 
 def monitors_check(*, server_ids: Sequence[int], claim: bool = True) -> list[Checked]:

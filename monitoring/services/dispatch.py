@@ -19,6 +19,7 @@ from django.utils import timezone
 from crawlcore.queues import Queue, pinned_queue
 
 from ..models import ServerMonitor
+from ..quorum import locations_parse
 
 CHECK_TASK = "tasks.monitor.check_servers"
 MAX_PER_RUN = 50_000  # bounds one dispatcher run; what is left is sent by the next one
@@ -48,14 +49,16 @@ def monitors_dispatch_due(*, now: datetime | None = None) -> int:
         .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=stale))
     )
     candidates = list(
-        due.order_by("next_check_at", "server_id").values_list("server_id", "server__crawler_num")[:MAX_PER_RUN]
+        due.order_by("next_check_at", "server_id").values_list("server_id", "server__crawler_num", "locations")[
+            :MAX_PER_RUN
+        ]
     )
     if not candidates:
         return 0
     sent = 0
     size = settings.MONITOR_BATCH_SIZE
     with transaction.atomic():
-        ids = [sid for sid, _ in candidates]
+        ids = [sid for sid, _, _ in candidates]
         mine: set[int] = set()
         for i in range(0, len(ids), 1000):
             chunk = ServerMonitor.objects.filter(server_id__in=ids[i : i + 1000])
@@ -63,9 +66,11 @@ def monitors_dispatch_due(*, now: datetime | None = None) -> int:
             chunk.filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=stale)).update(dispatched_at=now)
             mine.update(chunk.filter(dispatched_at=now).values_list("server_id", flat=True))
         by_pin: dict[int | None, list[int]] = defaultdict(list)
-        for sid, pin in candidates:
+        for sid, pin, locations in candidates:
             if sid in mine:
-                by_pin[pin].append(sid)
+                # A multi-location monitor goes to every listed crawler number; each claims its own turn.
+                for num in locations_parse(locations) or (pin,):
+                    by_pin[num].append(sid)
         for pin, group in by_pin.items():
             for i in range(0, len(group), size):
                 enqueue_checks_on_commit(server_ids=group[i : i + size], crawler_num=pin)

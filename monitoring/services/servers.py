@@ -25,7 +25,7 @@ class Imported:
 
 IMPORT_CHUNK = 2000  # rows per round of statements: well under SQLite's limit on query parameters
 _MONITOR_FIELDS = ("health_url", "interval_s", "delay_threshold_s", "accepted_codes")
-_SERVER_FIELDS = ("group", "crawler_num", "trusted")
+_SERVER_FIELDS = ("group", "crawler_num", "trusted", "owner_email")
 
 
 def servers_import(*, rows: Sequence[ServerRow]) -> Imported:
@@ -47,7 +47,7 @@ def servers_import(*, rows: Sequence[ServerRow]) -> Imported:
 
 
 def _servers_found(keys: Iterable[ServerKey]) -> dict[ServerKey, tuple]:
-    """(id, group, crawler_num, trusted) of the servers with these keys that exist."""
+    """(id, group, crawler_num, trusted, owner_email) of the servers with these keys that exist."""
     keys = set(keys)
     # Scheme and host: the leading columns of the unique (scheme, host, port) index, which PostgreSQL then
     # uses; by host alone it scanned the table once per chunk.
@@ -62,7 +62,10 @@ def _import_chunk(rows: Sequence[ServerRow], out: Imported) -> None:
     # The same rows crawlcore.services.servers.servers_ensure would create, with the import's fields set at
     # once; a server another process created meanwhile is skipped here and updated below.
     new_servers = [
-        {"scheme": k.scheme, "host": k.host, "port": k.port, "group": r.group, "crawler_num": r.crawler_num}
+        {
+            "scheme": k.scheme, "host": k.host, "port": k.port, "group": r.group, "crawler_num": r.crawler_num,
+            "owner_email": r.owner_email,
+        }  # fmt: skip
         for k, r in by_key.items()
         if k not in found
     ]
@@ -77,7 +80,7 @@ def _import_chunk(rows: Sequence[ServerRow], out: Imported) -> None:
     changed_servers, changed_monitors, new_monitors = [], [], []
     for r in rows:
         server_id, *server_now = found[ServerKey(r.scheme, r.host, r.port)]
-        server_wanted = (r.group, r.crawler_num, True)
+        server_wanted = (r.group, r.crawler_num, True, r.owner_email)
         if tuple(server_now) != server_wanted:
             changed_servers.append((server_id, *server_wanted))
         wanted = tuple(getattr(r, name) for name in _MONITOR_FIELDS)

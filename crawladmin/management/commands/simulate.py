@@ -29,7 +29,9 @@ class Command(BaseCommand):
         parser.add_argument("--plot", metavar="PNG", help="write a figure (matplotlib, Agg)")
         parser.add_argument("--servers", type=int, help="hybrid: servers (100)")
         parser.add_argument("--robots", type=int, help="hybrid: robots (4)")
-        parser.add_argument("--pause-lookahead", type=int, help="hybrid: hours looked ahead by the pause rule (3)")
+        parser.add_argument(
+            "--pause-lookahead", type=int, help="hybrid: hours looked ahead by the pause rule (1: the paper's)"
+        )
         parser.add_argument("--pages", type=int, help="staleness: pages (4500)")
         parser.add_argument("--threads", type=int, help="staleness: fetch threads m (4)")
 
@@ -56,7 +58,9 @@ class Command(BaseCommand):
         cfg = replace(sim_hybrid.Config(), **changes)
         if cfg.servers < 1 or cfg.robots < 1:
             raise CommandError("--servers and --robots must be at least 1")
-        return sim_hybrid.experiment(cfg, opts["seeds"])
+        result = sim_hybrid.experiment(cfg, opts["seeds"])
+        result["scaling"] = sim_hybrid.scaling(cfg, opts["seeds"])
+        return result
 
     def _print_hybrid(self, r: dict) -> None:
         cfg = r["config"]
@@ -76,12 +80,20 @@ class Command(BaseCommand):
         w("ratios (paper): " + ", ".join(f"{k} {v:.2f} ({r['paper_ratios'][k]:.2f})" for k, v in r["ratios"].items()))
         n = len(r["seeds"])
         w(f"Hybrid < Sorting < Random in {r['ordering_held']} of {n} seeds")
-        first = r["seeds"][0]["per_hour"]
-        w("pages collected per hour, seed 0 (the paper's figure 5):")
-        w(f"{'hour':>6} {'Random':>8} {'Sorting':>8} {'Hybrid':>8}")
-        for i in range(max(len(v) for v in first.values())):
-            cells = [f"{v[i]:>8.0f}" if i < len(v) else f"{'':>8}" for v in (first[p] for p in sim_hybrid.POLICIES)]
-            w(f"{i + 1:>6} " + " ".join(cells))
+        cum = r["cumulative_mean"]
+        w(f"cumulative pages collected by the end of each hour, mean of {n} seeds (the paper's figure 5):")
+        w(f"{'hour':>6} {'Random':>9} {'Sorting':>9} {'Hybrid':>9}   Hybrid - Sorting")
+        for i in range(max(len(v) for v in cum.values())):
+            row = [cum[p][min(i, len(cum[p]) - 1)] for p in sim_hybrid.POLICIES]
+            w(f"{i + 1:>6} " + " ".join(f"{v:>9.0f}" for v in row) + f"   {row[2] - row[1]:>+8.0f}")
+        w("hours to finish by number of servers (same robots; mean of the seeds):")
+        w(f"{'servers':>8} {'Random':>8} {'Sorting':>8} {'Hybrid':>8} {'Sorting/Hybrid':>15} {'Random/Hybrid':>14}")
+        for servers, row in r["scaling"].items():
+            m = row["mean_hours"]
+            w(
+                f"{servers:>8} {m['random']:>8.2f} {m['sorting']:>8.2f} {m['hybrid']:>8.2f} "
+                f"{row['sorting/hybrid']:>15.3f} {row['random/hybrid']:>14.3f}"
+            )
 
     # ---------------------------------------------------------------------------------------------- seed 004
 

@@ -40,6 +40,7 @@
       badge.textContent = t.status;
       el.querySelector("[data-field=latency]").textContent = latency(t.latency_ms);
       el.querySelector("[data-field=note]").textContent = t.note || "";
+      el.querySelector("[data-field=cert]").textContent = t.cert || "";
       var up = el.querySelector("[data-field=uptime]");
       up.firstChild.textContent = (t.uptime_24h === null || t.uptime_24h === undefined ? "–" : t.uptime_24h.toFixed(2) + " %") + " ";
       var bar = el.querySelector("[data-field=bar]");

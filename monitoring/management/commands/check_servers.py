@@ -9,6 +9,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from monitoring import hooks
 from monitoring.selectors import monitors_selected, servers_by_id
 from monitoring.services.checks import Checked, monitors_check
 
@@ -57,6 +58,7 @@ class Command(BaseCommand):
                 "no monitored servers" + (f" in group {group!r}" if group else "") + "; see import_servers"
             )
         checked = monitors_check(server_ids=ids, claim=False)
+        hooks.round_finished()  # alerts delivers what this round caused before the command exits
         servers = servers_by_id(server_ids=ids)
         results = sorted(
             (

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboard', '0004_crawlsample'),
+        ('dashboard', '0005_alerts_permissions'),
     ]
 
     operations = [

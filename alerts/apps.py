@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.apps import AppConfig
+
+
+def _changes_written(changes: Sequence[Any]) -> None:
+    from .services.outbox import events_from_changes
+
+    events_from_changes(changes=changes)
+
+
+def _certificates_seen(seen: Sequence[Any]) -> None:
+    from .services.outbox import events_from_certificates
+
+    events_from_certificates(seen=seen)
+
+
+def _round_finished() -> None:
+    from .services.send import notifications_flush
+
+    notifications_flush()
+
+
+class AlertsConfig(AppConfig):
+    name = "alerts"
+    verbose_name = "Alerts"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Monitoring sits below alerts and cannot import it: alerts hands monitoring the two functions
+        # it calls (monitoring.hooks), so the outbox rows are written in the StatusChange's transaction.
+        from monitoring import hooks
+
+        hooks.on_status_changes(_changes_written)
+        hooks.on_certificates_seen(_certificates_seen)
+        hooks.on_round_finished(_round_finished)

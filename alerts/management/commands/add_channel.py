@@ -1,0 +1,30 @@
+"""`python manage.py add_channel NAME URL [--group G | --server HOST] [--events down,up,delay,cert,content]`:
+a channel and the rule routing events to it (all servers by default). URL is any Apprise URL, or e-mail
+addresses sent through Django's e-mail backend. Running it again with the same name replaces the URL.
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from alerts.services.channels import ChannelError, channel_add
+
+
+class Command(BaseCommand):
+    help = __doc__
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("name")
+        parser.add_argument("url", help="Apprise URL (json://, slack://, mailto:// ...) or e-mail address(es)")
+        scope = parser.add_mutually_exclusive_group()
+        scope.add_argument("--group", default="", help="only servers of this group")
+        scope.add_argument("--server", default="", help="only this server (host name)")
+        parser.add_argument("--events", default="", help="comma list of down,up,delay,cert,content (default: all)")
+
+    def handle(self, *args, name: str, url: str, group: str, server: str, events: str, **options) -> None:
+        try:
+            added = channel_add(name=name, url=url, group=group, server_host=server, events=events)
+        except ChannelError as exc:
+            raise CommandError(str(exc)) from None
+        verb = "added" if added.created else "updated"
+        self.stdout.write(f"{verb} channel {added.channel.name}: {added.channel.masked}; rule: {added.rule}")

@@ -1,0 +1,185 @@
+"""The sender: claim due outbox rows with one guarded UPDATE, deliver one message per channel, record.
+
+At-least-once, never lost: a row is claimed (pending -> sending, under a token, with a lease) before
+anything is sent and recorded (sent, or pending again with a back-off, or failed when its attempts are
+spent) after. A sender killed in between leaves its rows "sending" with a lease that runs out; the next
+sender claims them again and re-sends them under the same idempotency key, which the rows keep from their
+first claim, so a receiver that got the first copy can drop the second.
+
+Grouping: a row waits ALERTS_GROUP_WINDOW after its event; when one row of a channel is due, every pending
+row of that channel goes along in the same message, so twelve servers failing within a minute are one
+message. ``notifications_flush`` ignores the window (check_servers sends what its round caused).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import F, Q
+from django.utils import timezone
+
+from crawlcore.models import Server
+
+from ..delivery import Outcome, deliver
+from ..destinations import DestinationError
+from ..logic import EventView, idempotency_key, message_compose, retry_delay
+from ..models import Channel, Event, Notification
+
+log = logging.getLogger(__name__)
+
+MAX_PER_RUN = 5000  # rows claimed by one run; the rest go with the next
+RETRY_CAP_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One message handed to a channel, as send_notifications prints it."""
+
+    channel: str
+    key: str
+    events: int
+    ok: bool
+    error: str
+    final: bool  # failed and no attempt left
+
+
+def _claimable(now: datetime, flush: bool) -> Q:
+    due = Q(next_attempt_at__lte=now) | Q(attempts=0) if flush else Q(next_attempt_at__lte=now)
+    # A "sending" row whose lease ran out belongs to a sender that died before recording it.
+    return (Q(status=Notification.PENDING) & due) | Q(status=Notification.SENDING, claimed_until__lt=now)
+
+
+def _candidates(now: datetime, flush: bool) -> list[int]:
+    """Ids to claim: every claimable row, and with each channel that has one, that channel's fresh
+    pending rows still inside their grouping window (they join the message rather than wait for another)."""
+    base = Notification.objects.filter(channel__enabled=True)
+    due = list(base.filter(_claimable(now, flush)).order_by("id").values_list("id", "channel_id")[:MAX_PER_RUN])
+    if not due:
+        return []
+    channels = {cid for _, cid in due}
+    joining = base.filter(channel_id__in=channels, status=Notification.PENDING, attempts=0, next_attempt_at__gt=now)
+    ids = {i for i, _ in due} | set(joining.values_list("id", flat=True)[:MAX_PER_RUN])
+    return sorted(ids)
+
+
+def notifications_claim(*, now: datetime, flush: bool = False) -> tuple[str, list[Notification]]:
+    token = secrets.token_hex(8)
+    ids = _candidates(now, flush)
+    lease = now + timedelta(seconds=settings.ALERTS_LEASE_SECONDS)
+    claimed = 0
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        fresh = Q(status=Notification.PENDING, attempts=0)
+        # The guard repeats the claimable condition: of two senders racing, one UPDATE changes a row and
+        # the other changes nothing, so only the winner's token is on it.
+        claimed += (
+            Notification.objects.filter(id__in=chunk)
+            .filter(_claimable(now, flush) | fresh)
+            .update(status=Notification.SENDING, claim_token=token, claimed_until=lease)
+        )
+    if not claimed:
+        return token, []
+    rows = Notification.objects.filter(claim_token=token, status=Notification.SENDING).select_related("event")
+    return token, list(rows.order_by("id"))
+
+
+def _batches(rows: Sequence[Notification], token: str) -> list[tuple[int, str, list[Notification]]]:
+    """(channel, key, rows) per message. Rows that already carry a key (a retry, or the batch of a killed
+    sender) go out again as that same message; the rest of a channel's rows form one new message, whose
+    key is written before anything is sent."""
+    by_message: dict[tuple[int, str], list[Notification]] = defaultdict(list)
+    for r in rows:
+        by_message[(r.channel_id, r.message_key)].append(r)
+    out = []
+    for (channel_id, key), group in sorted(by_message.items()):
+        if not key:
+            key = idempotency_key(channel_id, [r.id for r in group])
+            Notification.objects.filter(id__in=[r.id for r in group], claim_token=token).update(message_key=key)
+        out.append((channel_id, key, group))
+    return out
+
+
+def _views(rows: Sequence[Notification]) -> list[EventView]:
+    servers = Server.objects.filter(id__in={r.event.server_id for r in rows if r.event.server_id})
+    origins = {s.id: (s.origin, s.group) for s in servers.only("scheme", "host", "port", "group")}
+    views = []
+    for r in rows:
+        e: Event = r.event
+        origin, group = origins.get(e.server_id, ("(no server)", ""))
+        views.append(
+            EventView(
+                event_id=e.id,
+                kind=e.kind,
+                server=origin,
+                group=group,
+                at=e.at.isoformat(),
+                from_status=e.from_status,
+                to_status=e.to_status,
+                reason=e.reason,
+                locations=dict(e.locations or {}),
+            )
+        )
+    return views
+
+
+def _record(rows: Sequence[Notification], token: str, outcome: Outcome, now: datetime) -> bool:
+    """Write the outcome on the rows this sender still holds; True when no attempt is left after a failure."""
+    mine = Notification.objects.filter(id__in=[r.id for r in rows], claim_token=token)
+    if outcome.ok:
+        mine.update(
+            status=Notification.SENT,
+            sent_at=now,
+            attempts=F("attempts") + 1,
+            error="",
+            claim_token="",
+            claimed_until=None,
+        )
+        return False
+    attempts = max(r.attempts for r in rows) + 1
+    final = attempts >= settings.ALERTS_MAX_ATTEMPTS
+    wait = retry_delay(attempts, base_s=settings.ALERTS_RETRY_BASE, cap_s=RETRY_CAP_S)
+    mine.update(
+        status=Notification.FAILED if final else Notification.PENDING,
+        attempts=attempts,
+        error=outcome.error[:1000],
+        next_attempt_at=now + timedelta(seconds=wait),
+        claim_token="",
+        claimed_until=None,
+    )
+    return final
+
+
+def notifications_send(*, flush: bool = False, now: datetime | None = None) -> list[Sent]:
+    """Process the outbox once: every due row, one message per channel (per kept key, for retries)."""
+    # A given `now` (tests, replays) is the clock of the whole run; otherwise outcomes get their own time.
+    clock = (lambda: now) if now is not None else timezone.now
+    now = clock()
+    token, rows = notifications_claim(now=now, flush=flush)
+    if not rows:
+        return []
+    channels = Channel.objects.in_bulk({r.channel_id for r in rows})
+    out = []
+    for channel_id, key, group in _batches(rows, token):
+        channel = channels[channel_id]
+        message = message_compose(_views(group), key=key)
+        try:
+            outcome = deliver(channel.destination, message)
+        except DestinationError as exc:  # saved valid, invalid now (an Apprise upgrade dropped a service)
+            outcome = Outcome(False, str(exc))
+        final = _record(group, token, outcome, clock())
+        if not outcome.ok:
+            # The masked error only: never the channel's URL.
+            log.warning("alert to channel %s failed (%s)%s", channel.name, outcome.error, " for good" if final else "")
+        out.append(Sent(channel.name, key, len(group), outcome.ok, outcome.error, final))
+    return out
+
+
+def notifications_flush() -> list[Sent]:
+    """Send now whatever is pending, grouping window or not (a check_servers round's own changes)."""
+    return notifications_send(flush=True)

@@ -1,0 +1,124 @@
+"""Receivers for the alerts tests and benchmark, loopback only, started and stopped by their user: an HTTP receiver for
+`json://` webhooks (answers from a script of statuses, optionally slowly) and a real SMTP server (aiosmtpd).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from email import message_from_bytes
+from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: dict
+    status: int  # what the receiver answered
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: WebhookReceiver
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if self.server.delay_s:
+            time.sleep(self.server.delay_s)
+        status = self.server.answer(self.path, {k: v for k, v in self.headers.items()}, raw)
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+class WebhookReceiver(ThreadingHTTPServer):
+    """Records every POST; answers with the next status of `script` (the last one repeats)."""
+
+    daemon_threads = True
+
+    def __init__(self, script: list[int] | None = None, delay_s: float = 0.0) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.script = list(script or [200])
+        self.delay_s = delay_s
+        self.received: list[Received] = []
+        self._lock = threading.Lock()
+
+    def answer(self, path: str, headers: dict[str, str], raw: bytes) -> int:
+        with self._lock:
+            n = len(self.received)
+            status = self.script[min(n, len(self.script) - 1)]
+            self.received.append(Received(path, headers, json.loads(raw or b"{}"), status))
+            return status
+
+    @property
+    def base(self) -> str:
+        host, port = self.server_address[:2]
+        return f"json://{host}:{port}"
+
+    def ok(self) -> list[Received]:
+        return [r for r in self.received if r.status < 300]
+
+    def wait_for(self, n: int, timeout: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(self.received) >= n:
+                return True
+            time.sleep(0.02)
+        return False
+
+
+@contextmanager
+def webhook_receiver(script: list[int] | None = None, delay_s: float = 0.0) -> Iterator[WebhookReceiver]:
+    server = WebhookReceiver(script, delay_s)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@dataclass
+class Mailbox:
+    host: str
+    port: int
+    messages: list[Message] = field(default_factory=list)
+
+    async def handle_DATA(self, server, session, envelope) -> str:  # aiosmtpd handler hook
+        self.messages.append(message_from_bytes(envelope.original_content or envelope.content))
+        return "250 OK"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    s = socket.socket()
+    s.bind((host, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@contextmanager
+def smtp_server() -> Iterator[Mailbox]:
+    """A real SMTP server (aiosmtpd) on a free loopback port, in its own thread."""
+    from aiosmtpd.controller import Controller
+
+    box = Mailbox("127.0.0.1", free_port())
+    controller = Controller(box, hostname=box.host, port=box.port)
+    controller.start()
+    try:
+        yield box
+    finally:
+        controller.stop()
