@@ -28,6 +28,7 @@ from crawlcore.db import estimates, features, raw
 from crawlcore.models import Page, Server, StatusCheck, Url
 from crawlcore.selectors import check_category_counts
 from crawlcore.services.schedule import schedule_table
+from crawlcore.templatetags.times import when_text
 from crawler.lifecycle import Agent, State
 from crawler.status import BAD, GOOD, STALE_AFTER_INTERVALS, Category, Status
 from monitoring.models import HourlyRollup, MaintenanceWindow, ServerCertificate, ServerMonitor, StatusChange
@@ -374,12 +375,6 @@ def tile_note(*, status: str, row: dict, now: datetime) -> str:
     if status in (Status.DISCONNECT, Status.ERROR) and row["monitor__status_since"]:
         return f"down since {when_text(row['monitor__status_since'])}"
     return ""
-
-
-def when_text(at: datetime) -> str:
-    """The one time format of every page: the operator's zone (TIME_ZONE, default UTC), named."""
-    local = timezone.localtime(at)
-    return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}"
 
 
 def tile_certificates(*, server_ids: Sequence[int], now: datetime) -> dict[int, tuple[float | None, str]]:

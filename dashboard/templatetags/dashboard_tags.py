@@ -10,7 +10,6 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.timesince import timesince
 
 register = template.Library()
 
@@ -180,14 +179,3 @@ def dead_link_rows(links) -> SafeString:
             f"<td>{_e(link['to_url__failure_kind'])}</td><td>{_e(link['checked'])}</td></tr>\n"
         )
     return mark_safe("".join(rows))  # every value escaped above
-
-
-@register.simple_tag
-def when(at) -> SafeString:
-    """A time as every page shows one: in the operator's zone (TIME_ZONE), named, with its age on hover."""
-    if at is None:
-        return mark_safe("–")  # a constant
-    local = timezone.localtime(at)
-    age = timesince(at, timezone.now())
-    text = f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}"
-    return format_html('<time datetime="{}" title="{} ago">{}</time>', at.isoformat(), age, text)

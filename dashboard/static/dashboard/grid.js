@@ -8,6 +8,12 @@
   if (!grid) { return; }
   var url = grid.dataset.json;
   var every = Math.max(5, parseInt(grid.dataset.refresh, 10) || 30) * 1000;
+  var TZ = grid.dataset.tz || "UTC";
+  // The pages' one time format (crawlcore/templatetags/times.py): YYYY-MM-DD HH:MM:SS in the operator's zone.
+  var STAMP = new Intl.DateTimeFormat("sv-SE", {
+    timeZone: TZ, year: "numeric", month: "2-digit", day: "2-digit",
+    hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false
+  });
   var STATUSES = ["error", "disconnect", "unconfirmed", "delay", "stale", "maintenance", "unknown", "normal", "unmonitored"];
 
   function latency(ms) {
@@ -59,7 +65,7 @@
     });
     var stamp = document.getElementById("refreshed");
     // The figures are as of when the server counted them (it keeps them a few seconds), not of now.
-    if (stamp) { stamp.textContent = new Date(data.generated_at || Date.now()).toTimeString().slice(0, 8); }
+    if (stamp) { stamp.textContent = STAMP.format(new Date(data.generated_at || Date.now())) + " " + TZ; }
   }
 
   function poll() {
