@@ -64,6 +64,11 @@
     });
   }
   var span = times.length ? times[times.length - 1] - times[0] : 0;
+  // Ticks on round times (every 5 min, 3 h, a day …): the smallest step that gives at most ten.
+  var MIN = 60000, STEPS = [MIN, 5 * MIN, 10 * MIN, 15 * MIN, 30 * MIN, 60 * MIN, 180 * MIN, 360 * MIN, 720 * MIN, 1440 * MIN, 2880 * MIN, 10080 * MIN];
+  var step = STEPS.filter(function (s) { return span / s <= 10; })[0] || STEPS[STEPS.length - 1];
+  var xmin = times.length ? Math.floor(times[0] / step) * step : undefined;
+  var xmax = times.length ? Math.ceil(times[times.length - 1] / step) * step : undefined;
 
   window.latencyChart = new Chart(canvas, {
     type: "line",
@@ -73,8 +78,8 @@
       scales: {
         y: { beginAtZero: true, title: { display: true, text: "ms" } },
         x: {
-          type: "linear", title: { display: true, text: tz },
-          ticks: { maxTicksLimit: 10, callback: function (v) { return (span > 86400000 ? DAY : SHORT).format(new Date(v)); } }
+          type: "linear", title: { display: true, text: tz }, min: xmin, max: xmax,
+          ticks: { stepSize: step, maxTicksLimit: 12, callback: function (v) { return (span > 86400000 ? DAY : SHORT).format(new Date(v)); } }
         }
       },
       plugins: {
