@@ -221,7 +221,8 @@ class SequentialLoader:
         page = extract(result.body, item.url, content_type=content_type)
         if page.nofollow:
             return []
-        return [_Item(link, item.depth + 1) for link in page.links]
+        # Pages only: resources (images, stylesheets, scripts) are checked by the agents, never crawled from.
+        return [_Item(link.url, item.depth + 1) for link in page.links if not link.resource]
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -129,6 +129,7 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.imports = (
     *("tasks.load", "tasks.extract", "tasks.housekeeping", "tasks.monitor", "tasks.scan", "tasks.rank"),
     "tasks.alerts",
+    "tasks.reports",
 )
 
 

@@ -84,6 +84,12 @@ def _load() -> dict:
         "CRAWL_OFFSITE_DEPTH": env.integer("CRAWL_OFFSITE_DEPTH", 25, minimum=0, maximum=10_000),
         "CRAWL_MAX_URL_LENGTH": env.integer("CRAWL_MAX_URL_LENGTH", 2048, minimum=64, maximum=65536),
         "CRAWL_MERGE_HOSTS": env.boolean("CRAWL_MERGE_HOSTS", True),
+        # Link reports (issue 20): record and check the images, stylesheets and scripts of pages (never parsed);
+        # honour rel=nofollow on a link (it is recorded either way, with the reason); which #fragments must
+        # name an element of their page: links within a site, all links, or none.
+        "CRAWL_CHECK_RESOURCES": env.boolean("CRAWL_CHECK_RESOURCES", True),
+        "CRAWL_OBEY_NOFOLLOW": env.boolean("CRAWL_OBEY_NOFOLLOW", False),
+        "CRAWL_CHECK_FRAGMENTS": env.choice("CRAWL_CHECK_FRAGMENTS", "site", ("site", "all", "off")),
         "CRAWL_BATCH_SIZE": env.integer("CRAWL_BATCH_SIZE", 25, minimum=1, maximum=10_000),
         "CRAWL_LEASE_SECONDS": env.number("CRAWL_LEASE_SECONDS", 300.0, minimum=5.0, maximum=86400.0),
         "CRAWL_TASK_BUDGET": env.number("CRAWL_TASK_BUDGET", 60.0, minimum=1.0, maximum=86400.0),
@@ -313,6 +319,7 @@ INSTALLED_APPS = [
     "ranking",
     "analyzer",
     "alerts",
+    "reports",
     "dashboard",
     "crawladmin",  # the shell, last: its commands tie the apps above together
 ]

@@ -123,6 +123,11 @@ class Url(models.Model):
     scope_mode = models.CharField(max_length=6, default="any", help_text="host, domain or any (from its seed)")
     scope_root = models.CharField(max_length=255, blank=True, help_text="The seed's host or registered domain")
     offsite_hops = models.PositiveSmallIntegerField(default=0)
+    resource = models.BooleanField(
+        db_default=False,
+        help_text="An image, stylesheet or script of a page: checked (HEAD, GET when HEAD is refused), "
+        "never stored or parsed",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -157,6 +162,10 @@ class Page(models.Model):
     duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     fetched_at = models.DateTimeField()
     extracted_at = models.DateTimeField(null=True, blank=True)
+    # Its element ids and <a name>s, one a line: what a link's #fragment must name (the "missing anchor"
+    # check of the link reports). Written by the extract agent with the title; NULL when not known (not HTML,
+    # or extracted before migration 0010), and then no fragment pointing here is reported missing.
+    anchors = models.TextField(null=True, blank=True)
     extract_dispatched_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -181,6 +190,19 @@ class Link(models.Model):
         Url, on_delete=models.CASCADE, related_name="links_out", db_index=False, db_constraint=False
     )
     to_url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="links_in", db_constraint=False)
+    # What a site owner needs to find the link on the page (DESIGN.md §6b), of the first occurrence on the
+    # page (one row per page and target). Empty on links found before migration 0010. Database defaults, so
+    # writers that name only the ids (raw inserts, benchmarks) still work.
+    anchor_text = models.CharField(
+        max_length=200, blank=True, db_default="", help_text="Whitespace collapsed; alt of an image"
+    )
+    element = models.CharField(
+        max_length=12, blank=True, db_default="", help_text='"a href", "img src", ...; empty on a redirect'
+    )
+    nofollow = models.BooleanField(db_default=False, help_text="rel=nofollow on the link")
+    fragments = models.TextField(
+        blank=True, db_default="", help_text="Each #fragment linked to (as written), a tab, its anchor text; one a line"
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["from_url", "to_url"], name="link_unique")]

@@ -59,6 +59,7 @@ TASK_ROUTES: dict[str, Queue] = {
     "tasks.monitor.*": Queue.MONITOR,
     "tasks.rank.*": Queue.HOUSEKEEPING,
     "tasks.alerts.*": Queue.HOUSEKEEPING,
+    "tasks.reports.*": Queue.HOUSEKEEPING,
 }
 
 

@@ -10,6 +10,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from crawlcore.models import Link, Page, Server, ServerLease, StatusCheck, Url
+from crawler import notfollowed
 from crawler.lifecycle import State
 from crawler.status import Category
 
@@ -55,20 +56,22 @@ def check_category_counts(checks=None) -> dict[str, int]:
 def crawl_summary(*, since: datetime | None = None, checks: bool = True) -> dict:
     """Counts by state (excluded URLs apart), exclusion reason, check category and failure kind.
     `checks=False` leaves the check counts out (the costliest part: the API takes them from a rollup)."""
-    # One pass over the URLs, grouped by everything the summary splits them by (a few dozen groups), the
-    # leased ones counted on the way.
+    # One pass over the URLs, grouped by everything the summary splits them by (a few dozen groups per site
+    # of the crawl), the leased ones counted on the way.
     failing = {State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value, State.DEAD.value}
     total, leased, states, excluded, kinds = 0, 0, {s.value: 0 for s in State}, Counter(), Counter()
+    not_followed: dict[str, Counter] = {}
     groups = (
-        Url.objects.values_list("state", "exclusion_reason", "failure_kind")
+        Url.objects.values_list("state", "exclusion_reason", "failure_kind", "scope_root")
         .annotate(n=Count("id"), leased=Count("id", filter=~Q(lease_owner="")))
         .order_by()
     )
-    for state, reason, kind, n, held in groups:
+    for state, reason, kind, site, n, held in groups:
         total += n
         leased += held
         if reason:
             excluded[reason] += n
+            not_followed.setdefault(site, Counter())[notfollowed.category(reason)] += n
         else:
             states[state] += n
         if state in failing:
@@ -79,6 +82,7 @@ def crawl_summary(*, since: datetime | None = None, checks: bool = True) -> dict
         out["checks"] = check_category_counts(counted)
     return {
         **out,
+        "not_followed": not_followed_by_site(not_followed),
         "failure_kinds": dict(sorted(kinds.items())),
         "servers": Server.objects.count(),
         "pages": Page.objects.count(),
@@ -86,6 +90,28 @@ def crawl_summary(*, since: datetime | None = None, checks: bool = True) -> dict
         **crawl_progress(count_leased=False),
         "leased": leased,
     }
+
+
+def not_followed_by_site(excluded: dict[str, Counter]) -> dict[str, dict[str, int]]:
+    """Links not followed, per site (the host or registered domain of the seed they were found under) and
+    reason (crawler.notfollowed.REASONS): `excluded`, the URLs set aside (counted in crawl_summary's pass),
+    plus the Init URLs of servers set aside after they were found, and the pages that duplicate another
+    page's content."""
+    out = {site: Counter(counts) for site, counts in excluded.items()}
+    # URLs known before their server was set aside (an alias found later, a private address, an operator):
+    # never fetched, for the server's reason. The few servers set aside, each an index range of url_claim_idx.
+    for server_id, reason in Server.objects.exclude(excluded_reason="").values_list("id", "excluded_reason"):
+        held = (
+            Url.objects.filter(server_id=server_id, state=State.INIT.value, exclusion_reason="")
+            .values_list("scope_root")
+            .annotate(n=Count("id"))
+        )
+        for site, n in held.order_by():
+            out.setdefault(site, Counter())[notfollowed.category(reason)] += n
+    dupes = Page.objects.filter(duplicate_of__isnull=False).values_list("url__scope_root").annotate(n=Count("id"))
+    for site, n in dupes.order_by():
+        out.setdefault(site, Counter())[notfollowed.DUPLICATE] += n
+    return {site: dict(sorted(counts.items())) for site, counts in sorted(out.items())}
 
 
 def load_profiles(*, server_ids: Sequence[int] | None = None) -> dict[int, list[float | None]]:

@@ -1,4 +1,4 @@
-"""Extract title, description and outgoing links from an HTML page.
+"""Extract title, description, outgoing links and the fragment targets of an HTML page.
 
 Runs once per fetched page, so it parses the document a single time with
 lxml's HTML parser (libxml2) and reads the handful of tags it needs straight
@@ -7,6 +7,10 @@ way browsers do (the HTTP charset, else UTF-8 when the bytes are valid UTF-8,
 else bs4's UnicodeDammit, which sniffs <meta charset> and guesses). It never
 raises on bad input: the web is full of truncated, mis-declared and binary
 "HTML".
+
+Each link keeps what a site owner needs to find it again on the page: its anchor text, the element and
+attribute it came from, and `rel=nofollow` (DESIGN.md §6b). Links to images, stylesheets and scripts are
+resources (`Found.resource`): checked, never parsed.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from w3lib.encoding import http_content_type_encoding
 
 from .urlnorm import UrlError, canonicalize
 
-__all__ = ["Extracted", "extract", "is_html"]
+__all__ = ["Extracted", "Found", "extract", "is_html"]
 
 log = logging.getLogger(__name__)
 
@@ -32,18 +36,63 @@ OVER_LIMIT = "over_limit"
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
-# Tag -> attribute holding a link we follow.
-LINK_ATTRS = {"a": "href", "area": "href", "frame": "src", "iframe": "src"}
+MAX_ANCHOR_TEXT = 200
+MAX_FRAGMENT = 200
+MAX_FRAGMENTS = 20  # distinct #fragments kept per link
+MAX_ANCHORS = 5000  # ids and names kept per page, for "missing anchor" checks
+
+# Tag -> the attribute holding its link, and the element label stored with the link (a contract: the
+# export's `element` column). Pages (followed) first, then resources (checked, not parsed).
+LINK_ATTRS = {
+    "a": "href",
+    "area": "href",
+    "frame": "src",
+    "iframe": "src",
+    "img": "src",
+    "link": "href",
+    "script": "src",
+}
+ELEMENT = {tag: f"{tag} {attr}" for tag, attr in LINK_ATTRS.items()}
+RESOURCE_TAGS = frozenset({"img", "link", "script"})
+# <link rel=...> values that name an origin or a relation, not a resource to fetch.
+LINK_REL_SKIPPED = frozenset({"dns-prefetch", "preconnect"})
+
+# Fragment targets: every id, and the name of an <a> (HTML's "indicated part of the document").
+_ANCHORS = etree.XPath("//@id | //a/@name", smart_strings=False)
+# Text of an element, in C: whitespace collapsed as normalize-space() does.
+_TEXT = etree.XPath("normalize-space(.)", smart_strings=False)
+_IMG_ALT = etree.XPath("normalize-space(.//img/@alt)", smart_strings=False)
+
+
+@dataclass(slots=True)
+class Found:
+    """One link of a page: `url` canonical (fragment dropped). A page may link to several #fragments of one
+    target: `fragments` keeps each distinct one (as written after `#`) with the anchor text of its link."""
+
+    url: str
+    element: str  # "a href", "img src", ...
+    text: str = ""  # anchor text; the alt text for an image or an image link
+    nofollow: bool = False  # rel=nofollow on this link
+    fragments: list[tuple[str, str]] | None = None
+
+    @property
+    def resource(self) -> bool:
+        return self.element.split(" ", 1)[0] in RESOURCE_TAGS
 
 
 @dataclass
 class Extracted:
     title: str = ""
     description: str = ""
-    links: list[str] = field(default_factory=list)
+    links: list[Found] = field(default_factory=list)
     rejected: dict[str, int] = field(default_factory=dict)
-    nofollow: bool = False
+    nofollow: bool = False  # <meta name=robots content=nofollow>: none of the page's links is followed
     base_url: str = ""
+    anchors: list[str] = field(default_factory=list)  # element ids and <a name>s, for #fragment checks
+
+    @property
+    def urls(self) -> list[str]:
+        return [link.url for link in self.links]
 
 
 def is_html(content_type: str | None) -> bool:
@@ -115,24 +164,74 @@ def _has_nofollow(robots: str | None) -> bool:
     return bool(tokens & {"nofollow", "none"})
 
 
+def _collapse_short(text: str | None) -> str:
+    return " ".join(text.split())[:MAX_ANCHOR_TEXT] if text else ""
+
+
+def _anchor_text(tag: etree._Element, name: str) -> str:
+    if name == "a":
+        if len(tag) == 0:  # the common case, plain text: no XPath evaluation
+            return _collapse_short(tag.text)
+        # An image link has no text of its own: a reader knows it by its picture's alt text.
+        return (_TEXT(tag) or _IMG_ALT(tag))[:MAX_ANCHOR_TEXT]
+    if name in ("img", "area"):
+        return _collapse_short(tag.get("alt"))
+    return ""
+
+
+def _add_fragment(found: Found, raw: str, tag: etree._Element, name: str, text: str | None = None) -> None:
+    fragment = raw.partition("#")[2].strip()[:MAX_FRAGMENT]
+    if not fragment:
+        return
+    if found.fragments is None:
+        found.fragments = []
+    elif len(found.fragments) >= MAX_FRAGMENTS or any(f == fragment for f, _ in found.fragments):
+        return
+    found.fragments.append((fragment, _anchor_text(tag, name) if text is None else text))
+
+
 def _collect_links(root: etree._Element, base: str, max_links: int, out: Extracted) -> None:
-    seen: set[str] = set()
+    seen: dict[str, Found] = {}
+    links, rejected = out.links, out.rejected
     for tag in root.iter(*LINK_ATTRS):
-        raw = tag.get(LINK_ATTRS[tag.tag])
+        name = tag.tag
+        raw = tag.get(LINK_ATTRS[name])
         if raw is None:
+            continue
+        rel = tag.get("rel")
+        if rel is not None and name == "link" and LINK_REL_SKIPPED.intersection(rel.lower().split()):
             continue
         try:
             link = canonicalize(raw, base=base)
         except UrlError as exc:
-            out.rejected[exc.reason] = out.rejected.get(exc.reason, 0) + 1
+            rejected[exc.reason] = rejected.get(exc.reason, 0) + 1
             continue
-        if link in seen:
+        known = seen.get(link)
+        if known is not None:
+            # The first occurrence is the one reported; an image link's text can still come later.
+            if not known.text:
+                known.text = _anchor_text(tag, name)
+            if "#" in raw:
+                _add_fragment(known, raw, tag, name)
             continue
-        if len(out.links) >= max_links:
-            out.rejected[OVER_LIMIT] = out.rejected.get(OVER_LIMIT, 0) + 1
+        if len(links) >= max_links:
+            rejected[OVER_LIMIT] = rejected.get(OVER_LIMIT, 0) + 1
             continue
-        seen.add(link)
-        out.links.append(link)
+        if name == "a" and not len(tag):  # the common case, a plain text link: inline, no XPath
+            text = tag.text
+            text = " ".join(text.split())[:MAX_ANCHOR_TEXT] if text else ""
+        else:
+            text = _anchor_text(tag, name)
+        found = Found(
+            link,
+            ELEMENT[name],
+            text,
+            rel is not None and "nofollow" in rel.lower().split(),
+        )
+        if "#" in raw:
+            _add_fragment(found, raw, tag, name, text)
+        seen[link] = found
+        links.append(found)
 
 
 def extract(
@@ -160,4 +259,5 @@ def extract(
     out.description = _collapse(_meta_content(root, "description") or "", MAX_DESCRIPTION)
     out.nofollow = _has_nofollow(_meta_content(root, "robots"))
     _collect_links(root, out.base_url, max_links, out)
+    out.anchors = list(dict.fromkeys(_ANCHORS(root)))[:MAX_ANCHORS]
     return out

@@ -39,6 +39,7 @@ from crawlcore.selectors import check_category_counts, crawl_summary
 from crawler.lifecycle import State
 from crawler.status import Category
 from monitoring.selectors import uptime_counts
+from reports.services import link_breaks_refresh
 
 from . import cache
 from .idrange import first_id_since
@@ -216,6 +217,9 @@ def dead_links_compute() -> dict:
     """Rebuild the broken-link rollup, then sum it up per site: broken links, the pages carrying them, the
     distinct failing targets and how many of those are Dead. The busiest DEAD_LINK_SITES_SHOWN sites."""
     removed, changed = broken_links_rebuild()
+    # The link reports' record (first seen broken, redirects ending broken, missing anchors) moves with this
+    # report: the site pages and the download read it.
+    link_breaks_refresh()
     rows = list(
         BrokenLink.objects.values("site_id")
         .annotate(

@@ -146,6 +146,7 @@ def url_state_counts() -> dict:
         "states": crawl.data["states"],
         "excluded": sum(reasons.values()),
         "reasons": reasons,
+        "not_followed": crawl.data.get("not_followed", {}),  # absent from a snapshot taken before issue 20
         "total": crawl.data["urls"],
         "computed_at": crawl.computed_at,
     }

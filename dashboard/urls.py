@@ -30,6 +30,8 @@ urlpatterns = [
     path("crawl/", views.crawl, name="crawl"),
     path("dead-links/", views.dead_links, name="dead-links"),
     path("dead-links/<id:server_id>/", views.dead_links_site, name="dead-links-site"),
+    path("dead-links/export.<str:fmt>", views.dead_links_download, name="dead-links-export"),
+    path("dead-links/<id:server_id>/export.<str:fmt>", views.dead_links_download, name="dead-links-site-export"),
     path("heatmap/", views.heatmap, name="heatmap"),
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="dashboard:login"), name="logout"),

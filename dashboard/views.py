@@ -22,7 +22,7 @@ from functools import wraps
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.urls import reverse_lazy
@@ -35,6 +35,8 @@ from crawlcore.access import READER_GROUPS, may_read, sees_server_group, server_
 from crawlcore.models import Server
 from monitoring.selectors import server_certificate, server_load_profile
 from ranking.selectors import latest_run, top_pages
+from reports.export import FORMATS, dead_links_export
+from reports.selectors import link_breaks_count, link_breaks_of_site
 
 from . import broker, cache, selectors
 from .cache import cached
@@ -323,7 +325,8 @@ def dead_links_site(request: HttpRequest, server_id: int) -> HttpResponse:
     srv = get_object_or_404(Server, pk=server_id)
     _visible_server(request, srv)
     after = _after(request)
-    links = selectors.dead_links_of(server_id=server_id, after=after, limit=selectors.DEAD_LINKS_PAGE + 1)
+    as_of = selectors.dead_links_figures().computed_at  # refreshes the record when it is stale, as beat does
+    links = link_breaks_of_site(server_id=server_id, after=after, limit=selectors.DEAD_LINKS_PAGE + 1)
     more = len(links) > selectors.DEAD_LINKS_PAGE
     links = links[: selectors.DEAD_LINKS_PAGE]
     last = links[-1] if links else None
@@ -333,12 +336,31 @@ def dead_links_site(request: HttpRequest, server_id: int) -> HttpResponse:
         {
             "server": srv,
             "links": links,
-            "total": selectors.dead_links_count(server_id=server_id),
-            "as_of": selectors.dead_links_figures().computed_at,
+            "total": link_breaks_count(server_id=server_id),
+            "as_of": as_of,
             "first_page": after is None,
             "next_after": f"{last['from_url_id']}-{last['to_url_id']}" if more and last else None,
         },
     )
+
+
+@dashboard_view
+def dead_links_download(request: HttpRequest, fmt: str, server_id: int | None = None) -> StreamingHttpResponse:
+    """The broken links as `manage.py dead_links` writes them (the same streaming code), of one site or of
+    every site the reader may see, as recorded by the last refresh (beat, every five minutes)."""
+    if fmt not in FORMATS:
+        raise Http404("csv or json")
+    name, groups = "dead-links", _scope(request)
+    if server_id is not None:
+        srv = get_object_or_404(Server, pk=server_id)
+        _visible_server(request, srv)
+        name = f"dead-links-{srv.host}"
+    response = StreamingHttpResponse(
+        dead_links_export(fmt=fmt, server_id=server_id, groups=groups),
+        content_type="text/csv; charset=utf-8" if fmt == "csv" else "application/json",
+    )
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
 
 
 def _heatmap_table(group: str, scope: frozenset[str] | None) -> dict:

@@ -14,7 +14,10 @@ from crawler.urlnorm import UrlError, canonicalize, server_key
 
 from .accepted_codes import AcceptedCodes, AcceptedCodesError
 
-COLUMNS = ("host_or_url", "group", "crawler_num", "interval_s", "delay_threshold_s", "accepted_codes", "owner_email")
+COLUMNS = (
+    "host_or_url", "group", "crawler_num", "interval_s", "delay_threshold_s", "accepted_codes", "owner_email",
+    "owner_name",
+)  # fmt: skip
 MIN_INTERVAL_S = 10.0
 MAX_INTERVAL_S = 7 * 86400.0
 MAX_THRESHOLD_S = 600.0
@@ -39,6 +42,7 @@ class ServerRow:
     delay_threshold_s: float | None
     accepted_codes: str
     owner_email: str = ""  # the server owner's contact: alerts sends them their server's events
+    owner_name: str = ""  # how the link reports address the owner (issue 20)
 
 
 def is_header(cells: Sequence[str]) -> bool:
@@ -59,11 +63,12 @@ def _number(text: str, name: str, low: float, high: float) -> float | None:
 
 def parse_server_row(cells: Sequence[str]) -> ServerRow:
     """One line of a server list: host or URL, group, crawler number, check interval (s), delay threshold
-    (s), accepted codes, owner e-mail. Only the first is required; empty fields take the MONITOR_* defaults."""
+    (s), accepted codes, owner e-mail, owner name. Only the first is required; empty fields take the MONITOR_*
+    defaults."""
     if len(cells) > len(COLUMNS):
         raise RowError(f"{len(cells)} fields, at most {len(COLUMNS)} expected ({', '.join(COLUMNS)})")
     cells = [c.strip() for c in cells] + [""] * (len(COLUMNS) - len(cells))
-    target, group, crawler, interval, threshold, codes, owner = cells
+    target, group, crawler, interval, threshold, codes, owner, owner_name = cells
     if not target:
         raise RowError("host or URL is empty")
     url = target if "://" in target else f"http://{target}/"
@@ -88,6 +93,8 @@ def parse_server_row(cells: Sequence[str]) -> ServerRow:
         raise RowError(f"accepted codes: {exc}") from None
     if owner and not _EMAIL.match(owner):
         raise RowError(f"owner {owner!r} is not an e-mail address")
+    if len(owner_name) > 200 or has_control(owner_name):
+        raise RowError("owner name is longer than 200 characters or contains a control character")
     home = f"{key.origin()}/"
     return ServerRow(
         scheme=key.scheme,
@@ -100,4 +107,5 @@ def parse_server_row(cells: Sequence[str]) -> ServerRow:
         delay_threshold_s=_number(threshold, "delay threshold", 0.0, MAX_THRESHOLD_S),
         accepted_codes=accepted,
         owner_email=owner,
+        owner_name=owner_name,
     )

@@ -307,6 +307,36 @@ def test_dead_link_report_lists_failing_targets_per_site(viewer, site):
     assert XSS not in page and "&lt;script&gt;" in page  # the page title, escaped
 
 
+def test_dead_link_download_streams_the_export_of_one_site(viewer, site):
+    from reports.services import link_breaks_refresh
+
+    a, _ = site
+    link_breaks_refresh()
+    page = viewer.get(f"/dashboard/dead-links/{a.id}/").content.decode()
+    assert f"/dashboard/dead-links/{a.id}/export.csv" in page
+    response = viewer.get(f"/dashboard/dead-links/{a.id}/export.csv")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    lines = b"".join(response.streaming_content).decode().splitlines()
+    assert lines[0].startswith("site,owner,source_url,anchor_text,element,target_url,status,failure_kind")
+    assert any("http://a.example/gone" in line for line in lines[1:])
+    assert viewer.get(f"/dashboard/dead-links/{a.id}/export.xlsx").status_code == 404
+
+
+def test_dead_link_download_keeps_to_the_readers_server_groups(client, site):
+    from django.contrib.auth.models import Group
+
+    from reports.services import link_breaks_refresh
+
+    a, _ = site
+    link_breaks_refresh()
+    user = user_in("viewer", "limited")
+    user.groups.add(Group.objects.get_or_create(name="servers:elsewhere")[0])
+    client.force_login(user)
+    assert client.get(f"/dashboard/dead-links/{a.id}/export.csv").status_code == 404
+    rows = b"".join(client.get("/dashboard/dead-links/export.csv").streaming_content).decode().splitlines()
+    assert len(rows) == 1  # the header only: none of the reader's sites has a broken link
+
+
 def test_heatmap_has_one_colour_scale_a_legend_and_every_monitored_server(viewer, site):
     a, b = site  # b: a profile of 10..33 ms; a: monitored, no profile
     html = viewer.get("/dashboard/heatmap/").content.decode()

@@ -157,7 +157,7 @@ class TestServerRows:
             (["h.example", "g", "", "1"], "interval"),
             (["h.example", "g", "", "", "nan"], "threshold"),
             (["h.example", "g", "", "", "", "700"], "accepted"),
-            (["h.example", "g", "", "", "", "", "", "extra"], "fields"),
+            (["h.example", "g", "", "", "", "", "", "", "extra"], "fields"),
         ],
     )
     def test_bad_rows_say_what_is_wrong(self, cells, message):

@@ -96,8 +96,8 @@ encodings = st.sampled_from(["utf-8", "latin-1", "utf-16", "cp1252"])
 def test_extract_never_raises_and_yields_only_canonical_http_links(doc, base, content_type, encoding):
     body = doc.encode(encoding, errors="replace")
     ex = extract(body, base, content_type=content_type)
-    assert len(ex.links) == len(set(ex.links))
-    for link in ex.links:
+    assert len(ex.urls) == len(set(ex.urls))
+    for link in ex.urls:
         assert urlsplit(link).scheme in ("http", "https"), link
         assert canonicalize(link) == link
     assert len(ex.title) <= 512 and len(ex.description) <= 1024
@@ -107,4 +107,4 @@ def test_extract_never_raises_and_yields_only_canonical_http_links(doc, base, co
 @given(body=st.binary(max_size=2048), base=bases, content_type=content_types)
 def test_extract_survives_arbitrary_bytes(body, base, content_type):
     ex = extract(body, base, content_type=content_type)
-    assert all(urlsplit(link).scheme in ("http", "https") for link in ex.links)
+    assert all(urlsplit(link).scheme in ("http", "https") for link in ex.urls)

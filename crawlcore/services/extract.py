@@ -12,13 +12,17 @@ from django.db.models import Min
 from django.utils import timezone
 
 from crawlcore.db.bulk import insert_ignore, update_by_id
-from crawlcore.models import Link, Page
-from crawler.parse import extract
+from crawlcore.models import Link, Page, Url
+from crawler import notfollowed
+from crawler.lifecycle import State
+from crawler.parse import Extracted, Found, extract
 
 from .dispatch import servers_dispatch_with_due_work
 from .urls import NewUrl, new_url_from, urls_insert
 
 log = logging.getLogger(__name__)
+
+LINK_COLUMNS = ("from_url_id", "to_url_id", "anchor_text", "element", "nofollow", "fragments")
 
 
 @dataclass
@@ -28,14 +32,29 @@ class ExtractOutcome:
     new_urls: int = 0
 
 
+def not_followed_reason(ex: Extracted, link: Found, depth: int) -> str:
+    """Why this link of the page is not to be followed ("" when it is). Resources are checked whatever
+    their depth: they are leaves, never parsed."""
+    if ex.nofollow or (link.nofollow and settings.CRAWL_OBEY_NOFOLLOW):
+        return notfollowed.NOFOLLOW
+    if len(link.url) > settings.CRAWL_MAX_URL_LENGTH:
+        return notfollowed.TOO_LONG
+    if depth > settings.CRAWL_MAX_DEPTH and not link.resource:
+        return notfollowed.TOO_DEEP
+    return ""
+
+
 def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
     """Extract a batch of pages in one transaction. Idempotent: links and URLs are inserted under unique
-    constraints and a page already extracted is skipped, so a redelivered message does no harm."""
+    constraints and a page already extracted is skipped, so a redelivered message does no harm.
+
+    Every link is recorded, followed or not: a link not followed makes its target a URL set aside with
+    the reason (never fetched), so a site owner can see why."""
     outcome = ExtractOutcome()
     pages = list(Page.objects.filter(id__in=page_ids, extracted_at__isnull=True).select_related("url"))
     if not pages:
         return outcome
-    parsed = []
+    parsed: list[tuple[Page, Extracted | None]] = []
     for page in pages:
         try:
             parsed.append((page, extract(page.body, page.url.url, content_type=page.content_type or None)))
@@ -43,41 +62,92 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
             log.exception("extract failed for page %s (%s)", page.id, page.url.url)
             parsed.append((page, None))
 
+    resources = settings.CRAWL_CHECK_RESOURCES
     new: dict[str, NewUrl] = {}
+    followed: dict[str, int] = {}  # url -> the smallest depth it is followed at, from this batch
     for page, ex in parsed:
-        if ex is None or ex.nofollow:
+        if ex is None:
             continue
         depth = page.url.depth + 1
-        if depth > settings.CRAWL_MAX_DEPTH:
-            continue
         for link in ex.links:
-            if len(link) > settings.CRAWL_MAX_URL_LENGTH:
+            if link.resource and not resources:
                 continue
-            if link not in new or new[link].depth > depth:
-                new[link] = new_url_from(page.url, link, depth=depth)
+            reason = not_followed_reason(ex, link, depth)
+            candidate = new_url_from(page.url, link.url, depth=depth, resource=link.resource)
+            if reason and not candidate.exclusion_reason:
+                candidate = NewUrl(
+                    link.url, depth, scope=candidate.scope, exclusion_reason=reason, resource=link.resource
+                )
+            if not candidate.exclusion_reason:
+                followed[link.url] = min(depth, followed.get(link.url, depth))
+            known = new.get(link.url)
+            # A followed occurrence wins over an excluded one, then the shallowest, then a page over a resource.
+            if known is None or (known.exclusion_reason, known.depth, known.resource) > (
+                candidate.exclusion_reason,
+                depth,
+                candidate.resource,
+            ):
+                new[link.url] = candidate
 
     with transaction.atomic():
         inserted = urls_insert(urls=list(new.values()))
         ids = inserted.ids
+        lifted = _lift_exclusions({ids[url]: depth for url, depth in followed.items() if url in ids})
         links = {
-            (page.url_id, ids[link])
+            (page.url_id, ids[link.url]): (link.text, link.element, link.nofollow, _fragments(link))
             for page, ex in parsed
-            if ex is not None and not ex.nofollow
-            for link in ex.links
-            if link in ids and ids[link] != page.url_id
+            if ex is not None
+            for link in reversed(ex.links)  # reversed: the first occurrence on the page is the one kept
+            if link.url in ids and ids[link.url] != page.url_id
         }
-        insert_ignore(Link._meta.db_table, ("from_url_id", "to_url_id"), sorted(links))
+        insert_ignore(Link._meta.db_table, LINK_COLUMNS, [(*key, *links[key]) for key in sorted(links)])
         now = timezone.now()
         update_by_id(
             Page._meta.db_table,
-            (("title", "text"), ("description", "text"), ("extracted_at", "timestamptz")),
-            [(page.id, ex.title if ex else "", ex.description if ex else "", now) for page, ex in parsed],
+            (("title", "text"), ("description", "text"), ("anchors", "text"), ("extracted_at", "timestamptz")),
+            [
+                (
+                    page.id,
+                    ex.title if ex else "",
+                    ex.description if ex else "",
+                    "\n".join(ex.anchors) if ex else None,
+                    now,
+                )
+                for page, ex in parsed
+            ],
             where="t.extracted_at IS NULL",
         )
         _mark_duplicates(pages)
-        servers_dispatch_with_due_work(server_ids=inserted.server_ids)
+        servers_dispatch_with_due_work(server_ids=inserted.server_ids | lifted)
     outcome.pages, outcome.links, outcome.new_urls = len(pages), len(links), len(new)
     return outcome
+
+
+def _fragments(link: Found) -> str:
+    # Tabs and line ends separate the fields; an anchor text has neither (whitespace collapsed), a fragment
+    # may: those are dropped, no element id can match them anyway.
+    if not link.fragments:
+        return ""
+    return "\n".join(f"{f}\t{text}" for f, text in link.fragments if "\t" not in f and "\n" not in f)
+
+
+def _lift_exclusions(depths: dict[int, int]) -> set[int]:
+    """URLs set aside only for how they were first found (too deep, nofollow) and now found through a link
+    that is followed: due now, at the new depth. Returns the servers of the URLs lifted. One guarded UPDATE
+    per chunk; URLs that are not set aside for such a reason are untouched."""
+    if not depths:
+        return set()
+    liftable = ", ".join(f"'{reason}'" for reason in notfollowed.LIFTABLE)
+    now = timezone.now()
+    lifted = update_by_id(
+        Url._meta.db_table,
+        (("exclusion_reason", "text"), ("depth", "integer"), ("next_check_at", "timestamptz")),
+        [(url_id, "", depth, now) for url_id, depth in sorted(depths.items())],
+        where=f"t.exclusion_reason IN ({liftable}) AND t.state = '{State.INIT.value}'",
+    )
+    if not lifted:
+        return set()
+    return set(Url.objects.filter(id__in=lifted).values_list("server_id", flat=True).distinct())
 
 
 def _mark_duplicates(pages: list[Page]) -> None:

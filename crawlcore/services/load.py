@@ -38,6 +38,8 @@ POISON = (DataError, ValueError, OverflowError)
 
 EXTRACT_GROUP = 10  # pages per extract message: fewer messages, still prompt extraction
 STORE_GROUP = 10  # plain pages (2xx, not a home page) written per transaction: a few statements, not ~10 each
+# A resource is checked with HEAD; a server that does not do HEAD says so with one of these, then gets a GET.
+HEAD_REFUSED = frozenset({403, 405, 501})
 
 
 @dataclass
@@ -86,7 +88,10 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         return True  # whenever it has due Init URLs left (servers_dispatch_with_due_work)
 
     def check(self, url: Claimed) -> bool:
-        result = self.request(url, take=True)
+        result = self.request(url, method="HEAD" if url.resource else "GET", take=True)
+        if result is not None and url.resource and result.status in HEAD_REFUSED:
+            self.visit.record(result, url.id)  # the HEAD is a request the server saw: it is on the record too
+            result = self.request(url)
         if result is None:
             return False
         go_on = self.fetch_one(url, result)
@@ -192,8 +197,11 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
                         now=now,
                     )
                 )
-                done = [(url.id, result, checksums[url.id]) for url, result in fetched if url.id in moved]
-                page_ids = pages_store(done, now=now)
+                done = [(url, result) for url, result in fetched if url.id in moved]
+                # A resource is checked, not kept: no page, nothing to extract.
+                page_ids = pages_store(
+                    [(url.id, result, checksums[url.id]) for url, result in done if not url.resource], now=now
+                )
         except POISON:
             # One page of the group can't be stored: write them one by one, so only that one is classified
             # (fetch_one's own fallback) and the others are kept.
@@ -224,7 +232,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         if not moved:
             transaction.set_rollback(True)  # someone else owns it now: keep their result, not ours
             return
-        if result.status is not None and 200 <= result.status < 300:
+        if result.status is not None and 200 <= result.status < 300 and not url.resource:
             page_id = page_store(url_id=url.id, result=result, checksum=checksum)
             if page_id is not None:
                 self.outcome.page_ids.append(page_id)
@@ -242,7 +250,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             return "", f"bad_redirect_{exc.reason}"[:32]
         if url.redirect_hops + 1 > settings.CRAWL_MAX_REDIRECTS:
             return target, FailureKind.TOO_MANY_REDIRECTS.value
-        new = new_url_from(url, target, depth=url.depth, redirect_hops=url.redirect_hops + 1)
+        new = new_url_from(url, target, depth=url.depth, redirect_hops=url.redirect_hops + 1, resource=url.resource)
         ids = urls_insert(urls=[new]).ids
         if target in ids and ids[target] != url.id:
             Link.objects.bulk_create([Link(from_url_id=url.id, to_url_id=ids[target])], ignore_conflicts=True)

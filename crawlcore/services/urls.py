@@ -37,16 +37,19 @@ class NewUrl:
     redirect_hops: int = 0
     scope: Scope | None = None  # None: a seed's own scope, from CRAWL_SCOPE
     exclusion_reason: str = ""
+    resource: bool = False  # an image, stylesheet or script: checked, never parsed
 
 
-def new_url_from(parent: Url | Claimed, url: str, *, depth: int, redirect_hops: int = 0) -> NewUrl:
+def new_url_from(
+    parent: Url | Claimed, url: str, *, depth: int, redirect_hops: int = 0, resource: bool = False
+) -> NewUrl:
     """A URL found on `parent` (a link or a redirect): it inherits the parent's scope, or is kept as
     excluded 'out of scope' — stored so the link graph is whole, but never fetched."""
     scope = Scope(parent.scope_mode, parent.scope_root, parent.offsite_hops)
     followed = scope.follow(server_key(url).host, offsite_depth=settings.CRAWL_OFFSITE_DEPTH)
     if followed is None:
-        return NewUrl(url, depth, redirect_hops, scope, exclusion_reason="out of scope")
-    return NewUrl(url, depth, redirect_hops, followed)
+        return NewUrl(url, depth, redirect_hops, scope, exclusion_reason="out of scope", resource=resource)
+    return NewUrl(url, depth, redirect_hops, followed, resource=resource)
 
 
 @dataclass
@@ -91,6 +94,7 @@ def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
                 scope_mode=scope.mode,
                 scope_root=scope.root,
                 offsite_hops=scope.offsite_hops,
+                resource=u.resource,
             )
         )
     if rows:
@@ -125,6 +129,7 @@ class Claimed:
     scope_mode: str
     scope_root: str
     offsite_hops: int
+    resource: bool
 
 
 _CLAIMED = [f.name for f in dataclasses.fields(Claimed)]

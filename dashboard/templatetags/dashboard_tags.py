@@ -11,6 +11,8 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from crawlcore.templatetags.times import when_text
+
 register = template.Library()
 
 
@@ -165,17 +167,29 @@ def timeline_rows(changes) -> SafeString:
 
 @register.simple_tag
 def dead_link_rows(links) -> SafeString:
-    """Rows of a site's dead links: the page (title, URL), the target, its state, last status, failure kind
-    and last check."""
-    rows = []
+    """Rows of a site's broken links, grouped by source page (its title and URL on the first row of each):
+    the anchor text and element, the target and its state, status or failure kind (with the redirect chain
+    or the missing anchors), first seen broken and last checked."""
+    rows, page = [], None
     for link in links:
-        title = f'<span class="title">{_e(link["title"])}</span><br>' if link["title"] else ""
+        cell = ""
+        if link["from_url_id"] != page:
+            page = link["from_url_id"]
+            title = f'<span class="title">{_e(link["title"])}</span><br>' if link["title"] else ""
+            cell = f"{title}{_url_link(link['from_url__url'])}"
         state = _e(link["to_url__state"])
-        status = "–" if link["to_url__last_status"] is None else link["to_url__last_status"]
+        status = "–" if link["status"] is None else link["status"]
+        chain = f'<br><span class="note">{_e(link["redirect_chain"])}</span>' if link["redirect_chain"] else ""
         rows.append(
-            f'<tr><td class="url">{title}{_url_link(link["from_url__url"])}</td>'
-            f'<td class="url">{_url_link(link["to_url__url"], link.get("to_url__server_id"))}</td>'
+            f'<tr><td class="url">{cell}</td><td>{_e(link["anchor_text"])}<br><span class="note">'
+            f'{_e(link["element"])}</span></td>'
+            f'<td class="url">{_url_link(link["to_url__url"], link.get("to_url__server_id"))}{chain}</td>'
             f'<td><span class="state {state}">{state}</span></td><td>{_e(status)}</td>'
-            f"<td>{_e(link['to_url__failure_kind'])}</td><td>{_e(link['checked'])}</td></tr>\n"
+            f"<td>{_e(link['failure_kind'])}</td><td>{_e(_when(link['first_broken_at']))}</td>"
+            f"<td>{_e(_when(link['last_checked_at']))}</td></tr>\n"
         )
     return mark_safe("".join(rows))  # every value escaped above
+
+
+def _when(at) -> str:
+    return when_text(at) if at else "–"

@@ -25,7 +25,7 @@ class Imported:
 
 IMPORT_CHUNK = 2000  # rows per round of statements: well under SQLite's limit on query parameters
 _MONITOR_FIELDS = ("health_url", "interval_s", "delay_threshold_s", "accepted_codes")
-_SERVER_FIELDS = ("group", "crawler_num", "trusted", "owner_email")
+_SERVER_FIELDS = ("group", "crawler_num", "trusted", "owner_email", "owner_name")
 
 
 def servers_import(*, rows: Sequence[ServerRow]) -> Imported:
@@ -47,7 +47,7 @@ def servers_import(*, rows: Sequence[ServerRow]) -> Imported:
 
 
 def _servers_found(keys: Iterable[ServerKey]) -> dict[ServerKey, tuple]:
-    """(id, group, crawler_num, trusted, owner_email) of the servers with these keys that exist."""
+    """(id, group, crawler_num, trusted, owner_email, owner_name) of the servers with these keys that exist."""
     keys = set(keys)
     # Scheme and host: the leading columns of the unique (scheme, host, port) index, which PostgreSQL then
     # uses; by host alone it scanned the table once per chunk.
@@ -64,7 +64,7 @@ def _import_chunk(rows: Sequence[ServerRow], out: Imported) -> None:
     new_servers = [
         {
             "scheme": k.scheme, "host": k.host, "port": k.port, "group": r.group, "crawler_num": r.crawler_num,
-            "owner_email": r.owner_email,
+            "owner_email": r.owner_email, "owner_name": r.owner_name,
         }  # fmt: skip
         for k, r in by_key.items()
         if k not in found
@@ -80,7 +80,7 @@ def _import_chunk(rows: Sequence[ServerRow], out: Imported) -> None:
     changed_servers, changed_monitors, new_monitors = [], [], []
     for r in rows:
         server_id, *server_now = found[ServerKey(r.scheme, r.host, r.port)]
-        server_wanted = (r.group, r.crawler_num, True, r.owner_email)
+        server_wanted = (r.group, r.crawler_num, True, r.owner_email, r.owner_name)
         if tuple(server_now) != server_wanted:
             changed_servers.append((server_id, *server_wanted))
         wanted = tuple(getattr(r, name) for name in _MONITOR_FIELDS)

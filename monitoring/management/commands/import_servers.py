@@ -1,7 +1,7 @@
 """`python manage.py import_servers servers.csv`: put a list of servers under monitoring.
 
 Columns: host or URL, group, crawler number, check interval (s), delay threshold (s), accepted codes,
-owner e-mail (gets the server's alerts);
+owner e-mail (gets the server's alerts), owner name (the link reports address the owner by it);
 an optional header line; lines starting with '#' are comments. Every row is validated: the bad ones are
 reported by line number, the good ones imported (exit status 1 when any row was bad). Idempotent:
 importing the same file again changes nothing.

@@ -1,0 +1,21 @@
+"""The link reports' beat job (queue `housekeeping`): the owners' digests. (The record of broken links is
+refreshed with the dashboard's dead-link report, dashboard.tasks.refresh_dead_links.)"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from celery import shared_task
+
+from reports.digests import digests_send
+
+from .retry import skip_without_database
+
+
+def _digests() -> dict:
+    return asdict(digests_send())
+
+
+@shared_task(name="tasks.reports.send_digests")
+def send_digests() -> dict | None:
+    return skip_without_database("owners' digests", _digests)
