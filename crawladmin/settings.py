@@ -95,6 +95,9 @@ def _load() -> dict:
         "CRAWL_TASK_BUDGET": env.number("CRAWL_TASK_BUDGET", 60.0, minimum=1.0, maximum=86400.0),
         "CRAWL_REDISPATCH_AFTER": env.number("CRAWL_REDISPATCH_AFTER", 120.0, minimum=1.0, maximum=86400.0),
         "CRAWL_ROBOTS_TTL": env.number("CRAWL_ROBOTS_TTL", 86400.0, minimum=0.0, maximum=_YEAR),
+        # A server's sitemaps (robots.txt Sitemap: lines, /sitemap.xml) are read again after this long.
+        "CRAWL_SITEMAP_TTL": env.number("CRAWL_SITEMAP_TTL", 86400.0, minimum=0.0, maximum=_YEAR),
+        "CRAWL_SITEMAPS": env.boolean("CRAWL_SITEMAPS", True),
         # robots.txt unreachable or 5xx: the server counts as not responding for this long (RFC 9309).
         "CRAWL_ROBOTS_RETRY": env.number("CRAWL_ROBOTS_RETRY", 600.0, minimum=0.0, maximum=_YEAR),
         "CRAWL_DISPATCH_INTERVAL": env.number("CRAWL_DISPATCH_INTERVAL", 5.0, minimum=0.5, maximum=3600.0),
@@ -320,6 +323,7 @@ INSTALLED_APPS = [
     "analyzer",
     "alerts",
     "reports",
+    "archive",
     "dashboard",
     "crawladmin",  # the shell, last: its commands tie the apps above together
 ]

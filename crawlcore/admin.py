@@ -27,7 +27,7 @@ from crawler.fetch import FailureKind
 from crawler.lifecycle import State
 
 from . import workers
-from .models import Link, Page, Server, StatusCheck, Url, UrlEvent
+from .models import Link, Page, Server, Sitemap, StatusCheck, Url, UrlEvent
 from .services import operator
 
 
@@ -230,7 +230,7 @@ class UrlAdmin(admin.ModelAdmin):
         "last_checked_at",
         "next_check",
     )
-    list_filter = ("state", ServerFilter, LastStatusFilter, FailureKindFilter)
+    list_filter = ("state", ServerFilter, LastStatusFilter, FailureKindFilter, "in_sitemap")
     search_fields = ("url",)
     list_select_related = ("server",)
     raw_id_fields = ("server",)
@@ -310,3 +310,14 @@ class LinkAdmin(admin.ModelAdmin):
     list_display = ("from_url", "to_url")
     raw_id_fields = ("from_url", "to_url")
     show_full_result_count = False
+
+
+@admin.register(Sitemap)
+class SitemapAdmin(admin.ModelAdmin):
+    """Each server's sitemap files as last read (issue 21); a bad one with its error."""
+
+    list_display = ("url", "source", "kind", "status_code", "urls_listed", "urls_added", "error", "fetched_at")
+    list_filter = ("source", "kind", ServerFilter)
+    search_fields = ("url", "error")
+    list_select_related = ("server",)
+    raw_id_fields = ("server",)

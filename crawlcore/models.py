@@ -45,6 +45,9 @@ class Server(models.Model):
     robots_txt = models.TextField(blank=True)
     robots_kind = models.CharField(max_length=20, blank=True)
     robots_fetched_at = models.DateTimeField(null=True, blank=True)
+    sitemaps_read_at = models.DateTimeField(
+        null=True, blank=True, help_text="Its sitemaps were last read (claimed) then; Sitemap rows tell what came of it"
+    )
     next_request_at = models.DateTimeField(
         null=True, blank=True, help_text="Politeness: the earliest start of the next request, cluster-wide"
     )
@@ -128,6 +131,13 @@ class Url(models.Model):
         help_text="An image, stylesheet or script of a page: checked (HEAD, GET when HEAD is refused), "
         "never stored or parsed",
     )
+    # What the server's sitemaps say of this URL (issue 21): lastmod is a change signal for the recrawl (a
+    # lastmod newer than the last fetch makes it due for the active scan); in_sitemap marks URLs a sitemap
+    # listed, an orphan being one of them that no page links to (selectors.urls_orphaned).
+    in_sitemap = models.BooleanField(default=False)
+    sitemap_lastmod = models.DateTimeField(null=True, blank=True)
+    sitemap_changefreq = models.CharField(max_length=8, blank=True)
+    sitemap_priority = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -142,6 +152,12 @@ class Url(models.Model):
             # reconciler's look for expired leases, every 30 s, scans the table instead.
             # The active scan's staleness choice walks Visited URLs oldest check first.
             models.Index(fields=["last_checked_at"], name="url_visited_age_idx", condition=Q(state="visited")),
+            # The sitemap change signal: Visited URLs whose sitemap lastmod is newer than their last check.
+            models.Index(
+                fields=["sitemap_lastmod"],
+                name="url_sitemap_lastmod_idx",
+                condition=Q(state="visited", sitemap_lastmod__isnull=False),
+            ),
         ]
         constraints = [models.UniqueConstraint(fields=["url_hash"], name="url_hash_unique")]
 
@@ -167,6 +183,17 @@ class Page(models.Model):
     # or extracted before migration 0010), and then no fragment pointing here is reported missing.
     anchors = models.TextField(null=True, blank=True)
     extract_dispatched_at = models.DateTimeField(null=True, blank=True)
+    # The exchange that brought this copy, for the archive (a WARC request and response record): written by
+    # the same statement as the body, columns rather than rows so the load path writes nothing more
+    # (crawler.sanitize.clean_head: CRLF-separated, at most 16 KiB each).
+    request_head = models.TextField(blank=True, help_text="Request line and headers sent")
+    response_head = models.TextField(blank=True, help_text="Status line and headers received")
+    peer_ip = models.GenericIPAddressField(null=True, blank=True)
+    # The last re-check by GET that did not replace this copy (the body was the same, or 304 Not Modified):
+    # the active scan writes it over the previous one; the archive writes it as a revisit record.
+    revisit_at = models.DateTimeField(null=True, blank=True)
+    revisit_request_head = models.TextField(blank=True)
+    revisit_response_head = models.TextField(blank=True)
 
     class Meta:
         indexes = [
@@ -264,3 +291,24 @@ class UrlEvent(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["url", "at"], name="event_url_time_idx")]
+
+
+class Sitemap(models.Model):
+    """One sitemap file of a server as last read (issue 21): where it was found, what came of it. A bad
+    sitemap keeps its error here, and the crawl goes on without it."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="sitemaps")
+    url = models.TextField()
+    source = models.CharField(max_length=12, help_text="robots, default (/sitemap.xml) or index")
+    kind = models.CharField(max_length=8, blank=True, help_text="urlset, index or text")
+    fetched_at = models.DateTimeField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    urls_listed = models.PositiveIntegerField(default=0)
+    urls_added = models.PositiveIntegerField(default=0, help_text="New URLs within the crawl's scope")
+    error = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["server", "url"], name="sitemap_unique_url")]
+
+    def __str__(self) -> str:
+        return self.url

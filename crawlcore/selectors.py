@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
 from crawlcore.models import Link, Page, Server, ServerLease, StatusCheck, Url
@@ -121,3 +121,23 @@ def load_profiles(*, server_ids: Sequence[int] | None = None) -> dict[int, list[
     if server_ids is not None:
         qs = qs.filter(id__in=list(server_ids))
     return dict(qs.values_list("id", "load_profile"))
+
+
+def urls_orphaned(*, server_id: int, limit: int = 100) -> list[dict]:
+    """A server's orphans (issue 21): URLs its sitemaps list that no page of the crawl links to, with what
+    the sitemap says of them, by URL. Their pages are fetched like any other; only a sitemap leads to them."""
+    rows = (
+        _orphans(server_id)
+        .order_by("url")
+        .values("id", "url", "state", "sitemap_lastmod", "sitemap_changefreq", "sitemap_priority")
+    )
+    return list(rows[:limit])
+
+
+def urls_orphaned_count(*, server_id: int) -> int:
+    return _orphans(server_id).count()
+
+
+def _orphans(server_id: int):
+    linked = Link.objects.filter(to_url_id=OuterRef("pk")).exclude(from_url_id=OuterRef("pk"))
+    return Url.objects.filter(server_id=server_id, in_sitemap=True).exclude(Exists(linked))

@@ -51,7 +51,7 @@ from urllib3.exceptions import (
 from urllib3.util.connection import create_connection
 
 from .certs import Certificate
-from .sanitize import clean_headers, clean_line, header_int
+from .sanitize import clean_head, clean_headers, clean_line, header_int
 
 __all__ = ["FailureKind", "FetchPolicy", "FetchResult", "Fetcher", "Timings"]
 
@@ -120,6 +120,11 @@ class FetchResult:
     peer_ip: str | None
     check_id: int | None = None  # the caller's record of this request (crawladmin's StatusCheck row), if any
     certificate: Certificate | None = None  # https: the server's certificate from the handshake (multicheck)
+    # The exchange as it went over the wire, for an archive record (WARC): the request line and headers we
+    # sent, the status line and headers as received (original case, order and repeats), each bounded
+    # (sanitize.clean_head). Empty when no request was sent / no response came.
+    request_head: str = ""
+    response_head: str = ""
 
     @property
     def responded(self) -> bool:
@@ -414,6 +419,8 @@ class _Outcome:
     headers_at: float | None = None
     body_done_at: float | None = None
     exchange: _Exchange | None = None
+    request_head: str = ""
+    response_head: str = ""
 
     def result(self, failure: FailureKind | None = None, detail: str = "ok") -> FetchResult:
         now = time.monotonic()
@@ -442,6 +449,8 @@ class _Outcome:
                 total_ms=(now - self.started) * 1000,
             ),
             peer_ip=ex.peer_ip if ex else None,
+            request_head=self.request_head,
+            response_head=self.response_head,
         )
 
 
@@ -631,6 +640,8 @@ class Fetcher:
         outcome.headers_at = time.monotonic()
         outcome.status = response.status_code
         outcome.headers = clean_headers(response.headers.items())
+        outcome.request_head = _request_head(response.request)
+        outcome.response_head = _response_head(response)
         return response
 
     def _read_body(self, outcome: _Outcome, response: requests.Response) -> None:
@@ -685,3 +696,28 @@ class Fetcher:
 
 def _content_length(headers: dict[str, str]) -> int | None:
     return header_int(headers.get("content-length"))
+
+
+_HTTP_VERSIONS = {9: "HTTP/0.9", 10: "HTTP/1.0", 11: "HTTP/1.1", 20: "HTTP/2"}
+
+
+def _request_head(request: requests.PreparedRequest) -> str:
+    """The request as http.client sent it: the request line, Host first (http.client adds it, with the
+    port only when it is not the scheme's default), then the session's and the caller's headers."""
+    parts = urlsplit(request.url or "")
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    if parts.port and parts.port != _DEFAULT_PORTS.get(parts.scheme):
+        host = f"{host}:{parts.port}"
+    items = [("Host", host), *((k, v) for k, v in request.headers.items() if k.lower() != "host")]
+    return clean_head(f"{request.method} {request.path_url} HTTP/1.1", items)
+
+
+def _response_head(response: requests.Response) -> str:
+    raw = response.raw
+    version = _HTTP_VERSIONS.get(getattr(raw, "version", 11), "HTTP/1.1")
+    headers = raw.headers
+    # urllib3's header dict yields a repeated header (Set-Cookie, Link) once per line, as received.
+    items = headers.iteritems() if hasattr(headers, "iteritems") else headers.items()
+    return clean_head(f"{version} {response.status_code} {response.reason or ''}".rstrip(), items)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from urllib.parse import urljoin
 
 from protego import Protego
 
@@ -25,6 +26,7 @@ __all__ = [
     "robots_text",
     "rules_from_response",
     "rules_from_text",
+    "sitemap_urls",
 ]
 
 PARSED = "parsed"
@@ -104,3 +106,16 @@ def rules_from_response(status: int | None, body: bytes) -> RobotsRules:
     # 4xx ("unavailable") means no restrictions; 3xx should have been followed
     # by the caller, and 1xx is nonsense here - neither should block crawling.
     return RobotsRules(kind=ALLOW_ALL)
+
+
+def sitemap_urls(*, rules: RobotsRules, base: str) -> list[str]:
+    """The `Sitemap:` lines of a parsed robots.txt, made absolute against `base` (the robots.txt URL),
+    http(s) only, in order, each once."""
+    if rules.kind != PARSED:
+        return []
+    out: dict[str, None] = {}
+    for line in _parser(rules.text).sitemaps:
+        url = urljoin(base, line.strip())
+        if url.lower().startswith(("http://", "https://")):
+            out[url] = None
+    return list(out)

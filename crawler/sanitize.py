@@ -18,7 +18,9 @@ __all__ = [
     "BIGINT_MAX",
     "MAX_HEADER_NAME",
     "MAX_HEADER_VALUE",
+    "MAX_HEAD_BYTES",
     "clean_headers",
+    "clean_head",
     "clean_line",
     "clean_text",
     "header_int",
@@ -28,6 +30,10 @@ BIGINT_MAX = 2**63 - 1
 MAX_HEADER_NAME = 200
 MAX_HEADER_VALUE = 4096
 MAX_HEADERS = 200  # distinct header names kept from one response
+# A request's or response's head (first line and header lines) as kept for the archive: a fetcher refuses
+# response headers above 64 KiB, but a normal head is under 2 KiB, so 16 KiB keeps every real one whole
+# and bounds what a header flood costs the page table.
+MAX_HEAD_BYTES = 16 * 1024
 
 # C0 controls and DEL, without tab; text that keeps its lines also keeps \n and \r.
 _CONTROLS_LINE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -66,6 +72,24 @@ def clean_headers(items: Iterable[tuple[str, str]]) -> dict[str, str]:
             break
         out[key] = clean_line(str(value), MAX_HEADER_VALUE)
     return out
+
+
+def clean_head(first_line: str, items: Iterable[tuple[str, str]], *, limit: int = MAX_HEAD_BYTES) -> str:
+    """An HTTP head as stored for the archive: the first line, then "Name: value" lines in the order they
+    were sent, repeated names kept, separated by CRLF (no blank line at the end). Cleaned like a header
+    line; header lines that would pass `limit` characters are left out, so what is kept is whole."""
+    lines = [clean_line(first_line, MAX_HEADER_VALUE)]
+    size = len(lines[0])
+    for name, value in items:
+        key = clean_line(str(name), MAX_HEADER_NAME).strip()
+        if not key:
+            continue
+        line = f"{key}: {clean_line(str(value), MAX_HEADER_VALUE)}"
+        size += len(line) + 2
+        if size > limit:
+            break
+        lines.append(line)
+    return "\r\n".join(lines)
 
 
 def header_int(value: str | None, *, maximum: int = BIGINT_MAX) -> int | None:

@@ -33,6 +33,7 @@ from alerts.selectors import server_mutes, server_notifications
 from alerts.views import MUTE_CHOICES
 from crawlcore.access import READER_GROUPS, may_read, sees_server_group, server_groups_of
 from crawlcore.models import Server
+from crawlcore.selectors import urls_orphaned, urls_orphaned_count
 from monitoring.selectors import server_certificate, server_load_profile
 from ranking.selectors import latest_run, top_pages
 from reports.export import FORMATS, dead_links_export
@@ -320,6 +321,9 @@ def _after(request: HttpRequest) -> tuple[int, int] | None:
     raise BadRequest("after must be <page id>-<target id>")
 
 
+ORPHANS_SHOWN = 50
+
+
 @dashboard_view
 def dead_links_site(request: HttpRequest, server_id: int) -> HttpResponse:
     srv = get_object_or_404(Server, pk=server_id)
@@ -340,6 +344,9 @@ def dead_links_site(request: HttpRequest, server_id: int) -> HttpResponse:
             "as_of": as_of,
             "first_page": after is None,
             "next_after": f"{last['from_url_id']}-{last['to_url_id']}" if more and last else None,
+            # Pages only the server's sitemaps lead to (issue 21): on the first page of the report.
+            "orphans": urls_orphaned(server_id=server_id, limit=ORPHANS_SHOWN) if after is None else [],
+            "orphan_count": urls_orphaned_count(server_id=server_id) if after is None else 0,
         },
     )
 

@@ -138,7 +138,8 @@ def test_operator_seed_on_loopback_is_trusted(settings):
         _insert(web.seeds()[0], trusted=True)
         outcome = load_server_batch(server_id=Server.objects.get().id, owner="w")
         assert outcome is not None and outcome.fetched == 1
-        assert [r.path for r in web.access_log()] == ["/robots.txt", "/"]
+        # After the batch, its sitemaps: none listed in robots.txt, so /sitemap.xml (a 404 here).
+        assert [r.path for r in web.access_log()] == ["/robots.txt", "/", "/sitemap.xml"]
     assert Url.objects.get().state == "visited"
 
 

@@ -6,6 +6,7 @@ sites on 127.0.0.x loopback IPs, never the internet (DESIGN.md §11).
   scan           a tiny server whose answers a scan test sets page by page
   monitor        a server answering 500, one that flaps on command, an address that refuses
   generated      the throughput benchmark's static web, written to disk and served by nginx
+  sitemaps       a site publishing sitemaps (gzip index, nested, text, bad ones) with orphan and duplicate pages
   cluster        the harness of real services: PostgreSQL databases, redis-server, celery processes
 
 from testweb import SiteSpec, TestWebServer

@@ -8,7 +8,7 @@ insert_plain and update_plain plain values of a model's fields (the import of a 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from django.db import connection
@@ -81,14 +81,23 @@ def update_by_id(
 
 
 def upsert(
-    table: str, columns: Sequence[str], rows: Sequence[tuple], *, key: str, returning: str = "id"
+    table: str,
+    columns: Sequence[str],
+    rows: Sequence[tuple],
+    *,
+    key: str,
+    returning: str = "id",
+    update: Mapping[str, str] | None = None,
 ) -> list[tuple]:
     """INSERT the rows, or UPDATE every other column of the row with the same `key` (unique); returns
-    `(returning, key)` of each row written."""
+    `(returning, key)` of each row written. `update` gives some columns an SQL expression of their own
+    instead (over `excluded.<column>` and `<table>.<column>`, the row as it was), written in SQL that
+    PostgreSQL and SQLite both read."""
     if not rows:
         return []
     cols = ", ".join(columns)
-    sets = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
+    update = update or {}
+    sets = ", ".join(f"{c} = {update.get(c, f'excluded.{c}')}" for c in columns if c != key)
     tail = f"ON CONFLICT ({key}) DO UPDATE SET {sets} RETURNING {returning}, {key}"
     with connection.cursor() as cur:
         if is_postgres():

@@ -27,6 +27,7 @@ from crawler.urlnorm import UrlError, canonicalize
 from .agent import AgentBatch, AgentOutcome, response_fields
 from .queue import enqueue_extract_on_commit
 from .servers import server_merge_if_alias
+from .sitemaps import sitemaps_read
 from .urls import Claimed, Move, new_url_from, urls_claim, urls_insert, urls_transition
 from .visit import Gate, ServerVisit
 
@@ -101,7 +102,23 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
 
     def work(self) -> None:
         super().work()
+        self.read_sitemaps()
         self.send_extract()
+
+    def read_sitemaps(self) -> None:
+        """The server's sitemaps, when due, after the batch's own URLs (the first batch of a server is its
+        seed): the URLs they add are loaded by the next batch, which redispatch_wanted() sends."""
+        if self.outcome.server_excluded or self.outcome.backed_off or self.visit.stopping():
+            return
+        rules = self.visit.robots()  # known by now: no request
+        if isinstance(rules, FetchResult):
+            return
+        parent = min(self.urls, key=lambda u: u.depth)
+        try:
+            sitemaps_read(visit=self.visit, rules=rules, parent=parent)
+        except POISON as exc:
+            # A value the database refused (the fetcher's cleaning missed it): the sitemaps wait their TTL.
+            log.warning("sitemaps of %s could not be stored: %s", self.visit.server.origin, exc)
 
     def finish(self) -> None:
         self.flush()  # what was fetched is kept, whatever stopped the batch
@@ -264,8 +281,26 @@ def _failure(result: FetchResult) -> str:
 
 _PAGE_COLUMNS = (
     "url_id", "body_z", "content_type", "size", "checksum", "fetched_at", "extracted_at",
-    "extract_dispatched_at", "title", "description", "duplicate_of_id",
+    "extract_dispatched_at", "title", "description", "duplicate_of_id", "request_head", "response_head",
+    "peer_ip", "revisit_at", "revisit_request_head", "revisit_response_head",
 )  # fmt: skip
+
+
+def _page_update() -> dict[str, str]:
+    """A re-fetch whose body is the one already stored (same checksum) keeps the exchange that brought that
+    copy and is kept beside it as its revisit, so the archive writes a response and a revisit record; a new
+    body replaces the copy and forgets the old revisit. In the same statement as the page, no read first."""
+    table = Page._meta.db_table
+    same = f"{table}.checksum = excluded.checksum AND excluded.checksum <> ''"
+    kept = {c: f"CASE WHEN {same} THEN {table}.{c} ELSE excluded.{c} END" for c in _KEPT_ON_REVISIT}
+    revisit = {
+        f"revisit_{c}": f"CASE WHEN {same} THEN excluded.{c} ELSE excluded.revisit_{c} END"
+        for c in ("request_head", "response_head")
+    }
+    return kept | revisit | {"revisit_at": f"CASE WHEN {same} THEN excluded.fetched_at ELSE NULL END"}
+
+
+_KEPT_ON_REVISIT = ("fetched_at", "request_head", "response_head", "peer_ip")
 
 
 def page_row(url_id: int, result: FetchResult, checksum: str, *, now: datetime) -> tuple[tuple, bool]:
@@ -277,6 +312,8 @@ def page_row(url_id: int, result: FetchResult, checksum: str, *, now: datetime) 
         # Nothing to extract from an image or a PDF: done at once.
         None if html else now, now if html else None,
         "", "", None,  # title, description, duplicate_of: the extract agent's, for this new copy
+        result.request_head, result.response_head, result.peer_ip,
+        None, "", "",  # no revisit of a new copy (_page_update keeps the copy when the body is the same)
     )  # fmt: skip
     return row, html
 
@@ -290,7 +327,7 @@ def pages_store(fetched: Sequence[tuple[int, FetchResult, str]], *, now: datetim
         rows.append(row)
         if html:
             html_urls.add(url_id)
-    written = upsert(Page._meta.db_table, _PAGE_COLUMNS, rows, key="url_id")
+    written = upsert(Page._meta.db_table, _PAGE_COLUMNS, rows, key="url_id", update=_page_update())
     return [page_id for page_id, url_id in written if url_id in html_urls]
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
@@ -125,10 +126,20 @@ class ScanBatch(AgentBatch[Url, ScanOutcome]):
             fields = dict(failure_count=0, failure_kind="", next_check_at=now if new == State.INIT else None)
             if result.status != 304:  # a 304 says nothing new about the page: keep the stored status
                 fields["last_status"] = result.status
-            self.move(
+            moved = self.move(
                 url, event, http_status=result.status, latency_ms=result.timings.total_ms, reason=reason, now=now,
                 **fields,
             )  # fmt: skip
+            if moved and new == State.VISITED and result.method == "GET" and result.status in (200, 304):
+                page_revisit(url_id=url.id, result=result, now=now)
+
+
+def page_revisit(*, url_id: int, result: FetchResult, now: datetime) -> None:
+    """Keep a re-check by GET that found the stored copy unchanged (the same body, or 304 Not Modified) as
+    the page's revisit, for the archive; a HEAD fetched no payload, so it is no revisit."""
+    Page.objects.filter(url_id=url_id).update(
+        revisit_at=now, revisit_request_head=result.request_head, revisit_response_head=result.response_head
+    )
 
 
 def scan_server_batch(

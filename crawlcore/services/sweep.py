@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from crawlcore.models import Url
@@ -37,12 +37,20 @@ def active_candidates(*, now: datetime, limit: int) -> list[int]:
     staleness score (crawlcore.services.staleness; CRAWL_RECRAWL_POLICY picks a comparison policy). A URL
     whose server asked for patience carries a next_check_at and waits for it."""
     checked_before = now - timedelta(seconds=settings.CRAWL_REVISIT_AFTER)
-    rows = (
+    visited = (
         _scannable(now)
-        .filter(state=State.VISITED.value, last_checked_at__lte=checked_before)
+        .filter(state=State.VISITED.value)
         .filter(Q(next_check_at__isnull=True) | Q(next_check_at__lte=now))
     )
-    return staleness_top(rows, now=now, limit=limit, policy=settings.CRAWL_RECRAWL_POLICY)
+    # A sitemap lastmod newer than the last check is the server saying the page changed (issue 21): due now,
+    # before any staleness guess. The check moves last_checked_at past it, so it is due once per change.
+    changed = list(
+        visited.filter(sitemap_lastmod__gt=F("last_checked_at"))
+        .order_by("sitemap_lastmod", "id")
+        .values_list("id", flat=True)[:limit]
+    )
+    rows = visited.filter(last_checked_at__lte=checked_before).exclude(id__in=changed)
+    return changed + staleness_top(rows, now=now, limit=limit - len(changed), policy=settings.CRAWL_RECRAWL_POLICY)
 
 
 def inactive_candidates(*, now: datetime, limit: int) -> list[int]:

@@ -261,6 +261,11 @@ class ServerVisit:
         return rules
 
     def _fetch_robots(self, url: str) -> FetchResult:
+        return self.fetch_following(url)
+
+    def fetch_following(self, url: str) -> FetchResult:
+        """GET a file of the server's own (robots.txt, a sitemap) following redirects, each hop on its
+        politeness turn, through fetch()'s guard, and recorded (no Url row); the last answer."""
         result: FetchResult | None = None
         for _hop in range(settings.CRAWL_MAX_REDIRECTS + 1):
             self.wait_turn()

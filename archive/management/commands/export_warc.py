@@ -1,0 +1,82 @@
+"""`python manage.py export_warc OUT.warc.gz [--site HOST] [--group G] [--since DATE] [--max-size SIZE]`:
+the stored pages as WARC/1.1 (archive.services.warc_export), a CDXJ index beside it (OUT.cdxj), a
+progress bar on stderr."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils.dateparse import parse_date, parse_datetime
+from tqdm import tqdm
+
+from archive.selectors import ExportScope
+from archive.services import warc_export
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+MIN_SIZE = 1024 * 1024  # smaller rolls over every page or two: surely a typo
+
+
+def parse_size(text: str) -> int:
+    """'500M', '1G', '1.5GB', '1048576' -> bytes (binary units)."""
+    match = _SIZE.fullmatch(text)
+    if match is None:
+        raise CommandError(f"--max-size {text!r}: a size like 1048576, 500M or 1G")
+    size = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    if size < MIN_SIZE:
+        raise CommandError(f"--max-size {text!r}: at least 1M")
+    return size
+
+
+def parse_since(text: str) -> datetime:
+    """A date (midnight UTC) or an ISO date-time (UTC when it names no zone)."""
+    try:
+        moment = parse_datetime(text)
+        if moment is None:
+            day = parse_date(text)
+            moment = datetime(day.year, day.month, day.day) if day else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise CommandError(f"--since {text!r}: a date (2026-11-26) or a date-time (2026-11-26T08:00:00+01:00)")
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+class Command(BaseCommand):
+    help = "Export the stored pages as WARC/1.1 with a CDXJ index (request, response, revisit, metadata records)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("out", help="OUT.warc.gz; the index is written beside it as OUT.cdxj")
+        parser.add_argument("--site", help="only this server's host")
+        parser.add_argument("--group", help="only servers of this group")
+        parser.add_argument("--since", type=str, help="only pages fetched or revisited since this date (UTC)")
+        parser.add_argument("--max-size", type=str, help="roll over to OUT-00001.warc.gz, … at this size (500M, 1G)")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+    def handle(self, *args, **options) -> None:
+        out = Path(options["out"])
+        if not out.name.endswith(".warc.gz"):
+            raise CommandError(f"{out}: the name must end in .warc.gz (each record is gzipped on its own)")
+        if not out.parent.is_dir():
+            raise CommandError(f"{out.parent}: no such directory")
+        scope = ExportScope(
+            site=options["site"] or None,
+            group=options["group"] or None,
+            since=parse_since(options["since"]) if options["since"] else None,
+        )
+        max_size = parse_size(options["max_size"]) if options["max_size"] else None
+        with tqdm(unit="page", disable=options["no_progress"], dynamic_ncols=True) as bar:
+            summary = warc_export(
+                out=out,
+                scope=scope,
+                max_size=max_size,
+                on_total=lambda n: setattr(bar, "total", n),
+                on_pages=bar.update,
+            )
+        names = ", ".join(str(p) for p in summary.files)
+        self.stdout.write(
+            f"{summary.pages} pages, {summary.records} records, {summary.bytes} bytes in {names}; index {summary.index}"
+        )
