@@ -14,6 +14,7 @@ from celery.worker import state as worker_state
 from django.conf import settings
 
 from crawladmin.celery import app
+from crawlcore import workers
 from crawlcore.queues import SERVER_QUEUES, Queue, pinned_queue
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,7 @@ def embedded_worker(
     )
     _gate.reset(max_pages)
     _active = True
+    workers.embedded_worker_set(True)
     thread = threading.Thread(target=worker.start, name="embedded-worker", daemon=True)
     thread.start()
     if not worker.ready.wait(30):
@@ -116,5 +118,6 @@ def embedded_worker(
         thread.join(shutdown_timeout)
         worker_state.should_terminate = None
         _active = False
+        workers.embedded_worker_set(False)
         if thread.is_alive():
             log.warning("embedded worker still busy after %.0fs; leaving it to the process exit", shutdown_timeout)

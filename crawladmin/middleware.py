@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from whitenoise.middleware import WhiteNoiseMiddleware
 
 # C0 controls but tab, CR and LF, and DEL: no page's parameter holds one. NUL is the one that matters:
 # PostgreSQL refuses it in any text, so `?group=%00` reached the database as an error (HTTP 500).
@@ -24,3 +26,17 @@ class JunkParametersMiddleware:
         ):
             return HttpResponseBadRequest("control characters in the URL", content_type="text/plain")
         return self.get_response(request)
+
+
+class StaticFilesMiddleware(WhiteNoiseMiddleware):
+    """WhiteNoise without its warning about a STATIC_ROOT that collectstatic never filled.
+
+    Only the image runs collectstatic; the embedded mode, the demo and the tests serve the apps' static
+    files through the finders (WHITENOISE_USE_FINDERS), so a missing STATIC_ROOT there is the normal case,
+    and WhiteNoise's UserWarning at every start (59 times in a test run) only hid the warnings that matter.
+    A STATIC_ROOT that exists is served as before."""
+
+    def add_files(self, root: str | os.PathLike, prefix: str | None = None) -> None:
+        if not self.autorefresh and os.fspath(root) == os.fspath(self.static_root) and not os.path.isdir(root):
+            return
+        super().add_files(root, prefix)

@@ -26,6 +26,18 @@ env = Env.from_os()
 _YEAR = 366 * 86400.0
 
 
+def _time_zone(name: str) -> str:
+    """The operator's zone: every time the dashboard shows is in it, named, and the load profiles' hours
+    of day are its hours. An IANA name (Europe/Berlin, Asia/Seoul); default UTC."""
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(f"TIME_ZONE: {name!r} is not a time zone name (e.g. UTC, Europe/Berlin)") from exc
+    return name
+
+
 def _days_list(text: str) -> tuple[int, ...]:
     try:
         days = tuple(sorted({int(p) for p in text.split(",") if p.strip()}, reverse=True))
@@ -47,6 +59,7 @@ def _load() -> dict:
             ("sqlite", "postgres", "postgresql", "pgsql"),
         ),
         "CELERY_BROKER_URL": env.url("CELERY_BROKER_URL", "memory://", ("memory", "redis", "rediss")),
+        "TIME_ZONE": _time_zone(env.str("TIME_ZONE", "UTC")),
         "CRAWLER_NUM": env.integer("CRAWLER_NUM", None, minimum=0, maximum=10_000),
         "CRAWL_CONNECT_TIMEOUT": env.number("CRAWL_CONNECT_TIMEOUT", 15.0, minimum=0.01, maximum=600.0),
         "CRAWL_HEADER_TIMEOUT": env.number("CRAWL_HEADER_TIMEOUT", 10.0, minimum=0.01, maximum=600.0),
@@ -319,7 +332,7 @@ if OIDC_ENABLED:
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files under gunicorn (collectstatic at image build)
+    "crawladmin.middleware.StaticFilesMiddleware",  # WhiteNoise (collectstatic at image build; finders elsewhere)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "crawladmin.middleware.JunkParametersMiddleware",
@@ -342,6 +355,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "dashboard.context.time_zone",
             ],
         },
     },
@@ -377,7 +391,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
-TIME_ZONE = "UTC"
+TIME_ZONE: str = _cfg["TIME_ZONE"]
 USE_I18N = True
 USE_TZ = True
 

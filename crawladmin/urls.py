@@ -7,6 +7,7 @@ from django.urls import include, path
 
 from crawladmin import api
 from dashboard.metrics import metrics
+from dashboard.public import status_page
 
 urlpatterns = [
     path("", lambda request: redirect("dashboard:grid")),
@@ -18,6 +19,7 @@ urlpatterns = [
     path("analyzer/", include("analyzer.urls")),
     path("dashboard/", include("dashboard.urls")),
     path("metrics", metrics, name="metrics"),
+    path("status/<slug:slug>/", status_page, name="status-page"),  # public: opt-in per server group, no login
 ]
 if settings.OIDC_ENABLED:  # optional single sign-on (crawladmin.sso): /oidc/authenticate/ starts a login
     urlpatterns.append(path("oidc/", include("mozilla_django_oidc.urls")))

@@ -20,9 +20,13 @@ from django.contrib.contenttypes.models import ContentType
 from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest
 from django.shortcuts import render
+from django.utils import timezone
+from django.utils.timesince import timesince
 
 from crawler.fetch import FailureKind
+from crawler.lifecycle import State
 
+from . import workers
 from .models import Link, Page, Server, Sitemap, StatusCheck, Url, UrlEvent
 from .services import operator
 
@@ -80,6 +84,8 @@ class ServerAdmin(admin.ModelAdmin):
             .annotate(
                 last_checked=Subquery(newest.values("checked_at")[:1]),
                 last_latency=Subquery(newest.values("latency_ms")[:1]),
+                last_status=Subquery(newest.values("status_code")[:1]),
+                last_failure=Subquery(newest.values("failure_kind")[:1]),
             )
         )
 
@@ -89,7 +95,12 @@ class ServerAdmin(admin.ModelAdmin):
 
     @admin.display(description="latency", ordering="last_latency")
     def latency(self, obj: Server) -> str:
-        return "–" if obj.last_latency is None else f"{obj.last_latency:.0f} ms"
+        # A check with no answer has no latency: its latency_ms is how long we waited before giving up.
+        if obj.last_latency is None:
+            return "–"
+        if obj.last_status is None:
+            return f"no answer ({obj.last_failure or 'failed'})"
+        return f"{obj.last_latency:.0f} ms"
 
     @admin.action(description="Enable selected servers", permissions=["change"])
     def enable(self, request, queryset):
@@ -137,10 +148,12 @@ class ServerAdmin(admin.ModelAdmin):
         ids = list(queryset.values_list("id", flat=True))
         sent = operator.servers_crawl_now(server_ids=ids)
         log_change(request, Server, ids, f"Crawl dispatched ({sent} load task(s) for {len(ids)} server(s))")
+        waits = workers.queued_work_waits()
         self.message_user(
             request,
-            f"Sent {sent} load task(s); servers without due Init URLs, paused or already dispatched were skipped.",
-            messages.SUCCESS,
+            f"Sent {sent} load task(s); servers without due Init URLs, paused or already dispatched were skipped."
+            + (workers.NO_WORKER if waits and sent else ""),
+            messages.WARNING if waits and sent else messages.SUCCESS,
         )
 
     @admin.action(description="Revive Dead URLs of selected servers", permissions=["change"])
@@ -207,7 +220,16 @@ class FailureKindFilter(admin.SimpleListFilter):
 
 @admin.register(Url)
 class UrlAdmin(admin.ModelAdmin):
-    list_display = ("url", "state", "last_status", "failure_kind", "depth", "exclusion_reason", "last_checked_at")
+    list_display = (
+        "url",
+        "state",
+        "last_status",
+        "failure_kind",
+        "depth",
+        "exclusion_reason",
+        "last_checked_at",
+        "next_check",
+    )
     list_filter = ("state", ServerFilter, LastStatusFilter, FailureKindFilter, "in_sitemap")
     search_fields = ("url",)
     list_select_related = ("server",)
@@ -217,19 +239,44 @@ class UrlAdmin(admin.ModelAdmin):
     show_full_result_count = False  # a COUNT(*) over a million URLs on every page is wasted
     actions = ["requeue", "revive", "exclude_urls"]
 
+    @admin.display(description="next check", ordering="next_check_at")
+    def next_check(self, obj: Url) -> str:
+        """When the URL is due: Init URLs are loaded, Visited re-checked by the staleness sweep (its
+        next_check_at is the earliest it may be), NoResponse ones re-checked after their back-off."""
+        if obj.exclusion_reason or obj.state == State.DEAD.value:
+            return "never (until revived)" if obj.state == State.DEAD.value else "never (excluded)"
+        if obj.next_check_at is None:
+            return "–"
+        if obj.next_check_at <= timezone.now():
+            return "due now"
+        return f"in {timesince(timezone.now(), obj.next_check_at)}"
+
     @admin.action(description="Re-queue (due now: Init and NoResponse URLs)", permissions=["change"])
     def requeue(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         n = operator.urls_requeue(url_ids=ids)
         log_change(request, Url, ids, "Re-queued")
         skipped = f"; {len(ids) - n} left alone (Visited, Dead, excluded or being worked on)" if n < len(ids) else ""
-        self.message_user(request, f"Re-queued {n} URL(s){skipped}.", messages.SUCCESS)
+        # Re-queued URLs are due now: a worker takes them at the next dispatch, if there is a worker.
+        waits = workers.queued_work_waits() and n > 0
+        self.message_user(
+            request,
+            f"Re-queued {n} URL(s){skipped}: due now, loaded at the next dispatch."
+            + (workers.NO_WORKER if waits else ""),
+            messages.WARNING if waits else messages.SUCCESS,
+        )
 
     @admin.action(description="Revive (Dead → Init)", permissions=["change"])
     def revive(self, request, queryset):
         revived = operator.urls_revive_dead(url_ids=list(queryset.values_list("id", flat=True)))
         log_change(request, Url, revived, "Revived")
-        self.message_user(request, f"Revived {len(revived)} Dead URL(s).", messages.SUCCESS)
+        waits = workers.queued_work_waits() and bool(revived)
+        self.message_user(
+            request,
+            f"Revived {len(revived)} Dead URL(s): Init, loaded at the next dispatch."
+            + (workers.NO_WORKER if waits else ""),
+            messages.WARNING if waits else messages.SUCCESS,
+        )
 
     @admin.action(description="Exclude (never fetched again)", permissions=["change"])
     def exclude_urls(self, request, queryset):

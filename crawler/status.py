@@ -28,8 +28,11 @@ class Status(enum.StrEnum):
     """What a server's monitoring status reads.
 
     A *confirmed* status (stored on the monitor and in the status timeline) is one of CONFIRMED: a
-    category, or unknown before the first. The other two are only shown: maintenance while a maintenance
-    window is open (its checks are recorded, never confirmed), unmonitored for a server with no monitor.
+    category, or unknown before the first. The others are only shown: maintenance while a maintenance
+    window is open (its checks are recorded, never confirmed), unmonitored for a server with no monitor,
+    stale when its last check is older than twice its interval (whatever it said then is no longer
+    known), unconfirmed while a good server's newest checks failed fewer times than it takes to confirm
+    it down.
     """
 
     UNKNOWN = "unknown"
@@ -39,6 +42,11 @@ class Status(enum.StrEnum):
     ERROR = Category.ERROR.value
     MAINTENANCE = "maintenance"
     UNMONITORED = "unmonitored"
+    STALE = "stale"
+    UNCONFIRMED = "unconfirmed"
+
+
+STALE_AFTER_INTERVALS = 2  # a monitor whose last check is older than this many intervals is stale
 
 
 CONFIRMED = (Status.UNKNOWN, Status.NORMAL, Status.DELAY, Status.DISCONNECT, Status.ERROR)

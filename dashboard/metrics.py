@@ -4,7 +4,13 @@ crawladmin.api.api_view).
 
 Gauges only, from the same cheap reads as the dashboard: URL counts by state (at most a minute old), servers by
 monitoring status, checks per second over the last minute by category and agent (an id-bounded range
-of StatusCheck, never a scan of the table), queue lengths when the broker is Redis.
+of StatusCheck, never a scan of the table), queue lengths when the broker is Redis; and per monitored server
+(the grid's own selector, so /metrics and the grid agree): up, the last answered check's latency and the
+status the tile shows, labelled with the server, its group and its crawler number.
+
+Cardinality is bounded: at most METRICS_MAX_SERVERS servers (worst status first, as the grid orders them)
+get per-server series, one series per server and metric (the status is one series whose `status` label
+changes, not one per possible status); crawladmin_server_series_dropped says how many were left out.
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ from . import broker, selectors
 from .cache import cached
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+METRICS_MAX_SERVERS = 2000  # three series each: a Prometheus server takes 6,000 series from us without notice
+SERVER_SERIES_TTL = 15.0  # a scrape every 15 s is common; twenty scrapers cost one read
+_UP = {"normal": 1, "delay": 1, "unconfirmed": 1, "disconnect": 0, "error": 0}  # unconfirmed: not down yet
 
 
 def _label(value: str) -> str:
@@ -66,6 +75,7 @@ def metrics_text() -> str:
         "Status checks per second over the last minute, by agent.",
         [({"agent": a}, r) for a, r in rates["by_agent"].items()],
     )
+    _server_series(out)
     out.gauge(
         "crawladmin_notifications",
         "Alert notifications per channel by outcome: sent, failed (attempts spent), pending, sending.",
@@ -94,6 +104,55 @@ def metrics_text() -> str:
         "crawladmin_table_rows_estimate", "Rows per table (PostgreSQL's planner estimate; exact on SQLite).", estimates
     )
     return out.text()
+
+
+def _server_series(out: Exposition) -> None:
+    def compute() -> tuple[int, list]:
+        total, tiles = selectors.grid_tiles(limit=METRICS_MAX_SERVERS, details=False)
+        return total, [
+            (
+                t.origin,
+                t.group,
+                "" if t.crawler_num is None else str(t.crawler_num),
+                t.status,
+                t.latency_ms,
+                t.cert_days,
+            )
+            for t in tiles
+            if t.status != "unmonitored"
+        ]
+
+    total, rows = cached("metrics_servers", SERVER_SERIES_TTL, compute)
+
+    def labels(origin: str, group: str, crawler: str) -> dict[str, str]:
+        return {"server": origin, "group": group, "crawler": crawler}
+
+    out.gauge(
+        "crawladmin_server_up",
+        "1 while the monitored server is confirmed up (normal, delay, or a failure not yet confirmed), 0 when"
+        " confirmed down; absent while unknown, stale or in maintenance.",
+        [(labels(o, g, c), _UP[s]) for o, g, c, s, _, _ in rows if s in _UP],
+    )
+    out.gauge(
+        "crawladmin_server_latency_seconds",
+        "Latency of the server's last check that got an HTTP answer.",
+        [(labels(o, g, c), ms / 1000.0) for o, g, c, _, ms, _ in rows if ms is not None],
+    )
+    out.gauge(
+        "crawladmin_server_status",
+        "The status the dashboard shows for the server (label `status`), always 1.",
+        [({**labels(o, g, c), "status": s}, 1) for o, g, c, s, _, _ in rows],
+    )
+    out.gauge(
+        "crawladmin_server_certificate_days_left",
+        "Days until the https certificate the last check saw expires (negative: expired).",
+        [(labels(o, g, c), round(days, 2)) for o, g, c, _, _, days in rows if days is not None],
+    )
+    out.gauge(
+        "crawladmin_server_series_dropped",
+        f"Servers left without per-server series (beyond the first {METRICS_MAX_SERVERS}, worst first).",
+        [({}, max(0, total - METRICS_MAX_SERVERS))],
+    )
 
 
 @api_view(whole_crawl=True)

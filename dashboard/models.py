@@ -67,3 +67,20 @@ class CrawlSample(models.Model):
 
     def __str__(self) -> str:
         return f"crawl sample {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class StatusPage(models.Model):
+    """A public, read-only status page of one server group (/status/<slug>/), for the people who use those
+    servers: opt-in (none exists until an operator adds one), no login, nothing private on it: each
+    server is shown by its host name only unless `show_addresses` is set."""
+
+    slug = models.SlugField(max_length=60, unique=True, help_text="The page's address: /status/<slug>/")
+    group = models.CharField(max_length=100, help_text="The server group it shows (Server.group)")
+    title = models.CharField(max_length=200, blank=True, help_text="Empty: the group's name")
+    enabled = models.BooleanField(default=True)
+    show_addresses = models.BooleanField(
+        default=False, help_text="Show each server's full origin (scheme and port) and link to it; off: host names only"
+    )
+
+    def __str__(self) -> str:
+        return f"status page {self.slug} ({self.group})"

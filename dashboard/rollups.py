@@ -239,6 +239,9 @@ def dead_links_compute() -> dict:
     return {"sites": sites, "removed": removed, "changed": changed}
 
 
+EXCLUDED_PREFIX = "excluded: "  # a server's url_states key for the URLs excluded for one reason
+
+
 def server_figures_compute(*, server_ids: Sequence[int] | None = None, now: datetime | None = None) -> dict[int, dict]:
     """Per server (all, or these): URLs by state, failing URLs by failure kind, and failed checks of the
     last CHECK_FAILURE_DAYS by failure kind, kinds most frequent first. Three GROUP BYs: over the URLs,
@@ -252,8 +255,12 @@ def server_figures_compute(*, server_ids: Sequence[int] | None = None, now: date
         first = first_id_since(StatusCheck, "checked_at", since)
         checks = checks.filter(pk__gte=first) if first is not None else checks.none()
     out: dict[int, dict] = defaultdict(lambda: {"url_states": {}, "failing_url_kinds": [], "check_failure_kinds": []})
-    for sid, state, n in urls.values_list("server_id", "state").annotate(n=Count("id")).order_by():
-        out[sid]["url_states"][state] = n
+    # As crawl_summary counts them (crawlcore.selectors): an excluded URL (robots.txt, scope) is counted by
+    # its reason, not by the state it was left in, so the server page and the crawl page agree.
+    by_state = urls.values_list("server_id", "state", "exclusion_reason").annotate(n=Count("id")).order_by()
+    for sid, state, reason, n in by_state:
+        key = f"{EXCLUDED_PREFIX}{reason}" if reason else state
+        out[sid]["url_states"][key] = out[sid]["url_states"].get(key, 0) + n
     failing = urls.filter(state__in=FAILING).values_list("server_id", "failure_kind").annotate(n=Count("id"))
     for sid, kind, n in failing.order_by("server_id", "-n", "failure_kind"):
         out[sid]["failing_url_kinds"].append([kind or "(none)", n])

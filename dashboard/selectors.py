@@ -12,12 +12,14 @@ from here is a stale rollup's read-through refresh (dashboard.rollups.figures).
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Case, Count, Exists, IntegerField, Model, OuterRef, Subquery, Value, When
+from django.conf import settings
+from django.db.models import Case, Count, Exists, IntegerField, Model, OuterRef, Q, Subquery, Value, When
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.timesince import timesince
@@ -26,9 +28,10 @@ from crawlcore.db import estimates, features, raw
 from crawlcore.models import Page, Server, StatusCheck, Url
 from crawlcore.selectors import check_category_counts
 from crawlcore.services.schedule import schedule_table
+from crawlcore.templatetags.times import when_text
 from crawler.lifecycle import Agent, State
-from crawler.status import Category, Status
-from monitoring.models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
+from crawler.status import BAD, GOOD, STALE_AFTER_INTERVALS, Category, Status
+from monitoring.models import HourlyRollup, MaintenanceWindow, ServerCertificate, ServerMonitor, StatusChange
 from monitoring.selectors import hour_floor, uptime_counts, uptime_of
 
 from . import rollups
@@ -42,8 +45,19 @@ SERVER_ANSWERS = rollups.SERVER_ANSWERS
 # Plain strings (not the enum's members) for the SQL expressions below.
 MAINTENANCE = Status.MAINTENANCE.value
 UNMONITORED = Status.UNMONITORED.value
+STALE = Status.STALE.value
+UNCONFIRMED = Status.UNCONFIRMED.value
 # Worst first: the grid shows servers in trouble at the top.
-_GRID_ORDER = (Status.ERROR, Status.DISCONNECT, Status.DELAY, Status.MAINTENANCE, Status.UNKNOWN, Status.NORMAL)
+_GRID_ORDER = (
+    Status.ERROR,
+    Status.DISCONNECT,
+    Status.UNCONFIRMED,
+    Status.DELAY,
+    Status.STALE,
+    Status.MAINTENANCE,
+    Status.UNKNOWN,
+    Status.NORMAL,
+)
 GRID_STATUSES = (*(s.value for s in _GRID_ORDER), UNMONITORED)
 RANGES = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 
@@ -230,7 +244,42 @@ def monitor_status_counts(*, groups: frozenset[str] | None = None) -> dict[str, 
 # The server grid
 
 
+def _intervals() -> list[float]:
+    """The distinct per-server check intervals (few: operators set them by hand or by import)."""
+
+    def compute() -> list[float]:
+        qs = ServerMonitor.objects.exclude(interval_s=None).values_list("interval_s", flat=True).distinct()
+        return sorted(qs[:100])
+
+    return cached("monitor_intervals", 30.0, compute)
+
+
+def grid_refresh_seconds() -> int:
+    """How often an open grid polls: half the shortest check interval, between 5 and 30 s, so a change
+    shows within one interval of the check that made it (the demo checks every 10 s: every 5 s)."""
+    shortest = min([settings.MONITOR_INTERVAL, *_intervals()])
+    return int(min(30.0, max(5.0, shortest / 2)))
+
+
+def _stale(now: datetime) -> Q:
+    """Monitors whose last check is older than STALE_AFTER_INTERVALS of their interval: one condition per
+    distinct interval, so the test stays plain column comparisons every database reads alike."""
+    default = settings.MONITOR_INTERVAL
+    cond = Q(monitor__interval_s__isnull=True, monitor__last_check_at__lt=now - _stale_span(default))
+    for interval in _intervals():
+        cond |= Q(monitor__interval_s=interval, monitor__last_check_at__lt=now - _stale_span(interval))
+    return cond
+
+
+def _stale_span(interval_s: float) -> timedelta:
+    return timedelta(seconds=STALE_AFTER_INTERVALS * interval_s)
+
+
 def _grid_queryset(now: datetime):
+    """Servers with `grid_status`: what their tile shows. Beyond the confirmed status: maintenance while a
+    window is open, stale when the monitor has not checked for two intervals (no worker, a stuck
+    queue: the confirmed status is then old news), unconfirmed while a good server's newest checks
+    failed but not yet often enough to confirm it down."""
     open_window = MaintenanceWindow.objects.filter(server=OuterRef("pk"), starts_at__lte=now, ends_at__gt=now)
     return Server.objects.filter(alias_of__isnull=True).annotate(
         in_maintenance=Exists(open_window),
@@ -238,9 +287,18 @@ def _grid_queryset(now: datetime):
             When(monitor__isnull=True, then=Value(UNMONITORED)),
             When(monitor__enabled=False, then=Value(UNMONITORED)),
             When(in_maintenance=True, then=Value(MAINTENANCE)),
+            When(_stale(now), then=Value(STALE)),
+            When(
+                monitor__status__in=[s.value for s in GOOD],
+                monitor__candidate__in=[s.value for s in BAD],
+                then=Value(UNCONFIRMED),
+            ),
             default="monitor__status",
         ),
     )
+
+
+TILE_BAR = 30  # the tile's bar: the server's last checks by the monitor
 
 
 @dataclass
@@ -258,10 +316,27 @@ class Tile:
     status_code: int | None
     href: str = ""
     ago: str = ""  # "3 minutes ago", as of when the tile was made
+    note: str = ""  # what the status means here: "stale · last check …", "failed 1 of 2 to confirm", "down since …"
+    uptime_24h: float | None = None
+    bar: list[str] = field(default_factory=list)  # the last TILE_BAR monitor checks' categories, oldest first
+    cert_days: float | None = None  # days the https certificate has left (negative: expired); None: no https
+    cert_error: str = ""  # the last check's TLS failure
+
+    @property
+    def cert_text(self) -> str:
+        if self.cert_error:
+            return "certificate invalid"
+        if self.cert_days is None:
+            return ""
+        return "certificate expired" if self.cert_days < 0 else f"certificate {self.cert_days:.0f} d left"
 
     @property
     def latency_text(self) -> str:
         return ms(self.latency_ms)
+
+    @property
+    def uptime_text(self) -> str:
+        return "–" if self.uptime_24h is None else f"{self.uptime_24h:.2f} %"
 
     def as_json(self) -> dict:
         return {
@@ -271,6 +346,10 @@ class Tile:
             "last_check_at": self.last_check_at.isoformat() if self.last_check_at else None,
             "last_category": self.last_category,
             "status_code": self.status_code,
+            "note": self.note,
+            "uptime_24h": None if self.uptime_24h is None else round(self.uptime_24h, 2),
+            "bar": self.bar,
+            "cert": self.cert_text,
         }
 
 
@@ -281,12 +360,83 @@ def grid_groups() -> list[str]:
     return cached("grid_groups", 30.0, compute)
 
 
+def _every(seconds: float) -> str:
+    return f"every {seconds / 60:g} min" if seconds >= 60 and seconds % 60 == 0 else f"every {seconds:g} s"
+
+
+def tile_note(*, status: str, row: dict, now: datetime) -> str:
+    """The line under a tile's badge that says why it shows what it shows."""
+    interval = row["monitor__interval_s"] or settings.MONITOR_INTERVAL
+    last = row["monitor__last_check_at"]
+    if status == STALE:
+        return f"stale · last check {timesince(last, now)} ago ({_every(interval)})"
+    if status == UNCONFIRMED:
+        need = row["monitor__fail_after"] or settings.MONITOR_FAIL_AFTER
+        return f"failed {row['monitor__streak']} of {need} to confirm"
+    if status in (Status.DISCONNECT, Status.ERROR) and row["monitor__status_since"]:
+        return f"down since {when_text(row['monitor__status_since'])}"
+    return ""
+
+
+def tile_certificates(*, server_ids: Sequence[int], now: datetime) -> dict[int, tuple[float | None, str]]:
+    """(days left, TLS error) of each server's certificate as its last https check saw it (alerts' issue
+    keeps them on monitoring's ServerCertificate), in one query."""
+    if not server_ids:
+        return {}
+    rows = ServerCertificate.objects.filter(server_id__in=list(server_ids)).values_list(
+        "server_id", "not_after", "error"
+    )
+    return {
+        sid: (None if not_after is None else (not_after - now).total_seconds() / 86400.0, error)
+        for sid, not_after, error in rows
+    }
+
+
+def tile_bars(*, server_ids: Sequence[int], now: datetime) -> dict[int, list[str]]:
+    """Each server's last TILE_BAR monitor checks' categories, oldest first, in one query: the (server,
+    checked_at) index read back over TILE_BAR and a half of the longest interval, so a server checked
+    on time has its TILE_BAR checks there and nothing older is read."""
+    if not server_ids:
+        return {}
+    longest = max([settings.MONITOR_INTERVAL, *_intervals()])
+    since = now - timedelta(seconds=longest * TILE_BAR * 1.5)
+    rows = (
+        StatusCheck.objects.filter(server_id__in=list(server_ids), checked_at__gte=since, agent=Agent.MONITOR.value)
+        .order_by("server_id", "-checked_at", "-id")
+        .values_list("server_id", "category")
+    )
+    out: dict[int, list[str]] = {}
+    for sid, category in rows:
+        bar = out.setdefault(sid, [])
+        if len(bar) < TILE_BAR:
+            bar.append(category)
+    return {sid: bar[::-1] for sid, bar in out.items()}
+
+
+def server_shown_status(*, server_id: int, now: datetime | None = None) -> tuple[str, str]:
+    """(status, note) as the server's tile shows them: the one status the grid, its counts and the
+    server's page agree on."""
+    now = now or timezone.now()
+    fields = ("grid_status", *(f"monitor__{f}" for f in ("status_since", "last_check_at", "interval_s")))
+    row = _grid_queryset(now).filter(id=server_id).values(*fields, "monitor__streak", "monitor__fail_after").first()
+    if row is None:
+        return UNMONITORED, ""
+    return row["grid_status"], tile_note(status=row["grid_status"], row=row, now=now)
+
+
 def grid_tiles(
-    *, status: str = "", group: str = "", groups: frozenset[str] | None = None, limit: int = 300, offset: int = 0
+    *,
+    status: str = "",
+    group: str = "",
+    groups: frozenset[str] | None = None,
+    limit: int = 300,
+    offset: int = 0,
+    details: bool = True,
 ) -> tuple[int, list[Tile]]:
     """One page of servers for the grid, worst status first: (matching servers, tiles). Each tile's
     last check is the server's newest finished StatusCheck (any agent), found through the
-    (server, checked_at) index, one probe per tile. `groups`: only servers in these groups."""
+    (server, checked_at) index, one probe per tile; its bar and 24 h uptime come from one query each
+    for the whole page (details=False: neither, for /metrics). `groups`: only servers in these groups."""
     now = timezone.now()
     qs = _grid_queryset(now)
     if status:
@@ -317,6 +467,10 @@ def grid_tiles(
             "grid_status",
             "last_check_id",
             "monitor__status_since",
+            "monitor__last_check_at",
+            "monitor__interval_s",
+            "monitor__streak",
+            "monitor__fail_after",
         )[offset : offset + limit]
     )
     checks = {
@@ -325,10 +479,15 @@ def grid_tiles(
             "id", "checked_at", "category", "latency_ms", "status_code"
         )
     }
+    monitored = [r["id"] for r in rows if r["grid_status"] != UNMONITORED] if details else []
+    bars = tile_bars(server_ids=monitored, now=now)
+    uptimes = uptime_counts(server_ids=monitored, now=now)
+    certs = tile_certificates(server_ids=[r["id"] for r in rows if r["scheme"] == "https"], now=now)
     server_href = reverse("dashboard:server", args=[0])[: -len("0/")]
     tiles = []
     for r in rows:
         check = checks.get(r["last_check_id"])
+        up = uptime_of(uptimes.get(r["id"]))["24h"].up if r["id"] in uptimes else None
         tiles.append(
             Tile(
                 id=r["id"],
@@ -344,6 +503,11 @@ def grid_tiles(
                 status_code=check["status_code"] if check else None,
                 href=f"{server_href}{r['id']}/",
                 ago=f"{timesince(check['checked_at'], now)} ago" if check else "never checked",
+                note=tile_note(status=r["grid_status"], row=r, now=now),
+                uptime_24h=up,
+                bar=bars.get(r["id"], []),
+                cert_days=certs.get(r["id"], (None, ""))[0],
+                cert_error=certs.get(r["id"], (None, ""))[1],
             )
         )
     return qs.count(), tiles
@@ -354,42 +518,63 @@ def grid_tiles(
 
 
 def server_latency_series(*, server_id: int, range_name: str, now: datetime | None = None) -> dict:
-    """Latency points for the chart: the raw checks over the last hour (the monitor's, when it has any),
-    hourly rollups (mean, p95, max) over longer ranges. Labels are ISO times (UTC)."""
+    """The latency chart's data. Labels are ISO times (UTC); the page draws them on a time axis, in the
+    operator's zone.
+
+    Over the last hour, each check (the monitor's, when it has any): `series.latency` holds the latency of
+    the checks that got an HTTP answer and None for the others (a timeout's "latency" is how long we
+    waited, not a response time: drawn as a gap and a failure marker, never as a point on the line);
+    `categories` and `kinds` (the failure kind, or "HTTP 503") say what each check was.
+    Over longer ranges, the hourly rollups: mean, p95 and max of the answered checks, and `failed`, the
+    hour's failed checks, {"disconnect": [...], "error": [...]}."""
     now = now or timezone.now()
     span = RANGES[range_name]
     if range_name == "1h":
         answers = raw.placeholders(SERVER_ANSWERS)
         sql = (
-            f"SELECT checked_at, latency_ms, category FROM {raw.table(StatusCheck)}"
+            f"SELECT checked_at, latency_ms, category, status_code, failure_kind FROM {raw.table(StatusCheck)}"
             f" WHERE server_id = %s AND checked_at >= %s AND category IN ({answers}) {{agent}}"
             " ORDER BY checked_at LIMIT 5000"
         )
         params = [server_id, now - span, *SERVER_ANSWERS]
-        rows = raw.fetch(
-            sql.format(agent="AND agent = %s"), [*params, Agent.MONITOR.value], datetimes=["checked_at"]
-        )
+        rows = raw.fetch(sql.format(agent="AND agent = %s"), [*params, Agent.MONITOR.value], datetimes=["checked_at"])
         if not rows:
             rows = raw.fetch(sql.format(agent=""), params, datetimes=["checked_at"])
         return {
             "kind": "checks",
             "labels": [r["checked_at"].isoformat() for r in rows],
-            "series": {"latency": [round(r["latency_ms"], 1) for r in rows]},
+            "series": {"latency": [None if r["status_code"] is None else round(r["latency_ms"], 1) for r in rows]},
             "categories": [r["category"] for r in rows],
+            "kinds": [_outcome(r) for r in rows],
         }
     rows = raw.fetch_rows(
-        f"SELECT {raw.iso_utc('hour')}, latency_mean_ms, latency_p95_ms, latency_max_ms"
+        f"SELECT {raw.iso_utc('hour')}, latency_mean_ms, latency_p95_ms, latency_max_ms, disconnect, error"
         f" FROM {raw.table(HourlyRollup)} WHERE server_id = %s AND hour > %s ORDER BY hour",
         [server_id, hour_floor(now) - span],
     )
     # A month is 720 points: one pass over plain tuples, the labels already text.
-    labels, mean, p95, top = [], [], [], []
-    for label, m, p, x in rows:
+    labels, mean, p95, top, down, err = [], [], [], [], [], []
+    for label, m, p, x, d, e in rows:
         labels.append(label)
         mean.append(None if m is None else round(m, 1))
         p95.append(None if p is None else round(p, 1))
         top.append(None if x is None else round(x, 1))
-    return {"kind": "rollups", "labels": labels, "series": {"mean": mean, "p95": p95, "max": top}, "categories": []}
+        down.append(d)
+        err.append(e)
+    return {
+        "kind": "rollups",
+        "labels": labels,
+        "series": {"mean": mean, "p95": p95, "max": top},
+        "categories": [],
+        "failed": {"disconnect": down, "error": err},
+    }
+
+
+def _outcome(check: dict) -> str:
+    """What a check got: "HTTP 200", or the failure kind of one with no answer ("header_timeout")."""
+    if check["status_code"] is not None:
+        return f"HTTP {check['status_code']}"
+    return check["failure_kind"] or "no answer"
 
 
 _JSON_SCRIPT_ESCAPES = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}
@@ -401,7 +586,7 @@ class ChartData:
     Django's json_script escapes), and what the template needs to know about it."""
 
     kind: str
-    points: int  # points with a latency: 0 draws no chart
+    points: int  # checks or hours in the range, answered or not: 0 draws no chart
     json: str
 
 
@@ -414,9 +599,8 @@ def server_latency_chart(*, server_id: int, range_name: str, now: datetime | Non
     if range_name == "1h" or not features.json_aggregates():
         series = server_latency_series(server_id=server_id, range_name=range_name, now=now)
         text = json.dumps(series, separators=(",", ":"))
-        first = next(iter(series["series"].values()), [])
-        points = sum(value is not None for value in first)  # a server that only timed out has no latency
-        return ChartData(series["kind"], points, text.translate(_JSON_SCRIPT_ESCAPES))
+        # Every check or hour counts, answered or not: a server that only timed out has a chart of failures.
+        return ChartData(series["kind"], len(series["labels"]), text.translate(_JSON_SCRIPT_ESCAPES))
 
     def agg(expr: str) -> str:
         return f"coalesce(json_agg({expr} ORDER BY hour), '[]')::text"
@@ -430,10 +614,7 @@ def server_latency_chart(*, server_id: int, range_name: str, now: datetime | Non
         f" FROM {raw.table(HourlyRollup)} WHERE server_id = %s AND hour > %s",
         [server_id, hour_floor(now) - RANGES[range_name]],
     )
-    text = (
-        f'{{"kind":"rollups","labels":{labels},"series":{{"mean":{mean},"p95":{p95},"max":{top}}},'
-        f'"categories":[]}}'
-    )
+    text = f'{{"kind":"rollups","labels":{labels},"series":{{"mean":{mean},"p95":{p95},"max":{top}}},"categories":[]}}'
     return ChartData("rollups", points, text.translate(_JSON_SCRIPT_ESCAPES))
 
 
@@ -448,7 +629,8 @@ def server_recent_checks(*, server_id: int, limit: int = 60) -> list[dict]:
     )
     rows.reverse()
     for c in rows:  # formatted here once: the page shows each check twice, and template filters cost more
-        c["latency"] = ms(c["latency_ms"])
+        # A check with no answer has no latency (latency_ms is how long we waited): never "2003 ms".
+        c["latency"] = ms(c["latency_ms"]) if c["status_code"] is not None else "no answer"
         outcome = c["failure_kind"] if c["status_code"] is None else c["status_code"]
         c["summary"] = (
             f"{c['checked_at'].isoformat()} · {c['agent']} · {outcome} · {c['latency']} · {c['requested_url']}"
@@ -457,7 +639,7 @@ def server_recent_checks(*, server_id: int, limit: int = 60) -> list[dict]:
 
 
 def _local(at: datetime) -> str:
-    return timezone.localtime(at).strftime("%Y-%m-%d %H:%M:%S")
+    return when_text(at)
 
 
 def server_timeline_recent(*, server_id: int, limit: int = 100) -> list[dict]:
@@ -516,7 +698,7 @@ def server_figures(*, server_id: int, now: datetime | None = None) -> dict:
     while that is younger than SERVER_ROLLUP_MAX_AGE, else counted now (a new server, beat late, the
     embedded mode)."""
     now = now or timezone.now()
-    figures = ("url_states", "failing_url_kinds", "check_failure_kinds", "uptime_counts")
+    figures = ("url_states", "failing_url_kinds", "check_failure_kinds")
     rows = raw.fetch(
         f"SELECT {', '.join(figures)}, check_days, computed_at FROM {raw.table(ServerRollup)}"
         " WHERE server_id = %s AND computed_at >= %s",
@@ -533,15 +715,18 @@ def server_figures(*, server_id: int, now: datetime | None = None) -> dict:
             "failing_url_kinds": live.get("failing_url_kinds", []),
             "check_failure_kinds": live.get("check_failure_kinds", []),
             "check_days": rollups.CHECK_FAILURE_DAYS,
-            "uptime_counts": uptime_counts(server_ids=[server_id], now=now).get(server_id, {}),
             "computed_at": now,
         }
     return {
-        "url_states": {s.value: row["url_states"].get(s.value, 0) for s in State},
+        "url_states": {
+            **{s.value: row["url_states"].get(s.value, 0) for s in State},
+            **{k: n for k, n in sorted(row["url_states"].items()) if k.startswith(rollups.EXCLUDED_PREFIX)},
+        },
         "failing_url_kinds": row["failing_url_kinds"],
         "check_failure_kinds": row["check_failure_kinds"],
         "days": row["check_days"],
-        "uptime": uptime_of(row["uptime_counts"]),
+        # Uptime is read live, not from the rollup: a failed check must lower it at once (uptime_counts).
+        "uptime": uptime_of(uptime_counts(server_ids=[server_id], now=now).get(server_id)),
         "as_of": row["computed_at"],
     }
 
@@ -554,31 +739,54 @@ def server_figures(*, server_id: int, now: datetime | None = None) -> dict:
 class HeatRow:
     server_id: int
     origin: str
-    cells: list[tuple[float | None, float | None]]  # (mean ms, 0..1 of the row's own range)
+    cells: list[tuple[float | None, float | None]]  # (mean ms, 0..1 on the heat scale)
+    reason: str = ""  # why a row has no cells
 
 
-def heat_row(server_id: int, origin: str, profile: Sequence[float | None]) -> HeatRow:
-    """Each row is scaled to its own range: the point is each server's best and worst hours, which the
-    load-aware scheduler uses, not a comparison of servers' absolute speed."""
-    known = [v for v in profile if v is not None]
-    lo, hi = (min(known), max(known)) if known else (0.0, 0.0)
-    span = hi - lo
-    cells = [(v, None if v is None else ((v - lo) / span if span else 0.0)) for v in profile]
-    return HeatRow(server_id, origin, cells)
+HEAT_FLOOR_MS = 10.0  # green: this fast or faster
+
+
+def heat_scale() -> tuple[float, float]:
+    """The heatmap's one colour scale, the same for every row and page: logarithmic from HEAT_FLOOR_MS
+    (green) to the delay threshold (red), where a check stops being normal. One scale, so 8 ms and 306 ms
+    are different colours; logarithmic, so 10 ms and 30 ms are too."""
+    top = max(settings.MONITOR_DELAY_THRESHOLD * 1000.0, HEAT_FLOOR_MS * 10)
+    return HEAT_FLOOR_MS, top
+
+
+def heat_row(server_id: int, origin: str, profile: Sequence[float | None], reason: str = "") -> HeatRow:
+    lo, hi = heat_scale()
+    span = math.log(hi / lo)
+
+    def fraction(v: float) -> float:
+        return min(1.0, max(0.0, math.log(max(v, lo) / lo) / span))
+
+    cells = [(v, None if v is None else fraction(v)) for v in profile]
+    return HeatRow(server_id, origin, cells, reason)
+
+
+NO_PROFILE = "no load history yet: profiles are built hourly from the monitor's answered checks"
+NEVER_ANSWERED = "no answered check in the profile's days: a server that never answers has no load"
 
 
 def load_heatmap(*, group: str = "", groups: frozenset[str] | None = None, limit: int = 200) -> list[HeatRow]:
-    qs = Server.objects.filter(load_profile__isnull=False, monitor__isnull=False)
+    """Every monitored server (of the group), with its profile's cells or the reason it has none."""
+    qs = Server.objects.filter(monitor__isnull=False, alias_of__isnull=True)
     if group:
         qs = qs.filter(group=group)
     if groups is not None:
         qs = qs.filter(group__in=groups)
     rows = qs.order_by("host", "port").values_list("id", "load_profile", "scheme", "host", "port")[:limit]
-    return [
-        heat_row(sid, Server(scheme=scheme, host=host, port=port).origin, profile)
-        for sid, profile, scheme, host, port in rows
-        if len(profile or []) == 24
-    ]
+    out = []
+    for sid, profile, scheme, host, port in rows:
+        origin = Server(scheme=scheme, host=host, port=port).origin
+        if len(profile or []) != 24:
+            out.append(HeatRow(sid, origin, [], NO_PROFILE))
+        elif all(v is None for v in profile):
+            out.append(HeatRow(sid, origin, [], NEVER_ANSWERED))
+        else:
+            out.append(heat_row(sid, origin, profile))
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -617,7 +825,7 @@ def dead_links_of(*, server_id: int, limit: int = DEAD_LINKS_PAGE, after: tuple[
         params += [after[0], after[0], after[1]]
     rows = raw.fetch(
         'SELECT b.from_url_id, f.url AS "from_url__url", p.title, b.to_url_id, t.url AS "to_url__url",'
-        ' t.state AS "to_url__state", t.last_status AS "to_url__last_status",'
+        ' t.state AS "to_url__state", t.last_status AS "to_url__last_status", t.server_id AS "to_url__server_id",'
         ' t.failure_kind AS "to_url__failure_kind", t.last_checked_at AS "to_url__last_checked_at"'
         f" FROM {raw.table(BrokenLink)} b"
         f" JOIN {url} t ON t.id = b.to_url_id JOIN {url} f ON f.id = b.from_url_id"

@@ -172,7 +172,7 @@ def grid(request: HttpRequest) -> HttpResponse:
             "offset": offset,
             "next_offset": offset + PAGE_SIZE if offset + PAGE_SIZE < total else None,
             "prev_offset": max(offset - PAGE_SIZE, 0) if offset else None,
-            "refresh_seconds": 30,
+            "refresh_seconds": selectors.grid_refresh_seconds(),
         },
     )
 
@@ -214,19 +214,21 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
         # Monitored for less than two hours: one hourly point at most. Its last hour, check by check,
         # says more (a range asked for is shown as asked).
         recent = selectors.server_latency_chart(server_id=server_id, range_name="1h")
-        if recent.points > chart.points:
+        if recent.points and recent.points >= chart.points:
             range_name, chart = "1h", recent
     srv, monitor = head.server, head.monitor
     profile = (monitor["load_profile"] if monitor else None) or server_load_profile(server_id=server_id)
     checks = selectors.server_recent_checks(server_id=server_id)
     figures = selectors.server_figures(server_id=server_id)
+    status, note = selectors.server_shown_status(server_id=server_id)
     return render(
         request,
         "dashboard/server.html",
         {
             "server": srv,
             "monitor": monitor,
-            "status": head.status,
+            "status": status,
+            "note": note,
             "range": range_name,
             "ranges": list(selectors.RANGES),
             "chart": chart,

@@ -8,9 +8,11 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Count
 from django.utils import timezone
 
-from crawlcore.models import Server
+from crawlcore.models import Server, StatusCheck
+from crawler.lifecycle import Agent
 from crawler.status import Status
 
 from .load_profile import load_profile
@@ -70,12 +72,36 @@ def uptime_counts(
     *, server_ids: Sequence[int] | None = None, now: datetime | None = None
 ) -> dict[int, dict[str, list[int]]]:
     """Per server (all, or these), per uptime window: its checks by category, [normal, delay, disconnect,
-    error, maintenance], summed from the hourly rollups in SQL (a month is 720 rollups a server).
+    error, maintenance]. The one source of uptime: the server page, the grid's tiles and the status page
+    all read it.
 
-    A window of k hours is the current hourly bucket and the k-1 before it, so figures are exact to the
-    hour and as fresh as the last rollup run (beat, every few minutes)."""
+    A window of k hours is the current hourly bucket and the k-1 before it. For the servers named, the
+    last LIVE_HOURS buckets are counted from the raw checks (the (server, checked_at) index), so a failed
+    check lowers uptime at once instead of after the next rollup run (beat's, every five minutes, which
+    may also not have finished the previous hour yet); older hours are summed from the hourly rollups
+    in SQL (a month is 720 rollups a server). For every server at once (beat's ServerRollup) the raw
+    checks would be a scan of the newest checks of all servers: there the rollups stand for every hour,
+    as fresh as the last rollup run."""
     now = now or timezone.now()
     current = hour_floor(now)
+    ids = None if server_ids is None else list(server_ids)
+    if ids is not None and not ids:
+        return {}
+    live_from = current - timedelta(hours=LIVE_HOURS - 1) if ids is not None else current + timedelta(hours=1)
+    out = _rollup_counts(ids, current, live_from)
+    if ids is not None:
+        for sid, counts in _live_counts(ids, live_from, now).items():
+            windows = out.setdefault(sid, {name: [0] * len(COUNT_FIELDS) for name in UPTIME_WINDOWS})
+            for name in UPTIME_WINDOWS:  # every window reaches back past the live hours
+                windows[name] = [a + b for a, b in zip(windows[name], counts, strict=True)]
+    return out
+
+
+LIVE_HOURS = 2  # the current hour and the one before: beat's rollups may not have closed it yet
+
+
+def _rollup_counts(ids: list[int] | None, current: datetime, until: datetime) -> dict[int, dict[str, list[int]]]:
+    """uptime_counts' figures from the hourly rollups of the hours before `until`."""
     longest = max(UPTIME_WINDOWS.values())
     windows = [(name, current - timedelta(hours=hours - 1)) for name, hours in UPTIME_WINDOWS.items()]
     # CASE rather than FILTER: SQLite (the embedded mode) reads it too.
@@ -84,12 +110,9 @@ def uptime_counts(
     )
     at = connection.ops.adapt_datetimefield_value  # as the ORM would pass them (SQLite: naive UTC text)
     params = [at(start) for _, start in windows for _ in COUNT_FIELDS]
-    params += [at(current - timedelta(hours=longest)), at(current)]
-    where = "hour > %s AND hour <= %s"
-    if server_ids is not None:
-        ids = list(server_ids)
-        if not ids:
-            return {}
+    params += [at(current - timedelta(hours=longest)), at(until)]
+    where = "hour > %s AND hour < %s"
+    if ids is not None:
         where += f" AND server_id IN ({', '.join(['%s'] * len(ids))})"
         params += ids
     with connection.cursor() as cursor:
@@ -102,6 +125,27 @@ def uptime_counts(
         sid: {name: [int(v) for v in counts[i * n : (i + 1) * n]] for i, (name, _) in enumerate(windows)}
         for sid, *counts in rows
     }
+
+
+def _live_counts(ids: list[int], since: datetime, now: datetime) -> dict[int, list[int]]:
+    """The monitor's checks of these servers since `since`, by category (COUNT_FIELDS' order), a check
+    inside a maintenance window counted as maintenance, as the rollups count it."""
+    checks = StatusCheck.objects.filter(
+        server_id__in=ids, checked_at__gte=since, checked_at__lte=now, agent=Agent.MONITOR.value
+    )
+    windows = maintenance_windows(server_ids=ids, start=since, end=now)
+    out: dict[int, list[int]] = {}
+    index = {name: i for i, name in enumerate(COUNT_FIELDS)}
+    plain = checks.exclude(server_id__in=list(windows)).values_list("server_id", "category").annotate(n=Count("id"))
+    for sid, category, n in plain.order_by():
+        if category in index:  # a pending crawl check, were one ever here, is no answer
+            out.setdefault(sid, [0] * len(COUNT_FIELDS))[index[category]] += n
+    paused = checks.filter(server_id__in=list(windows)).values_list("server_id", "checked_at", "category")
+    for sid, at, category in paused:
+        if category in index:
+            name = Status.MAINTENANCE.value if in_window(windows[sid], at) else category
+            out.setdefault(sid, [0] * len(COUNT_FIELDS))[index[name]] += 1
+    return out
 
 
 def uptime_of(counts: dict[str, list[int]] | None) -> dict[str, Uptime]:

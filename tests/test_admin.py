@@ -157,3 +157,26 @@ def test_a_viewer_sees_no_actions_and_cannot_change(client, crawl):
     a = Server.objects.get(host="a.example")
     act(client, "server", "disable", [a.id])
     assert Server.objects.get(id=a.id).enabled
+
+
+def test_requeue_without_a_worker_says_what_will_happen_and_how(operator, crawl, settings):
+    """The embedded mode serving only (the demo after its crawl): queued work waits for a crawl command."""
+    from crawlcore import workers
+
+    settings.CELERY_EMBEDDED = True
+    url_id = crawl["http://a.example/x"]
+    Url.objects.filter(id=url_id).update(state="noresponse1")
+    page = act(operator, "url", "requeue", [url_id]).content.decode()
+    assert "Re-queued 1 URL(s)" in page and "manage.py crawl" in page and "Nothing runs it yet" in page
+    workers.embedded_worker_set(True)  # a crawl command's worker runs in this process
+    try:
+        Url.objects.filter(id=url_id).update(state="noresponse1")
+        page = act(operator, "url", "requeue", [url_id]).content.decode()
+        assert "Re-queued 1 URL(s)" in page and "Nothing runs it yet" not in page
+    finally:
+        workers.embedded_worker_set(False)
+
+
+def test_url_list_has_a_next_check_column(operator, crawl):
+    page = operator.get("/admin/crawladmin/url/").content.decode()
+    assert "Next check" in page and "due now" in page

@@ -187,7 +187,7 @@ def test_crawl_page_draws_the_history_and_the_priority_table(browser, live_serve
     assert "init" in legend and "visited" in legend and "noresponse2" not in legend  # never held a URL
     assert _painted(browser, canvas) > 500, "the history chart drew (almost) nothing"
     now_cells = browser.find_elements(By.CSS_SELECTOR, "#priority td.now a")
-    assert [a.text for a in now_cells] == [str(data.id)]
+    assert [a.text for a in now_cells] == ["a.example"]  # the server's name, not its id
     browser.save_screenshot(str(shots / "5-crawl.png"))
 
 

@@ -191,18 +191,20 @@ def test_server_page_escapes_scraped_text_and_embeds_chart_data(viewer, site):
     assert html.count('class="error"') >= 2  # the bar of last checks, coloured by category
 
 
-def test_server_that_never_answered_gets_a_note_not_an_empty_rollup_chart(viewer, site):
+def test_server_that_never_answered_gets_a_chart_of_failures_not_of_waiting_times(viewer, site):
     silent = Server.objects.create(scheme="http", host="silent.example", port=80)
     now = timezone.now()
     StatusCheck.objects.create(server=silent, requested_url="http://silent.example/", category="disconnect",
-                               latency_ms=2000, agent="monitor", checked_at=now - timedelta(minutes=5))
+                               latency_ms=2000, agent="monitor", checked_at=now - timedelta(minutes=5),
+                               failure_kind="header_timeout")
     HourlyRollup.objects.create(server=silent, hour=now.replace(minute=0, second=0, microsecond=0), disconnect=1)
-    # The last hour draws each check, a timeout as a coloured point at the time it waited; the hourly
-    # rollups have no latency for a server that never answered.
-    assert 'id="latency-data"' in viewer.get(f"/dashboard/servers/{silent.id}/?range=1h").content.decode()
-    html = viewer.get(f"/dashboard/servers/{silent.id}/?range=24h").content.decode()
-    assert 'id="latency-data"' not in html and "No answered checks in this range" in html
-    # Opened from the grid (no range asked for): the last hour, which has something to draw.
+    # The last hour: the timeout is no point on the latency line (its 2,000 ms is how long we waited), but a
+    # failure with its kind; the hourly range marks the hour's failed check.
+    data = _chart(viewer.get(f"/dashboard/servers/{silent.id}/?range=1h").content.decode(), "latency-data")
+    assert data["series"]["latency"] == [None] and data["kinds"] == ["header_timeout"]
+    data = _chart(viewer.get(f"/dashboard/servers/{silent.id}/?range=24h").content.decode(), "latency-data")
+    assert data["series"]["mean"] == [None] and data["failed"] == {"disconnect": [1], "error": [0]}
+    # Opened from the grid (no range asked for): the last hour, check by check.
     assert _chart(viewer.get(f"/dashboard/servers/{silent.id}/").content.decode(), "latency-data")["kind"] == "checks"
 
 
@@ -213,7 +215,7 @@ def test_server_page_opens_on_24h_unless_the_server_is_too_new_for_it(viewer, si
     html = viewer.get(f"/dashboard/servers/{b.id}/").content.decode()
     assert _chart(html, "latency-data")["series"]["latency"] == [12.0] and "<b>1h</b>" in html
     html = viewer.get(f"/dashboard/servers/{b.id}/?range=24h").content.decode()  # asked for: shown as asked
-    assert "<b>24h</b>" in html and "No answered checks in this range" in html
+    assert "<b>24h</b>" in html and "No checks in this range" in html
 
 
 def test_crawl_page_in_the_embedded_mode(viewer, site):
@@ -281,7 +283,8 @@ def test_crawl_page_priority_table_is_the_schedulers_order_for_this_hour(viewer,
     grid = re.search(r'<table class="priority" id="priority">(.*?)</table>', html, re.S).group(1)
     first_row = grid.split("</tr>")[1]
     now_cell = re.findall(r"<td[^>]*>(.*?)</td>", first_row)[1 + hour]
-    assert f">{expected[0]}</a>" in now_cell
+    assert f'href="/dashboard/servers/{expected[0]}/"' in now_cell  # named, not numbered
+    assert f">{Server.objects.get(id=expected[0]).host}</a>" in now_cell
 
 
 def test_chart_library_is_served_without_collectstatic(settings, tmp_path):
@@ -334,9 +337,26 @@ def test_dead_link_download_keeps_to_the_readers_server_groups(client, site):
     assert len(rows) == 1  # the header only: none of the reader's sites has a broken link
 
 
-def test_heatmap_colours_each_row_on_its_own_range(viewer, site):
+def test_heatmap_has_one_colour_scale_a_legend_and_every_monitored_server(viewer, site):
+    a, b = site  # b: a profile of 10..33 ms; a: monitored, no profile
     html = viewer.get("/dashboard/heatmap/").content.decode()
-    assert "hsl(120, 70%, 60%)" in html and "hsl(0, 70%, 60%)" in html
+    assert 'class="heatlegend"' in html and "hsl(0, 70%, 60%)" in html  # the legend reaches red
+    row_b = re.search(r"http://b\.example</a></td>(.*?)</tr>", html, re.S).group(1)
+    assert "hsl(120, 70%, 60%)" in row_b  # 10 ms: green
+    assert "hsl(0, 70%, 60%)" not in row_b  # 33 ms is far from the delay threshold: not red on one scale
+    assert "http://a.example</a></td><td colspan=\"24\" class=\"note\">no load history yet" in html
+
+
+def test_metrics_has_per_server_series_with_group_and_crawler_labels(site):
+    a, b = site
+    Server.objects.filter(id=b.id).update(crawler_num=3)
+    text = metrics_text()
+    assert 'crawladmin_server_up{server="http://a.example",group="uni",crawler=""} 0' in text
+    assert 'crawladmin_server_up{server="http://b.example",group="uni",crawler="3"} 1' in text
+    assert 'crawladmin_server_latency_seconds{server="http://b.example",group="uni",crawler="3"} 0.012' in text
+    assert 'crawladmin_server_status{server="http://a.example",group="uni",crawler="",status="error"} 1' in text
+    assert "crawladmin_server_series_dropped 0" in text
+    assert 'server="http://c.example"' not in text  # not monitored: no per-server series
 
 
 def test_metrics_needs_credentials_and_speaks_prometheus(client, settings, site):

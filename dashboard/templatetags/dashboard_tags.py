@@ -6,8 +6,12 @@ from __future__ import annotations
 import html
 
 from django import template
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
+
+from crawlcore.templatetags.times import when_text
 
 register = template.Library()
 
@@ -32,6 +36,12 @@ def per_s(value) -> str:
 
 
 @register.filter
+def short_origin(origin) -> str:
+    """A server's origin without its scheme, the way a cell of the priority table names it."""
+    return str(origin).split("://", 1)[-1]
+
+
+@register.filter
 def get(mapping, key):
     return mapping.get(key) if hasattr(mapping, "get") else None
 
@@ -43,6 +53,21 @@ def heat(fraction) -> str:
         return "#eee"
     hue = round(120 * (1.0 - max(0.0, min(1.0, float(fraction)))))
     return f"hsl({hue}, 70%, 60%)"
+
+
+@register.simple_tag
+def heat_legend() -> SafeString:
+    """The heatmap's scale: swatches from its floor (green) to the delay threshold (red), labelled."""
+    from dashboard.selectors import heat_scale
+
+    lo, hi = heat_scale()
+    steps = 6
+    cells = []
+    for i in range(steps):
+        value = lo * (hi / lo) ** (i / (steps - 1))
+        cells.append(f'<span style="background: {heat(i / (steps - 1))}">{ms(value)}</span>')
+    tail = f"{ms(hi)} and slower: a delay; grey: no answered check that hour"
+    return format_html('<p class="heatlegend">{}<span class="note">{}</span></p>', mark_safe("".join(cells)), tail)
 
 
 @register.simple_tag
@@ -71,7 +96,32 @@ def _e(value) -> str:
 
 
 def _local(at) -> str:
-    return timezone.localtime(at).strftime("%Y-%m-%d %H:%M:%S")
+    local = timezone.localtime(at)
+    return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}"
+
+
+def _wrapped(url: str) -> str:
+    """The URL escaped, with a break opportunity after each "/": on a phone it wraps at its slashes, not
+    one character a line."""
+    return _e(url).replace("/", "/<wbr>")
+
+
+def _url_link(url: str, server_id: int | None = None) -> str:
+    """A crawled URL as a link (http and https only: a scraped `javascript:` stays text), plus a link to
+    the server page of the URL's server when given."""
+    text = _wrapped(url)
+    if url.startswith(("http://", "https://")):
+        text = f'<a href="{_e(url)}" rel="noopener noreferrer nofollow">{text}</a>'
+    if server_id is not None:
+        href = reverse("dashboard:server", args=[server_id])
+        text += f' <a class="srv" href="{href}" title="the server\'s page">[server]</a>'
+    return text
+
+
+@register.filter
+def url_link(url) -> SafeString:
+    """url_link for templates: {{ p.url|url_link }}."""
+    return mark_safe(_url_link(str(url)))  # escaped in _url_link
 
 
 @register.simple_tag
@@ -89,10 +139,13 @@ def check_rows(checks) -> SafeString:
     for c in checks:
         status = "–" if c["status_code"] is None else c["status_code"]
         category = _e(c["category"])
-        failure = _e(c["failure_kind"]) + (f' <span class="note">{_e(c["detail"])}</span>' if c["detail"] else "")
+        # The detail of a success is only "HTTP 200": a failure column shows failures.
+        failed = c["failure_kind"] or c["category"] in ("disconnect", "error")
+        detail = f' <span class="note">{_e(c["detail"])}</span>' if failed and c["detail"] else ""
+        failure = _e(c["failure_kind"]) + detail
         rows.append(
             f"<tr><td>{_local(c['checked_at'])}</td><td>{_e(c['agent'])}</td>"
-            f'<td class="url">{_e(c["requested_url"])}</td>'
+            f'<td class="url">{_url_link(c["requested_url"])}</td>'
             f'<td>{_e(status)}</td><td><span class="badge {category}">{category}</span></td>'
             f"<td>{_e(c['latency'])}</td><td>{failure}</td></tr>\n"
         )
@@ -123,13 +176,14 @@ def dead_link_rows(links) -> SafeString:
         if link["from_url_id"] != page:
             page = link["from_url_id"]
             title = f'<span class="title">{_e(link["title"])}</span><br>' if link["title"] else ""
-            cell = f"{title}{_e(link['from_url__url'])}"
+            cell = f"{title}{_url_link(link['from_url__url'])}"
         state = _e(link["to_url__state"])
         status = "–" if link["status"] is None else link["status"]
         chain = f'<br><span class="note">{_e(link["redirect_chain"])}</span>' if link["redirect_chain"] else ""
         rows.append(
             f'<tr><td class="url">{cell}</td><td>{_e(link["anchor_text"])}<br><span class="note">'
-            f'{_e(link["element"])}</span></td><td class="url">{_e(link["to_url__url"])}{chain}</td>'
+            f'{_e(link["element"])}</span></td>'
+            f'<td class="url">{_url_link(link["to_url__url"], link.get("to_url__server_id"))}{chain}</td>'
             f'<td><span class="state {state}">{state}</span></td><td>{_e(status)}</td>'
             f"<td>{_e(link['failure_kind'])}</td><td>{_e(_when(link['first_broken_at']))}</td>"
             f"<td>{_e(_when(link['last_checked_at']))}</td></tr>\n"
@@ -138,4 +192,4 @@ def dead_link_rows(links) -> SafeString:
 
 
 def _when(at) -> str:
-    return timezone.localtime(at).strftime("%Y-%m-%d %H:%M") if at else "–"
+    return when_text(at) if at else "–"

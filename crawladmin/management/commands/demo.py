@@ -1,8 +1,10 @@
 """`python manage.py demo`: the embedded default end to end, for a newcomer on a fresh machine.
 
 Starts the bundled local test web, crawls it, prints the summary, puts the test web's servers under
-monitoring, ranks the crawled pages, then serves the dashboard and the admin with a freshly generated
-password printed once.
+monitoring, ranks and analyses the crawled pages, then serves the dashboard and the admin with a freshly
+generated password printed once. While it serves, the test web stays up and an embedded monitor checks
+its servers every DEMO_CHECK_INTERVAL seconds, so the dashboard shows live data: stop a server (its
+silent one never answers) and its tile turns amber, then red.
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from crawladmin.live_monitor import embedded_monitor
+from dashboard.services import status_page_ensure
 from monitoring.services.history import load_profiles_build, rollups_build
 from ranking.services import rank_crawl
 from testweb import SiteSpec, TestWebServer
 
 DEMO_CHECK_ROUNDS = 3
+# Short, so a newcomer sees a server go amber then red within a minute (the default is five minutes).
+DEMO_CHECK_INTERVAL = 10.0
 DEMO_PORT = 8090  # fixed, so a second demo finds its URLs in the database and resumes
 
 
@@ -49,22 +55,34 @@ class Command(BaseCommand):
         settings.CRAWL_ALLOW_PRIVATE = tuple(settings.CRAWL_ALLOW_PRIVATE) + ("127.0.0.0/8",)
         settings.CRAWL_DEFAULT_DELAY = 0.0
         settings.CRAWL_HEADER_TIMEOUT = min(settings.CRAWL_HEADER_TIMEOUT, 2.0)
+        settings.MONITOR_INTERVAL = DEMO_CHECK_INTERVAL
         with _test_web() as web:
-            self.stdout.write(f"local test web: {len(web.seeds())} servers on 127.0.0.x:{web.port}")
+            hosts = len(web.web.hosts())
+            self.stdout.write(
+                f"local test web: {hosts} servers on 127.0.0.x:{web.port} ({len(web.seeds())} seeded, "
+                f"{hosts - len(web.seeds())} reached by links: a slow one and a silent one)"
+            )
             call_command("crawl", *web.seeds(), json=opts["json"], stdout=self.stdout, stderr=self.stderr)
             self._monitor(web)
-        self._rank()
-        password = self._fresh_admin_password()
-        self.stdout.write(
-            f"\nadmin user: admin\npassword:   {password}   (shown once; run the demo again for a new one)\n"
-        )
-        if opts["no_serve"]:
-            return
-        self.stdout.write(
-            f"serving the dashboard at http://{opts['addr']}/dashboard/ and the admin at "
-            f"http://{opts['addr']}/admin/  (Ctrl-C to stop)"
-        )
-        call_command("runserver", opts["addr"], use_reloader=False)
+            self._rank()
+            self._analyze()
+            password = self._fresh_admin_password()
+            self.stdout.write(
+                f"\nadmin user: admin\npassword:   {password}   (shown once; run the demo again for a new one)\n"
+            )
+            if opts["no_serve"]:
+                return
+            self.stdout.write(
+                f"serving the dashboard at http://{opts['addr']}/dashboard/ and the admin at "
+                f"http://{opts['addr']}/admin/  (Ctrl-C to stop)\n"
+                f"the test web keeps running and its servers are checked every {DEMO_CHECK_INTERVAL:.0f} s"
+            )
+            # The test web and the monitor run as long as the dashboard is served: what it shows is live.
+            # runserver's "development server" warning: the demo is one on purpose, on loopback; the
+            # README says how to serve a cluster (gunicorn in docker/).
+            os.environ.setdefault("DJANGO_RUNSERVER_HIDE_WARNING", "true")
+            with embedded_monitor():
+                call_command("runserver", opts["addr"], use_reloader=False)
 
     def _monitor(self, web: TestWebServer) -> None:
         """Put the test web's servers under monitoring and check them a few times, so the dashboard's
@@ -80,12 +98,22 @@ class Command(BaseCommand):
             call_command("check_servers", "--all", stdout=io.StringIO())
         rollups_build()
         load_profiles_build()
-        self.stdout.write(f"monitoring: {len(web.web.hosts())} servers checked {DEMO_CHECK_ROUNDS} times")
+        # The demo group's public status page (opt-in in general: the demo opts in to show it).
+        status_page_ensure(slug="demo", group="demo", title="Demo test web")
+        self.stdout.write(
+            f"monitoring: {len(web.web.hosts())} servers checked {DEMO_CHECK_ROUNDS} times; "
+            "public status page at /status/demo/"
+        )
 
     def _rank(self) -> None:
         """BlockRank the crawled pages (beat does it daily), so the crawl page's top-ranked pages are filled."""
         run = rank_crawl()
         self.stdout.write(f"ranking: {run.pages} pages ranked ({run.block} BlockRank, {run.links} links)")
+
+    def _analyze(self) -> None:
+        """Analyse the crawled pages (languages, domains, homepages), so the analyzer's page has data."""
+        call_command("analyze", "--no-resolve", "--no-progress", stdout=io.StringIO())
+        self.stdout.write("analyzer: pages analysed (see /analyzer/)")
 
     def _fresh_admin_password(self) -> str:
         password = secrets.token_urlsafe(12)

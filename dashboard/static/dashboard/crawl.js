@@ -14,12 +14,22 @@
   var times = data.labels.map(function (iso) { return Date.parse(iso); });
   var span = times.length > 1 ? times[times.length - 1] - times[0] : 0;
 
+  // The pages' one time format, in the operator's zone (data-tz), the zone named on the axis.
+  var tz = canvas.dataset.tz || "UTC";
+  var SHORT = new Intl.DateTimeFormat("sv-SE", { timeZone: tz, hour: "2-digit", minute: "2-digit", hour12: false });
+  var DAY = new Intl.DateTimeFormat("sv-SE", { timeZone: tz, month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hour12: false });
+  var FULL = new Intl.DateTimeFormat("sv-SE", {
+    timeZone: tz, year: "numeric", month: "2-digit", day: "2-digit",
+    hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false
+  });
+
   function label(ms) {
-    var d = new Date(ms);
-    if (span > 20 * 3600 * 1000) {
-      return d.toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
-    }
-    return d.toLocaleTimeString();
+    return (span > 20 * 3600 * 1000 ? DAY : SHORT).format(new Date(ms));
+  }
+
+  function ago(ms) {
+    var s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+    return s < 90 ? s + " s ago" : s < 5400 ? Math.round(s / 60) + " min ago" : Math.round(s / 3600) + " h ago";
   }
 
   // States that never held a URL in the window stay out of the legend.
@@ -41,11 +51,14 @@
       responsive: true, maintainAspectRatio: false, animation: false,
       interaction: { mode: "nearest", axis: "x", intersect: false },
       scales: {
-        x: { type: "linear", min: times[0], max: times[times.length - 1],
+        x: { type: "linear", min: times[0], max: times[times.length - 1], title: { display: true, text: tz },
              ticks: { maxTicksLimit: 8, callback: function (v) { return label(v); } } },
         y: { beginAtZero: true, title: { display: true, text: "URLs" } }
       },
-      plugins: { tooltip: { callbacks: { title: function (items) { return items.length ? label(items[0].parsed.x) : ""; } } } }
+      plugins: { tooltip: { callbacks: {
+        title: function (items) { return items.length ? FULL.format(new Date(items[0].parsed.x)) + " " + tz : ""; },
+        footer: function (items) { return items.length ? ago(items[0].parsed.x) : ""; }
+      } } }
     }
   });
 })();

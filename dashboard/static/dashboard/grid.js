@@ -8,7 +8,13 @@
   if (!grid) { return; }
   var url = grid.dataset.json;
   var every = Math.max(5, parseInt(grid.dataset.refresh, 10) || 30) * 1000;
-  var STATUSES = ["error", "disconnect", "delay", "maintenance", "unknown", "normal", "unmonitored"];
+  var TZ = grid.dataset.tz || "UTC";
+  // The pages' one time format (crawlcore/templatetags/times.py): YYYY-MM-DD HH:MM:SS in the operator's zone.
+  var STAMP = new Intl.DateTimeFormat("sv-SE", {
+    timeZone: TZ, year: "numeric", month: "2-digit", day: "2-digit",
+    hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false
+  });
+  var STATUSES = ["error", "disconnect", "unconfirmed", "delay", "stale", "maintenance", "unknown", "normal", "unmonitored"];
 
   function latency(ms) {
     if (ms === null || ms === undefined) { return "–"; }
@@ -39,6 +45,16 @@
       setStatus(badge, t.status);
       badge.textContent = t.status;
       el.querySelector("[data-field=latency]").textContent = latency(t.latency_ms);
+      el.querySelector("[data-field=note]").textContent = t.note || "";
+      el.querySelector("[data-field=cert]").textContent = t.cert || "";
+      var up = el.querySelector("[data-field=uptime]");
+      up.firstChild.textContent = (t.uptime_24h === null || t.uptime_24h === undefined ? "–" : t.uptime_24h.toFixed(2) + " %") + " ";
+      var bar = el.querySelector("[data-field=bar]");
+      bar.replaceChildren.apply(bar, (t.bar || []).map(function (c) {
+        var i = document.createElement("i");
+        i.className = c;
+        return i;
+      }));
       var when = el.querySelector("[data-field=last_check]");
       when.textContent = ago(t.last_check_at);
       if (t.last_check_at) { when.title = t.last_check_at; }
@@ -49,7 +65,7 @@
     });
     var stamp = document.getElementById("refreshed");
     // The figures are as of when the server counted them (it keeps them a few seconds), not of now.
-    if (stamp) { stamp.textContent = new Date(data.generated_at || Date.now()).toTimeString().slice(0, 8); }
+    if (stamp) { stamp.textContent = STAMP.format(new Date(data.generated_at || Date.now())) + " " + TZ; }
   }
 
   function poll() {

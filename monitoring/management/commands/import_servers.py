@@ -81,8 +81,8 @@ class Command(BaseCommand):
             if path == "-":
                 rows, bad = read_rows(_text(sys.stdin.buffer))
             else:
-                with open(path, "rb") as f:
-                    rows, bad = read_rows(_text(f))
+                with open(path, "rb") as f, _text(f) as text:  # closing the wrapper too: no ResourceWarning
+                    rows, bad = read_rows(text)
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from None
         outcome = servers_import(rows=rows)
