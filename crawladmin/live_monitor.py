@@ -16,10 +16,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from django.db import close_old_connections, connection
+from django.db import OperationalError, close_old_connections, connection
+from django.utils import timezone
 
 from monitoring.selectors import monitors_selected
-from monitoring.services.checks import monitors_check
+from monitoring.services.checks import checks_fetch, checks_record, monitors_claim, target_of
 from monitoring.services.history import load_profiles_build, rollups_build
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ class _Loop(threading.Thread):
         try:
             while not self.stopping.wait(TICK):
                 try:
-                    monitors_check(server_ids=monitors_selected())
+                    _round()
                     now = time.monotonic()
                     if now - last_rollup >= ROLLUP_EVERY:
                         rollups_build()
@@ -53,6 +54,27 @@ class _Loop(threading.Thread):
                     close_old_connections()
         finally:
             connection.close()  # this thread's own connection
+
+
+RECORD_TRIES = 20  # a write that meets a locked SQLite table is tried again for up to ~2 s
+
+
+def _round() -> None:
+    """monitors_check, with the record tried again when SQLite is locked: the servers are claimed (their
+    lease pushes the next check minutes out), so a record given up on would leave them stale that long."""
+    now = timezone.now()
+    monitors = monitors_claim(server_ids=monitors_selected(), now=now)
+    if not monitors:
+        return
+    checked = checks_fetch(targets=[target_of(m) for m in monitors])
+    for attempt in range(RECORD_TRIES):
+        try:
+            checks_record(checked=checked, claimed_at=now)
+            return
+        except OperationalError as exc:
+            if "locked" not in str(exc) or attempt == RECORD_TRIES - 1:
+                raise
+            time.sleep(0.1)
 
 
 @contextmanager
