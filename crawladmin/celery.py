@@ -130,6 +130,7 @@ app.conf.imports = (
     *("tasks.load", "tasks.extract", "tasks.housekeeping", "tasks.monitor", "tasks.scan", "tasks.rank"),
     "tasks.alerts",
     "tasks.reports",
+    "tasks.dashboard",
 )
 
 

@@ -67,7 +67,7 @@ def queue_lengths() -> dict[str, int] | None:
 
 
 def _inspect() -> list[dict]:
-    from crawladmin.celery import app
+    from celery import current_app as app  # the project's app (crawladmin/celery.py), set up at start
 
     try:
         _redis().ping()  # fail fast: inspect over a dead broker would sit in kombu's connection retries

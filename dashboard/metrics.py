@@ -1,6 +1,6 @@
 """`GET /metrics`: the Prometheus text exposition (format 0.0.4), behind the API's authentication
 (a reader's session, not one limited to server groups, or `Authorization: Bearer <CRAWLADMIN_API_TOKEN>`,
-crawladmin.api.api_view).
+dashboard.api_access.api_view).
 
 Gauges only, from the same cheap reads as the dashboard: URL counts by state (at most a minute old), servers by
 monitoring status, checks per second over the last minute by category and agent (an id-bounded range
@@ -18,10 +18,10 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 
 from alerts.selectors import notification_counts
-from crawladmin.api import api_view
 from crawlcore.models import Link, Page, Server, StatusCheck
 
 from . import broker, selectors
+from .api_access import api_view
 from .cache import cached
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

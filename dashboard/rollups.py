@@ -7,7 +7,7 @@ reader accepts, else recomputes them. One computation at a time per name, cluste
 advisory lock; a process lock on SQLite): a reader that finds another computing gets the previous
 figures instead of queueing behind it, and only a reader that has none at all waits.
 
-Beat recomputes them ahead of the readers (dashboard.tasks: the crawl's counts, the check totals and
+Beat recomputes them ahead of the readers (tasks/dashboard.py: the crawl's counts, the check totals and
 every server's figures each minute, the broken-link rollup every five); a reader that wants the crawl's
 counts fresher than that (the API's, at most 5 s old) computes them, at most once per few seconds. In
 the embedded mode, which runs no beat for these, the first reader after `max_age` computes (its tables
@@ -310,7 +310,7 @@ def server_rollups_refresh(*, now: datetime | None = None) -> int | None:
 
 
 # --------------------------------------------------------------------------------------------------
-# Beat's entry points (dashboard.tasks, manage.py dashboard_refresh)
+# Beat's entry points (tasks/dashboard.py, manage.py dashboard_refresh)
 
 
 def rollups_refresh() -> dict:

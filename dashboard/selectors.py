@@ -36,9 +36,9 @@ from monitoring.selectors import hour_floor, uptime_counts, uptime_of
 
 from . import rollups
 from .cache import cached
+from .formats import heat_scale, ms
 from .idrange import first_id_since
 from .models import BrokenLink, CrawlSample, ServerRollup
-from .templatetags.dashboard_tags import ms
 
 FAILING = rollups.FAILING
 SERVER_ANSWERS = rollups.SERVER_ANSWERS
@@ -741,17 +741,6 @@ class HeatRow:
     origin: str
     cells: list[tuple[float | None, float | None]]  # (mean ms, 0..1 on the heat scale)
     reason: str = ""  # why a row has no cells
-
-
-HEAT_FLOOR_MS = 10.0  # green: this fast or faster
-
-
-def heat_scale() -> tuple[float, float]:
-    """The heatmap's one colour scale, the same for every row and page: logarithmic from HEAT_FLOOR_MS
-    (green) to the delay threshold (red), where a check stops being normal. One scale, so 8 ms and 306 ms
-    are different colours; logarithmic, so 10 ms and 30 ms are too."""
-    top = max(settings.MONITOR_DELAY_THRESHOLD * 1000.0, HEAT_FLOOR_MS * 10)
-    return HEAT_FLOOR_MS, top
 
 
 def heat_row(server_id: int, origin: str, profile: Sequence[float | None], reason: str = "") -> HeatRow:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.db import OperationalError
 
-import dashboard.tasks
+import tasks.dashboard
 import tasks.housekeeping
 import tasks.monitor
 import tasks.rank
@@ -28,8 +28,8 @@ BEAT_JOBS = [
     (tasks.monitor.load_profiles, tasks.monitor, "load_profiles_build"),
     (tasks.monitor.prune, tasks.monitor, "history_prune"),
     (tasks.rank.rank_crawl_task, tasks.rank, "rank_crawl"),
-    (dashboard.tasks.refresh_rollups, dashboard.tasks.rollups, "rollups_refresh"),
-    (dashboard.tasks.refresh_dead_links, dashboard.tasks.rollups, "dead_links_refresh"),
+    (tasks.dashboard.refresh_rollups, tasks.dashboard.rollups, "rollups_refresh"),
+    (tasks.dashboard.refresh_dead_links, tasks.dashboard.rollups, "dead_links_refresh"),
 ]
 
 

@@ -12,17 +12,12 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from crawlcore.templatetags.times import when_text
+from dashboard.formats import heat_scale, ms
 
 register = template.Library()
 
 
-@register.filter
-def ms(value) -> str:
-    """Milliseconds, short: '12 ms', '1.2 s', or an en dash when unknown."""
-    if value is None:
-        return "–"
-    value = float(value)
-    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms"
+register.filter("ms", ms)
 
 
 @register.filter
@@ -58,8 +53,6 @@ def heat(fraction) -> str:
 @register.simple_tag
 def heat_legend() -> SafeString:
     """The heatmap's scale: swatches from its floor (green) to the delay threshold (red), labelled."""
-    from dashboard.selectors import heat_scale
-
     lo, hi = heat_scale()
     steps = 6
     cells = []

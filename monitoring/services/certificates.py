@@ -5,16 +5,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from crawler.certs import Certificate
-from crawler.fetch import FailureKind
+from crawler.fetch import FailureKind, FetchResult
 
 from .. import hooks
 from ..models import ServerCertificate
 
-if TYPE_CHECKING:
-    from .checks import Checked
+
+class CheckSeen(Protocol):
+    """What this module reads of a check (monitoring.services.checks.Checked has it): the checks module
+    calls this one, so this one names the shape it needs instead of importing it back."""
+
+    checked_at: datetime
+
+    @property
+    def result(self) -> FetchResult: ...
+
+    @property
+    def server_id(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -28,12 +38,12 @@ class CertificateSeen:
     tls_error: str  # the check's TLS failure ("" when the handshake was accepted)
 
 
-def certificates_record(*, checked: Sequence[Checked]) -> list[CertificateSeen]:
+def certificates_record(*, checked: Sequence[CheckSeen]) -> list[CertificateSeen]:
     """Keep each server's latest certificate and tell the hooks (alerts: expiry thresholds) in the caller's
     transaction. Several checks of one server in a batch: the latest wins."""
-    latest: dict[int, Checked] = {}
+    latest: dict[int, CheckSeen] = {}
     for c in sorted(checked, key=lambda c: c.checked_at):
-        latest[c.target.server_id] = c
+        latest[c.server_id] = c
     if not latest:
         return []
     before = dict(ServerCertificate.objects.filter(server_id__in=latest).values_list("server_id", "not_after"))

@@ -131,6 +131,10 @@ class Checked:
     failure: str = ""  # set by the monitor's own verdict (content); else the fetch's failure kind
     detail: str = ""
 
+    @property
+    def server_id(self) -> int:
+        return self.target.server_id
+
 
 # --------------------------------------------------------------------------------------------------
 # Fetching: one MultiChecker per thread (libcurl multi; not thread-safe) runs a whole batch at once,

@@ -1,13 +1,13 @@
-"""The dashboard's beat jobs (queue `housekeeping`; schedule in dashboard/migrations/0003_periodic_tasks.py):
-thin shells over dashboard.rollups. Imported by DashboardConfig.ready(), so every worker registers them."""
+"""The dashboard's beat jobs (queue `housekeeping`; their rows come from crawlcore/beat.py):
+thin shells over dashboard.rollups. Their names stay `dashboard.tasks.*` (the beat rows name them); the
+Celery app imports this module with the other tasks/ modules (crawladmin/celery.py)."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
+from dashboard import rollups
 from tasks.retry import skip_without_database
-
-from . import rollups
 
 
 @shared_task(name="dashboard.tasks.refresh_rollups")
