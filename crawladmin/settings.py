@@ -147,6 +147,11 @@ def _load() -> dict:
         "MONITOR_PROFILE_DAYS": env.integer("MONITOR_PROFILE_DAYS", 28, minimum=1, maximum=366),
         "MONITOR_BATCH_SIZE": env.integer("MONITOR_BATCH_SIZE", 50, minimum=1, maximum=1000),
         "MONITOR_THREADS": env.integer("MONITOR_THREADS", 16, minimum=1, maximum=256),
+        # Seed 002's retry count (crawler.retry.count=3): a check that ends in disconnect or delay is tried
+        # again at once, in the same round, up to this many times, before it counts. The round's one record is
+        # the last try (its `tries` column says how many). Filters blips of seconds; MONITOR_FAIL_AFTER then
+        # asks for that many failed *rounds* in a row before a server is confirmed down (monitoring/confirm.py).
+        "MONITOR_RETRIES": env.integer("MONITOR_RETRIES", 3, minimum=0, maximum=10),
         # Ranking (ranking app, issue 6): BlockRank blocks, damping, L1 residual thresholds, iteration cap.
         "RANK_BLOCK": env.choice("RANK_BLOCK", "site", ("site", "domain", "community")),
         "RANK_DAMPING": env.number("RANK_DAMPING", 0.85, minimum=0.0, maximum=0.99),

@@ -267,6 +267,9 @@ class StatusCheck(models.Model):
     bytes = models.PositiveIntegerField(default=0)
     agent = models.CharField(max_length=16, choices=_choices(Agent))
     crawler_num = models.PositiveIntegerField(null=True, blank=True)
+    # How many requests this check took: the monitor tries a disconnect or delay again within its round
+    # (MONITOR_RETRIES) and records the last try once. A database default too, so raw inserts need not name it.
+    tries = models.PositiveSmallIntegerField(default=1, db_default=1)
 
     class Meta:
         indexes = [
