@@ -78,7 +78,8 @@ class FailingFirst:
 
     `how` says how a connection fails: "drop" reads the request and closes without a word (libcurl: empty
     reply, a disconnect), "stall" reads it and says nothing until the client gives up (a header timeout, a
-    disconnect), "slow" answers 200 after `slow_s` seconds (a delay). `connections` counts what it accepted, `accepted_at` says when.
+    disconnect), "slow" answers 200 after `slow_s` seconds (a delay). `connections` counts what it accepted,
+    `accepted_at` says when.
     """
 
     def __init__(self, host: str, k: int | None, how: str = "drop", slow_s: float = 0.5) -> None:
