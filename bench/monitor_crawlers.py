@@ -71,6 +71,24 @@ def _cpu(pids: list[int]) -> float:
     return sum(mc._cpu_seconds(pid) for pid in pids)
 
 
+def _waited(pids: list[int]) -> float:
+    """Seconds the threads of these processes spent runnable but waiting for a CPU (/proc schedstat): on a
+    shared machine, the part of a round that others' work took."""
+    total = 0
+    for pid in pids:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    return total / 1e9
+
+
 class Meter:
     """CPU seconds of each process group we started, and of our database's backends, between two reads."""
 
@@ -88,7 +106,9 @@ class Meter:
 
     def read(self) -> dict:
         backends = self._backends()
+        ours = [*self.workers, *mc.STARTED["redis"], *backends]
         return {
+            "waited": _waited(ours),
             "workers": _cpu(self.workers),
             "redis": _cpu(mc.STARTED["redis"]),
             "web": sum(mc._tree_cpu(pid) for pid in mc.STARTED["web"]),
@@ -111,6 +131,8 @@ class Meter:
         }
         out = {k: round(1000 * v / max(checks, 1), 3) for k, v in seconds.items()}
         out["all of ours"] = round(sum(out.values()), 3)
+        # Workers, redis and the backends (not nginx's workers, whose PIDs we do not hold), summed over threads.
+        out["waited_for_cpu_ms_per_check"] = round(1000 * (after["waited"] - before["waited"]) / max(checks, 1), 3)
         busy = after["machine"][0] - before["machine"][0]
         wall = after["machine"][1] - before["machine"][1]
         out["machine_busy_share"] = round(busy / wall, 3) if wall else None
@@ -320,8 +342,14 @@ def report(out: dict) -> None:
             )
         print("CPU ms per check by process group:")
         for r in rows:
-            groups = {k: v for k, v in r["cpu_ms_per_check"].items() if k not in ("all of ours", "machine_busy_share")}
-            print(f"  {r['crawlers']}: " + ", ".join(f"{k} {v:.3f}" for k, v in groups.items()))
+            skip = ("all of ours", "machine_busy_share", "waited_for_cpu_ms_per_check")
+            groups = {k: v for k, v in r["cpu_ms_per_check"].items() if k not in skip}
+            waited = r["cpu_ms_per_check"]["waited_for_cpu_ms_per_check"]
+            print(
+                f"  {r['crawlers']}: "
+                + ", ".join(f"{k} {v:.3f}" for k, v in groups.items())
+                + f"; runnable but waiting for a CPU: {waited:.3f} ms per check (workers, redis, backends)"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
