@@ -33,6 +33,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -363,8 +364,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--web", choices=("auto", "nginx", "python"), default="auto")
     p.add_argument("--nginx-workers", type=int, default=1)
     p.add_argument("--round-timeout", type=float, default=60.0)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON instead of the tables")
+    p.add_argument("--json-out", metavar="PATH", help="also write the figures as JSON to PATH")
     args = p.parse_args(argv)
+    # A SIGTERM (timeout, an operator) unwinds like an error: the database is dropped, what we started stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.rounds < 1:
         p.error("--rounds must be at least 1")
     try:
@@ -375,6 +379,9 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as exc:  # manage.py migrate / import_servers: the project itself is broken
         print(f"bench.monitor_crawlers: {exc}", file=sys.stderr)
         return 3
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(out, f)
     if args.json:
         print(json.dumps(out))
     else:
