@@ -6,6 +6,11 @@ redelivered or duplicated message claims nothing and writes nothing. A worker ki
 loses that one check slot; the lease (next_check_at pushed forward) then expires and the server is due
 again. Records are never lost once fetched: rows are written in bulk in the same transaction that moves
 the confirmation state, so a check and its effect on the status stand or fall together.
+
+Retries (MONITOR_RETRIES, seed 002's retry count): a check that ends in disconnect or delay is tried again
+at once, within the round, before it counts; the round still writes one row per server (its `tries` say how
+many requests it took). The checks that answered are written first, so a hanging server's retries hold up
+no other server's status. The confirmation rule (monitoring/confirm.py) then counts rounds, not tries.
 """
 
 from __future__ import annotations
