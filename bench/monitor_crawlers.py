@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack
+from datetime import timedelta
 
 from bench import monitor_checks as mc
 from bench.pgdb import ROOT, fresh_database, manage
@@ -264,14 +265,18 @@ def run(args: argparse.Namespace) -> dict:
 
         django.setup()
         from django.db import connection
+        from django.utils import timezone
 
         from crawlcore.models import Server
+        from monitoring.models import ServerMonitor
 
         # The import order is the web's order: ports first, then addresses (so "the first 1,000" are the
         # first four ports' servers).
         all_ids = list(Server.objects.order_by("id").values_list("id", flat=True))
         if len(all_ids) != servers:
             raise mc.BenchError(f"{len(all_ids)} servers imported, {servers} expected")
+        # Imported monitors are due at once; a round makes due only the servers it checks.
+        ServerMonitor.objects.update(next_check_at=timezone.now() + timedelta(days=1))
         with connection.cursor() as cur:
             cur.execute("SELECT pg_backend_pid()")
             driver_backend = cur.fetchone()[0]
