@@ -46,7 +46,7 @@ from bench import monitor_checks as mc
 from bench.pgdb import ROOT, fresh_database, manage
 
 PAPER_MS_PER_1000 = 1200.0  # seed 002: 1,000 URLs registered on one machine, processed in 1,200 ms
-URLS = 1000
+PER = 1000  # figures are given per 1,000 URLs, as the paper's
 
 
 def start_crawler(stack: ExitStack, env: dict, num: int, pool_threads: int, logdir: str) -> int:
@@ -197,7 +197,7 @@ def configuration(n: int, mode: str, all_ids: list[int], args, env: dict, workdi
     from crawladmin.celery import app
     from crawlcore.models import Server
 
-    ids = all_ids[:URLS] if mode == "split" else all_ids[: URLS * n]
+    ids = all_ids[: args.urls] if mode == "split" else all_ids[: args.urls * n]
     pins = {sid: 1 + i % n for i, sid in enumerate(ids)}
     for num in range(1, n + 1):
         Server.objects.filter(id__in=[sid for sid, p in pins.items() if p == num]).update(crawler_num=num)
@@ -205,11 +205,11 @@ def configuration(n: int, mode: str, all_ids: list[int], args, env: dict, workdi
         pids = [start_crawler(stack, env, num, args.pool_threads, workdir) for num in range(1, n + 1)]
         mc.wait_workers(app, n)
         out = run_rounds(ids, pins, args.rounds, args.round_timeout, Meter(pids, driver_backend))
-    out.update(crawlers=n, mode=mode, ms_per_1000=round(out["round_ms_median"] * URLS / len(ids), 1))
+    out.update(crawlers=n, mode=mode, ms_per_1000=round(out["round_ms_median"] * PER / len(ids), 1))
     cpu = out["cpu_ms_per_check"]["all of ours"]
     cores = os.cpu_count() or 1
     out["cores_limit_checks_per_second"] = round(cores * 1000 / cpu, 1) if cpu else None
-    out["cores_limit_ms_per_1000"] = round(URLS * cpu / cores, 1) if cpu else None
+    out["cores_limit_ms_per_1000"] = round(PER * cpu / cores, 1) if cpu else None
     return out
 
 
@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> dict:
     if not crawlers or crawlers[0] < 1 or crawlers[-1] > 64:
         raise mc.BenchError("--crawlers: numbers 1-64")
     modes = ["split"] + (["each"] if args.each else [])
-    servers = URLS * (crawlers[-1] if args.each else 1)
+    servers = args.urls * (crawlers[-1] if args.each else 1)
     with ExitStack() as stack:
         workdir = tempfile.mkdtemp(prefix="monitor-crawlers-")
         stack.callback(shutil.rmtree, workdir, True)
@@ -290,6 +290,7 @@ def run(args: argparse.Namespace) -> dict:
         connection.close()
     return {
         "paper_ms_per_1000": PAPER_MS_PER_1000,
+        "urls": args.urls,
         "web": web,
         "cpus": os.cpu_count(),
         "load_before": load_before,
@@ -321,11 +322,12 @@ def report(out: dict) -> None:
     one = next((r for r in split if r["crawlers"] == 1), None)
     if one:
         print(
-            f"1,000 URLs checked with one crawler number: {one['round_ms_median']:.0f} ms"
+            f"{out['urls']:,} URLs checked with one crawler number: {one['round_ms_median']:.0f} ms"
             f" (paper {out['paper_ms_per_1000']:.0f} ms), {one['checks_per_second']:.0f} checks/s,"
             f" rows {one['written']}/{one['expected']}"
         )
-    for mode, title in (("split", "1,000 URLs split among the crawler numbers"), ("each", "1,000 URLs each")):
+    urls = f"{out['urls']:,} URLs"
+    for mode, title in (("split", f"{urls} split among the crawler numbers"), ("each", f"{urls} each")):
         rows = [r for r in out["results"] if r["mode"] == mode]
         if not rows:
             continue
@@ -361,6 +363,7 @@ def report(out: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.monitor_crawlers", description=__doc__.split("\n\n")[0])
     p.add_argument("--crawlers", default="1,2,3,4", help="numbers of crawler numbers to run, comma-separated")
+    p.add_argument("--urls", type=int, default=PER, help="URLs (servers) per table row or per crawler")
     p.add_argument("--rounds", type=int, default=5, help="timed rounds per configuration (after one warm-up)")
     p.add_argument("--no-each", dest="each", action="store_false", help="skip the '1,000 URLs each' table")
     p.add_argument("--pool-threads", type=int, default=2, help="celery threads per crawler (tasks in parallel)")
@@ -374,8 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     # A SIGTERM (timeout, an operator) unwinds like an error: the database is dropped, what we started stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    if args.rounds < 1:
-        p.error("--rounds must be at least 1")
+    if args.rounds < 1 or args.urls < 1:
+        p.error("--rounds and --urls must be at least 1")
     try:
         out = run(args)
     except mc.BenchError as exc:
