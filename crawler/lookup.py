@@ -72,7 +72,10 @@ def resolve_entry(found: Lookup) -> str:
 
 def _resolve(host: str, port: int) -> tuple[str, ...]:
     infos = getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return tuple(dict.fromkeys(str(info[4][0]) for info in infos if info[0] in (socket.AF_INET, socket.AF_INET6)))
+    # An IPv6 zone ("fe80::1%eth0") is dropped: CURLOPT_RESOLVE takes plain addresses (and such an address is
+    # link-local, which the private-address check refuses anyway).
+    ips = (str(info[4][0]).split("%", 1)[0] for info in infos if info[0] in (socket.AF_INET, socket.AF_INET6))
+    return tuple(dict.fromkeys(ips))
 
 
 class Lookups:
