@@ -186,3 +186,59 @@ def test_analyzer_leaves_out_a_copy_marked_after_it_was_analysed():
     Page.objects.filter(pk=late.pk).update(duplicate_of=Page.objects.get(url__url="http://www.mit.edu/"))
     assert not pages_pending().filter(pk=late.pk).exists()
     assert pages_analyse().pages == 0
+
+
+# -- site dedup by address, before dispatch ---------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_new_name_on_a_known_address_is_an_alias_before_any_fetch(settings):
+    from crawlcore.services.urls import NewUrl, urls_insert
+
+    settings.CRAWL_ALLOW_PRIVATE = ("127.0.0.0/8",)
+    urls_insert(urls=[NewUrl("http://127.0.0.1:8765/", depth=0)])
+    ids = urls_insert(urls=[NewUrl("http://localhost:8765/", depth=0), NewUrl("http://localhost:8765/a", depth=1)]).ids
+    site, alias = Server.objects.get(host="127.0.0.1"), Server.objects.get(host="localhost")
+    assert (site.ip, alias.ip) == ("127.0.0.1", "127.0.0.1")
+    assert alias.alias_of == site and alias.excluded_reason == "alias of http://127.0.0.1:8765"
+    # Its URLs are stored set aside: never due, so never dispatched.
+    rows = Url.objects.filter(id__in=ids.values())
+    assert {(r.exclusion_reason, r.next_check_at) for r in rows} == {("alias of http://127.0.0.1:8765", None)}
+    # Another port on the address is another site.
+    urls_insert(urls=[NewUrl("http://localhost:8766/", depth=0)])
+    assert Server.objects.get(host="localhost", port=8766).alias_of is None
+
+
+@pytest.mark.django_db
+def test_without_an_address_or_with_the_switch_off_the_merge_waits_for_the_home_page(settings):
+    from crawlcore.services.urls import NewUrl, urls_insert
+
+    settings.CRAWL_ALLOW_PRIVATE = ()  # untrusted loopback: a forbidden address is no address
+    urls_insert(urls=[NewUrl("http://127.0.0.1:8765/", depth=0)], trusted=True)
+    urls_insert(urls=[NewUrl("http://localhost:8765/", depth=0)])
+    assert Server.objects.get(host="localhost").ip is None
+    assert Server.objects.get(host="localhost").alias_of is None
+    settings.CRAWL_ALLOW_PRIVATE = ("127.0.0.0/8",)
+    settings.CRAWL_MERGE_BY_ADDRESS = False
+    urls_insert(urls=[NewUrl("http://localhost:8767/", depth=0)])
+    assert Server.objects.get(port=8767).ip is None and Server.objects.get(port=8767).alias_of is None
+
+
+def test_lookups_are_bounded_by_the_dns_timeout(monkeypatch):
+    import socket
+    import time
+
+    from crawler import fetch
+
+    real = socket.getaddrinfo
+
+    def slow(host, *args, **kwargs):
+        if host == "hang.example":
+            time.sleep(1.5)  # a resolver that does not answer in time (bounded: the pool thread ends)
+        return real("127.0.0.1", *args, **kwargs)
+
+    monkeypatch.setattr(fetch.socket, "getaddrinfo", slow)
+    started = time.monotonic()
+    found = fetch.lookup_many([("hang.example", 80), ("quick.example", 80)], timeout=0.3)
+    assert time.monotonic() - started < 1.0
+    assert found == {("hang.example", 80): None, ("quick.example", 80): "127.0.0.1"}
