@@ -99,4 +99,8 @@ class RankRun(models.Model):
 
     @property
     def iterations_saved(self) -> int | None:
-        return None if self.uniform_iterations is None else self.uniform_iterations - self.global_iterations
+        """Global iterations the BlockRank start saved against a uniform start (none for blockrank-local, which
+        has no global phase and does not reach PageRank)."""
+        if self.uniform_iterations is None or self.method == "blockrank-local":
+            return None
+        return self.uniform_iterations - self.global_iterations
