@@ -117,7 +117,16 @@ def _crawl_env(setup: Setup, **extra: str) -> dict[str, str]:
 
 def _manage_crawl(env: dict[str, str], setup: Setup, seeds: list[str]) -> dict:
     proc = subprocess.run(
-        [sys.executable, "manage.py", "crawl", "--json", "--no-progress", "--max-seconds", f"{setup.seconds:g}", *seeds],
+        [
+            sys.executable,
+            "manage.py",
+            "crawl",
+            "--json",
+            "--no-progress",
+            "--max-seconds",
+            f"{setup.seconds:g}",
+            *seeds,
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -154,7 +163,9 @@ def _agent_result(rows: list[tuple], start, summary: dict, seconds: float) -> Ru
         elif agent in ("active_scan", "inactive_scan") and t <= seconds:
             key = f"{agent}:{src}->{dst}"
             scans[key] = scans.get(key, 0) + 1
-    return RunResult("agents", sorted(collected.values()), sorted(processed.values()), {"summary": summary, "moves": scans})
+    return RunResult(
+        "agents", sorted(collected.values()), sorted(processed.values()), {"summary": summary, "moves": scans}
+    )
 
 
 def run_agents_embedded(setup: Setup, web: MixWeb, run: int) -> RunResult:
@@ -181,7 +192,11 @@ def run_agents_cluster(setup: Setup, web: MixWeb, run: int) -> RunResult:
     tmp.mkdir()
     with postgres_database() as db, redis_server(tmp) as broker:
         env = _crawl_env(
-            setup, DATABASE_URL=db, CELERY_BROKER_URL=broker, DJANGO_SECRET_KEY="bench-only", CRAWLADMIN_DATA_DIR=str(tmp)
+            setup,
+            DATABASE_URL=db,
+            CELERY_BROKER_URL=broker,
+            DJANGO_SECRET_KEY="bench-only",
+            CRAWLADMIN_DATA_DIR=str(tmp),
         )
         manage(env, "migrate", "--noinput")
         with Processes(env, tmp) as procs:
@@ -330,7 +345,8 @@ def table_42(runs: list[RunSet], setup: Setup) -> list[str]:
         f"mean of the per-checkpoint ratios: ours {statistics.fmean(finite):.2f}x"
         + (f" ({len(ratios) - len(finite)} checkpoints with no baseline URL left out)" if len(finite) < 6 else "")
         + f"   paper {PAPER_MEAN}x (2.7, 2.5, 3.0, 2.3, 2.0, 1.6)",
-        f"ratio of the totals at 6H:         ours {_ratio(agents[-1], multi[-1]):.2f}x ({agents[-1]:g} vs {multi[-1]:g})"
+        f"ratio of the totals at 6H:         ours "
+        f"{_ratio(agents[-1], multi[-1]):.2f}x ({agents[-1]:g} vs {multi[-1]:g})"
         f"   paper {_ratio(151_797, 96_210):.2f}x (151,797 vs 96,210)",
     ]
     if len(runs) > 1:
@@ -443,10 +459,16 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
     )
     run_agents = run_agents_cluster if args.mode == "cluster" else run_agents_embedded
-    robots = (("agents", run_agents), ("multi-process sequential", run_multi_sequential), ("single loader", run_single_sequential))
+    robots = (
+        ("agents", run_agents),
+        ("multi-process sequential", run_multi_sequential),
+        ("single loader", run_single_sequential),
+    )
     runs: list[RunSet] = []
     with tempfile.TemporaryDirectory(prefix="bench-avs-") as tmp:
-        setup = Setup(args.seconds, args.scale, args.threads, args.scan_threads, args.procs, args.retries, args.mode, Path(tmp))
+        setup = Setup(
+            args.seconds, args.scale, args.threads, args.scan_threads, args.procs, args.retries, args.mode, Path(tmp)
+        )
         for run in range(1, args.runs + 1):
             results = []
             for name, robot in robots:

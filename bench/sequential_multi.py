@@ -129,7 +129,9 @@ class Loader:
             self._collected.add(url)
             return Action(time.time(), "load", url, "visited", first, waited, requests), links
         if event != Event.GONE:
-            self.watch.append(_Watch(url, "nr1", time.monotonic() + self.timings.nr1_backoff, depth, Known(url, loaded=False)))
+            self.watch.append(
+                _Watch(url, "nr1", time.monotonic() + self.timings.nr1_backoff, depth, Known(url, loaded=False))
+            )
         return Action(time.time(), "load", url, "failed", False, waited, requests), []
 
     def recheck(self, w: _Watch) -> tuple[Action, list[tuple[str, int]]]:
@@ -288,8 +290,9 @@ class Report:
         }
 
 
-def run(seeds: list[str], *, seconds: float, procs: int, policy: FetchPolicy, timings: Timings,
-        max_actions: int = 1_000_000) -> Report:
+def run(
+    seeds: list[str], *, seconds: float, procs: int, policy: FetchPolicy, timings: Timings, max_actions: int = 1_000_000
+) -> Report:
     """Run the robot for `seconds` (after its processes are up) and report what it did."""
     ctx = mp.get_context("spawn")  # the caller may hold threads (a test web): never fork them
     to_load, out = ctx.Queue(), ctx.Queue()

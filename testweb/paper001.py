@@ -148,7 +148,7 @@ class MixModel:
         links = "".join(f'<li><a href="{u}">{u.rsplit("/", 1)[-1]}</a></li>' for u in self._links(host, k))
         text = f"Site {self._index[host]} page {k}." + (f" Revision {version}." + " x" * version if version else "")
         body = (
-            f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{host} {path}</title></head>"
+            f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{host} {path}</title></head>'
             f"<body><p>{text}</p><ul>{links}</ul></body></html>"
         ).encode()
         return (
