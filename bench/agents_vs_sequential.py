@@ -142,6 +142,8 @@ def _manage_crawl(env: dict[str, str], setup: Setup, seeds: list[str]) -> dict:
 # changed page or a revived one went back to Init); processed at the end of its first load, whatever came.
 _EVENTS_SQL = "SELECT url_id, at, from_state, to_state, agent FROM crawladmin_urlevent"
 _START_SQL = "SELECT MIN(created_at) FROM crawladmin_url"  # the seeds, inserted as the crawl starts
+# The requests our agents made, to set beside the baseline's: who asked, when, and how long a silence lasted.
+_CHECKS_SQL = "SELECT agent, checked_at, status_code, latency_ms FROM crawladmin_statuscheck"
 
 
 def _as_utc(value) -> datetime:
@@ -149,8 +151,15 @@ def _as_utc(value) -> datetime:
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)  # Django stores UTC in SQLite
 
 
-def _agent_result(rows: list[tuple], start, summary: dict, seconds: float) -> RunResult:
+def _agent_result(rows: list[tuple], checks: list[tuple], start, summary: dict, seconds: float) -> RunResult:
     t0 = _as_utc(start)
+    requests: dict[str, int] = {}
+    waited: dict[str, float] = {}
+    for agent, at, status, latency_ms in checks:
+        if (_as_utc(at) - t0).total_seconds() <= seconds:
+            requests[agent] = requests.get(agent, 0) + 1
+            if status is None:
+                waited[agent] = waited.get(agent, 0.0) + (latency_ms or 0.0) / 1000
     collected: dict[int, float] = {}
     processed: dict[int, float] = {}
     scans: dict[str, int] = {}
@@ -164,7 +173,10 @@ def _agent_result(rows: list[tuple], start, summary: dict, seconds: float) -> Ru
             key = f"{agent}:{src}->{dst}"
             scans[key] = scans.get(key, 0) + 1
     return RunResult(
-        "agents", sorted(collected.values()), sorted(processed.values()), {"summary": summary, "moves": scans}
+        "agents",
+        sorted(collected.values()),
+        sorted(processed.values()),
+        {"summary": summary, "moves": scans, "requests": requests, "waited": waited},
     )
 
 
@@ -175,10 +187,11 @@ def run_agents_embedded(setup: Setup, web: MixWeb, run: int) -> RunResult:
     con = sqlite3.connect(data / "crawladmin.sqlite3")
     try:
         rows = con.execute(_EVENTS_SQL).fetchall()
+        checks = con.execute(_CHECKS_SQL).fetchall()
         (start,) = con.execute(_START_SQL).fetchone()
     finally:
         con.close()
-    return _agent_result(rows, start, summary, setup.seconds)
+    return _agent_result(rows, checks, start, summary, setup.seconds)
 
 
 def run_agents_cluster(setup: Setup, web: MixWeb, run: int) -> RunResult:
@@ -211,11 +224,13 @@ def run_agents_cluster(setup: Setup, web: MixWeb, run: int) -> RunResult:
             with con.cursor() as cur:
                 cur.execute(_EVENTS_SQL)
                 rows = cur.fetchall()
+                cur.execute(_CHECKS_SQL)
+                checks = cur.fetchall()
                 cur.execute(_START_SQL)
                 (start,) = cur.fetchone()
         finally:
             con.close()
-    return _agent_result(rows, start, summary, setup.seconds)
+    return _agent_result(rows, checks, start, summary, setup.seconds)
 
 
 def _wait_for_workers(env: dict[str, str], names: tuple[str, ...], attempts: int = 20) -> None:
@@ -362,15 +377,19 @@ def _time_spent(runs: list[RunSet]) -> list[str]:
         outcomes = m.get("outcomes", {})
         reloads = sum(v for k, v in outcomes.items() if k.endswith("+reload"))
         waited = m.get("waited", {})
-        moves = r.agents.extra.get("moves", {})
-        active = sum(v for k, v in moves.items() if k.startswith("active_scan"))
-        inactive = sum(v for k, v in moves.items() if k.startswith("inactive_scan"))
+        req = r.agents.extra.get("requests", {})
+        ours_waited = r.agents.extra.get("waited", {})
         lines.append(
             f"run {i}: sequential loaders: {m.get('actions', {}).get('load', 0)} loads, "
             f"{m.get('actions', {}).get('active', 0)} active re-checks, {m.get('actions', {}).get('inactive', 0)} "
             f"dead-URL re-checks, {reloads} re-loads; waited on silence "
             + ", ".join(f"{k} {v:.1f} s" for k, v in sorted(waited.items()))
-            + f". Ours: {active} active-scan and {inactive} inactive-scan moves, by their own workers"
+        )
+        lines.append(
+            "       ours (own workers): requests "
+            + ", ".join(f"{k} {v}" for k, v in sorted(req.items()))
+            + "; waited on silence "
+            + (", ".join(f"{k} {v:.1f} s" for k, v in sorted(ours_waited.items())) or "0 s")
         )
     return lines
 
