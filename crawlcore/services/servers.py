@@ -42,7 +42,8 @@ def servers_ensure(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict[
         )
         created = _servers_by_key(missing)
         found.update(created)
-        servers_merge_by_address(servers=[s for k, s in created.items() if addresses.get(k) and s.ip == addresses[k]])
+        # Rows with an address; one another process created meanwhile may be merged there too (guarded UPDATE).
+        servers_merge_by_address(servers=[s for k, s in created.items() if addresses.get(k) and s.ip])
     if trusted:
         untrusted = [s.id for s in found.values() if not s.trusted]
         if untrusted:
