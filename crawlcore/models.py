@@ -242,7 +242,13 @@ class StatusCheck(models.Model):
     row in category PENDING, committed before the request is sent, then the outcome written over it. A
     row whose outcome never came (the worker was killed, the database went away) is finished by the
     reconciler as INTERRUPTED. Neither is something the server did: both are left out of every
-    statistic about servers (NOT_SERVER_ANSWERS)."""
+    statistic about servers (NOT_SERVER_ANSWERS).
+
+    On PostgreSQL the table is partitioned by range of checked_at (migration 0012, crawlcore.db.partitions):
+    its database primary key is (id, checked_at), `id` still unique through its identity sequence and the
+    primary key Django uses; nothing references it with a database foreign key; retention drops whole
+    partitions (crawlcore.services.check_history). A read that knows the time should filter on checked_at,
+    so only the partitions of that time are read."""
 
     PENDING = "pending"
     INTERRUPTED = "interrupted"
