@@ -431,6 +431,7 @@ def test_schedule_table_json_names_live_servers_in_column_order(settings, capsys
 BEAT_MIGRATIONS = [
     ("crawladmin", "0002_periodic_tasks"),
     ("crawladmin", "0003_scan_periodic_tasks"),
+    ("crawladmin", "0013_check_partitions_beat"),
     ("monitoring", "0002_periodic_tasks"),
     ("ranking", "0002_periodic_task"),
     ("dashboard", "0003_periodic_tasks"),
@@ -438,6 +439,7 @@ BEAT_MIGRATIONS = [
 BEAT_TASKS = {
     "tasks.housekeeping.dispatch",
     "tasks.housekeeping.reconcile",
+    "tasks.housekeeping.check_partitions",
     "tasks.scan.sweep_active",
     "tasks.scan.sweep_inactive",
     "tasks.monitor.dispatch",

@@ -1,6 +1,6 @@
 """Status checks partitioned by time on PostgreSQL (issue 25): the table, with its rows, becomes a table
-partitioned by range of checked_at, with a DEFAULT partition (crawlcore.db.partitions.partition_table), and
-beat's job that keeps partitions made ahead of time. SQLite keeps its plain table.
+partitioned by range of checked_at, with a DEFAULT partition (crawlcore.db.partitions.partition_table). Beat's
+job that keeps partitions made ahead of time is migration 0013. SQLite keeps its plain table.
 
 The rows are copied into the partitions under an exclusive lock: on a big table, run it in a quiet hour
 (about a minute per 10 million rows on the benchmark machine). Rows older than the retention window go to
@@ -15,7 +15,6 @@ from django.conf import settings
 from django.db import migrations
 from django.utils import timezone
 
-from crawlcore.beat import beat_jobs_migration
 from crawlcore.db.partitions import partition_table, unpartition_table
 
 TABLE = "crawladmin_statuscheck"
@@ -39,11 +38,5 @@ def backward(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [
-        ("crawladmin", "0011_archive_and_sitemaps"),
-        ("django_celery_beat", "0019_alter_periodictasks_options"),
-    ]
-    operations = [
-        migrations.RunPython(forward, backward),
-        beat_jobs_migration("crawladmin: status-check partitions ahead"),
-    ]
+    dependencies = [("crawladmin", "0011_archive_and_sitemaps")]
+    operations = [migrations.RunPython(forward, backward)]
