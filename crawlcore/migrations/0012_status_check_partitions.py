@@ -38,5 +38,11 @@ def backward(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("crawladmin", "0011_archive_and_sitemaps")]
+    # After monitoring's foreign key to the status checks is gone (its 0001 creates it, 0005 drops it): a
+    # partitioned table cannot be referenced by `id` alone, so on a fresh database 0001 must run first. A
+    # migration dependency, not an import: the crawl core still knows nothing of monitoring's code.
+    dependencies = [
+        ("crawladmin", "0011_archive_and_sitemaps"),
+        ("monitoring", "0005_status_check_no_db_constraint"),
+    ]
     operations = [migrations.RunPython(forward, backward)]
