@@ -92,6 +92,8 @@ class ServerLease(models.Model):
     server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="leases")
     slot = models.PositiveSmallIntegerField()
     owner = models.CharField(max_length=200, blank=True)
+    # The agent whose visit holds it: the dispatcher counts the load agent's slots as its busy robots.
+    agent = models.CharField(max_length=16, blank=True, db_default="")
     expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
