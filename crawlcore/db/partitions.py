@@ -158,17 +158,20 @@ def _default_has(cur, default: str | None, column: str, lo: datetime, hi: dateti
 
 def _attach(cur, table: str, default: str | None, column: str, lo: datetime, hi: datetime) -> str:
     name = _name(table, lo)
-    if not _default_has(cur, default, column, lo, hi):
+    if default is None:  # the conversion, under its own exclusive lock
         cur.execute(f'CREATE TABLE "{name}" PARTITION OF "{table}" FOR VALUES FROM (%s) TO (%s)', [lo, hi])
         return name
-    # Rows that fell into the DEFAULT partition: move them into a table of their own, then attach it (the
-    # attach checks the DEFAULT partition holds none of the range any more, and builds the indexes).
+    # A table of its own, then ATTACH: that locks the parent only against other schema changes (CREATE TABLE
+    # … PARTITION OF would stop every read and write of the checks while it waits and works), and the
+    # DEFAULT partition while its rows are checked. Rows of the range that fell into the DEFAULT partition
+    # move first, in one statement; the attach then finds none there, and builds the indexes.
     cur.execute(f'CREATE TABLE "{name}" (LIKE "{table}" INCLUDING DEFAULTS INCLUDING CONSTRAINTS)')
-    cur.execute(
-        f'WITH moved AS (DELETE FROM "{default}" WHERE "{column}" >= %s AND "{column}" < %s RETURNING *)'
-        f' INSERT INTO "{name}" SELECT * FROM moved',
-        [lo, hi],
-    )
+    if _default_has(cur, default, column, lo, hi):
+        cur.execute(
+            f'WITH moved AS (DELETE FROM "{default}" WHERE "{column}" >= %s AND "{column}" < %s RETURNING *)'
+            f' INSERT INTO "{name}" SELECT * FROM moved',
+            [lo, hi],
+        )
     cur.execute(f'ALTER TABLE "{table}" ATTACH PARTITION "{name}" FOR VALUES FROM (%s) TO (%s)', [lo, hi])
     return name
 
