@@ -146,6 +146,10 @@ class Url(models.Model):
         indexes = [
             # The claim: due work of one server in one state.
             models.Index(fields=["server", "state", "next_check_at"], name="url_claim_idx"),
+            # The claim's order (shallowest first): read in order, the claim stops after its batch instead of
+            # fetching and sorting every due URL of the server (10,000 scattered rows a server at 10 million
+            # URLs: ~0.6 s a claim, issue 25). Neither index holds a lease column, so a claim stays HOT.
+            models.Index(fields=["server", "state", "depth", "id"], name="url_claim_order_idx"),
             # Sweeps across servers (dispatcher, inactive scan).
             models.Index(fields=["state", "next_check_at"], name="url_due_idx"),
             # No index on the lease columns, on purpose: a claim then changes no indexed column, so PostgreSQL
