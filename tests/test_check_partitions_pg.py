@@ -147,11 +147,20 @@ def test_migration_partitions_existing_rows_and_retention_drops_whole_partitions
         assert _where(url)[stray] == _part(later)
         assert _where(url)[105] == f"{TABLE}_default"  # a month ahead of today, outside that run's window
 
+        # A day inside the retention window whose partition went missing: its row waits in the DEFAULT
+        # partition, and beat's next run gives that day a partition and moves the row there.
+        gap = now - timedelta(days=6)
+        _rows(url, f'DROP TABLE "{_part(gap)}"')
+        late = _shell(env, INSERT.format(at=gap.isoformat()))["id"]
+        assert _where(url)[late] == f"{TABLE}_default"
+        assert _part(gap) in _shell(env, ENSURE.format(now=now.isoformat()))
+        assert _where(url)[late] == _part(gap)
+
         # Retention at 14 days: the partition of day 15 goes whole, and the old DEFAULT row.
         pruned = _shell(env, PRUNE.format(now=now.isoformat()))
         left = _where(url)
         assert 100 not in left and 101 not in left
-        assert {102, 103, 104, 105, made["id"], stray} <= set(left)  # nothing newer than the cutoff is removed
+        assert {102, 103, 104, 105, made["id"], stray, late} <= set(left)  # nothing newer than the cutoff is removed
         assert pruned["checks"] == 2 and pruned["partitions"] >= 1
         names = {
             r[0]

@@ -124,10 +124,19 @@ def _locked(cur) -> None:
     cur.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
 
 
-def ensure(table: str, *, column: str, start: datetime, end: datetime, span_days: int, conn=None) -> list[str]:
-    """Create the partitions that [start, end) lacks, and the ones the DEFAULT partition holds rows of (from
-    `start` on; older rows there are left to retention). Returns the names created. Nothing on a table
-    that is not partitioned."""
+def ensure(
+    table: str,
+    *,
+    column: str,
+    start: datetime,
+    end: datetime,
+    span_days: int,
+    adopt_from: datetime | None = None,
+    conn=None,
+) -> list[str]:
+    """Create the partitions that [start, end) lacks, and the ones the DEFAULT partition holds rows of from
+    `adopt_from` (default: `start`) on, moving those rows into them; older rows there are left to
+    retention. Returns the names created. Nothing on a table that is not partitioned."""
     conn = conn or default_connection
     if not is_partitioned(table, conn=conn):
         return []
@@ -138,13 +147,14 @@ def ensure(table: str, *, column: str, start: datetime, end: datetime, span_days
         default = next((p.name for p in existing if p.is_default), None)
         lo, hi = start, end
         if default:
-            cur.execute(f'SELECT min("{column}"), max("{column}") FROM "{default}" WHERE "{column}" >= %s', [start])
+            adopt = start if adopt_from is None else adopt_from
+            cur.execute(f'SELECT min("{column}"), max("{column}") FROM "{default}" WHERE "{column}" >= %s', [adopt])
             dmin, dmax = cur.fetchone()
             if dmin is not None:
                 lo, hi = min(lo, dmin), max(hi, dmax + timedelta(microseconds=1))
         for p_lo, p_hi in _missing_ranges(existing, lo, hi, span_days):
-            if p_lo >= end and not _default_has(cur, default, column, p_lo, p_hi):
-                continue  # beyond the window asked for, and no row waiting for it
+            if (p_lo >= end or p_hi <= start) and not _default_has(cur, default, column, p_lo, p_hi):
+                continue  # outside the window asked for, and no row waiting for it
             created.append(_attach(cur, table, default, column, p_lo, p_hi))
     return created
 

@@ -39,12 +39,14 @@ def check_partitions_ensure(*, now: datetime | None = None) -> list[str]:
     those the DEFAULT partition holds rows of within the retention window. Returns their names ([] on a
     plain table)."""
     now = now or timezone.now()
+    cutoff = retention_cutoff(now=now)
     return partitions.ensure(
         TABLE,
         column=COLUMN,
-        start=max(now - timedelta(days=1), retention_cutoff(now=now)),
+        start=max(now - timedelta(days=1), cutoff),
         end=now + timedelta(days=settings.CHECK_PARTITIONS_AHEAD),
         span_days=settings.CHECK_PARTITION_DAYS,
+        adopt_from=cutoff,
     )
 
 
