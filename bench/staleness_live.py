@@ -61,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--cap", type=int, default=12, help="CRAWL_ACTIVE_SCAN_CAPACITY, the cap on m (default 12)")
     ap.add_argument("--warmup", type=float, default=45.0, help="seconds allowed for the first load (default 45)")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument(
+        "--burnin", type=int, default=1, help="cycles run before the measured one, not measured (default 1)"
+    )
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--_child", help=argparse.SUPPRESS)
     ap.add_argument("--_t0", type=float, help=argparse.SUPPRESS)
@@ -93,6 +96,21 @@ def _staleness(web, pages_by_url: dict, at: float) -> tuple[float, int]:
     return (statistics.mean(ages) if ages else 0.0), missing
 
 
+def _held(web, pages_by_url: dict) -> dict[str, float | None]:
+    """For each page we hold ("server/number"), when our copy stops being live (the start of the version
+    after it), as `_staleness` counts it. The bound is computed from these."""
+    from crawlcore.models import Url
+
+    stored = dict(Url.objects.filter(page__isnull=False).values_list("url", "page__checksum"))
+    out = {}
+    for url, page in pages_by_url.items():
+        found = web._checksums.get(stored.get(url) or "")
+        ok = found is not None and found[:2] == (page.server, page.number)
+        if ok:
+            out[f"{page.server}/{page.number}"] = web.version_start(page, found[2] + 1)
+    return out
+
+
 def child(args) -> dict:
     import django
 
@@ -120,10 +138,17 @@ def child(args) -> dict:
                 if loaded_at is None and not Url.objects.exclude(state="visited").exists():
                     loaded_at = time.time()
                 time.sleep(DISPATCH_EVERY)
+            # The burn-in cycles run exactly like the measured one; only the last cycle's samples count, so
+            # every policy is measured from the state its own choices left, not from the warm-up's.
+            cycle = args.periods * args.period
+            measured = args._start + args.burnin * cycle
             samples, per_period, m_sent, t_next_sample = [], [], [], args._start
+            first_cycle, held_at_start = [], {}
             t_reconcile = args._start
-            for k in range(args.periods):
+            for k in range((args.burnin + 1) * args.periods):
                 start = args._start + k * args.period
+                if k == args.burnin * args.periods:
+                    held_at_start = _held(web, pages_by_url)
                 m_sent.append((active_scan_room(now=_aware(time.time())), scan_sweep(agent=Agent.ACTIVE_SCAN)))
                 period_samples = []
                 while time.time() < start + args.period:
@@ -131,7 +156,7 @@ def child(args) -> dict:
                     now = time.time()
                     if now >= t_next_sample:
                         mean, _ = _staleness(web, pages_by_url, now)
-                        samples.append(mean)
+                        (samples if now >= measured else first_cycle).append(mean)
                         period_samples.append(mean)
                         t_next_sample += SAMPLE_EVERY
                     if now >= t_reconcile + 10:
@@ -141,8 +166,8 @@ def child(args) -> dict:
                 per_period.append(statistics.mean(period_samples) if period_samples else float("nan"))
             final, missing = _staleness(web, pages_by_url, time.time())
             samples.append(final)
-        end = _aware(args._start + args.periods * args.period)
-        begin = _aware(args._start)
+        end = _aware(measured + cycle)
+        begin = _aware(measured)
         checks = dict(
             StatusCheck.objects.filter(checked_at__gte=begin, checked_at__lt=end)
             .values_list("agent")
@@ -151,6 +176,8 @@ def child(args) -> dict:
         return {
             "policy": args._child,
             "mean_seconds": statistics.mean(samples),
+            "burnin_mean_seconds": statistics.mean(first_cycle) if first_cycle else None,
+            "held_at_start": held_at_start,
             "per_period_seconds": [round(v, 2) for v in per_period],
             "warmup_loaded_after_s": None if loaded_at is None else round(loaded_at - args._t0, 1),
             "never_loaded": missing,
@@ -211,21 +238,50 @@ def run(args) -> dict:
             cmd = [sys.executable, "-m", "bench.staleness_live", "--_child", policy, "--_t0", repr(t0)]
             cmd += ["--_start", repr(start), "--periods", str(args.periods), "--period", str(args.period)]
             cmd += ["--servers", str(args.servers), "--pages", str(args.pages), "--threads", str(args.threads)]
-            cmd += ["--seed", str(args.seed)]
+            cmd += ["--seed", str(args.seed), "--burnin", str(args.burnin)]
             procs[policy] = subprocess.Popen(
                 cmd, cwd=ROOT, env=_child_env(Path(tmp), policy, args), stdout=subprocess.PIPE, text=True
             )
         results = {}
         for policy, proc in procs.items():
-            out, _ = proc.communicate(timeout=args.warmup + 2 * cycle + 300)
+            out, _ = proc.communicate(timeout=args.warmup + (args.burnin + 2) * cycle + 300)
             if proc.returncode != 0:
                 raise SystemExit(f"the {policy} crawler failed (exit {proc.returncode})")
             results[policy] = json.loads(out.strip().splitlines()[-1])
+    measured = start + args.burnin * cycle
+    for r in results.values():
+        r["bound"] = _bounds(args, t0, r, start=measured, end=measured + cycle)
     return {
         "config": {k: v for k, v in vars(args).items() if not k.startswith("_") and k != "json"},
         "cycle_seconds": cycle,
         "wall_seconds": round(time.time() - t0, 1),
         "results": results,
+    }
+
+
+def _bounds(args, t0: float, result: dict, *, start: float, end: float) -> dict[str, float]:
+    """The floor under this crawler's measured cycle (scheduling.staleness_bound): from the copies it held
+    at the cycle's start and the web's known change times, the least mean staleness any policy could
+    reach with as many fetches as this crawler made requests (checks and loads: generous, since a check
+    refreshes nothing), and with as many as it made loads."""
+    from scheduling.staleness_bound import PageTimes, bound_mean_staleness
+    from testweb.changing import ChangingWeb
+
+    web = ChangingWeb(_spec(args), t0=t0)  # the same schedule; not served
+    pages = []
+    for key, since in result["held_at_start"].items():
+        server, number = (int(x) for x in key.split("/"))
+        page = web.pages[(server, number)]
+        changes, v = [], web.version(page, start) + 1
+        while (at := web.version_start(page, v)) < end:
+            changes.append(at)
+            v += 1
+        pages.append(PageTimes(since, changes))
+    requests = result["requests"]
+    total = requests["active_scan"] + requests["load"]
+    return {
+        "requests": bound_mean_staleness(pages, start=start, end=end, fetches=total),
+        "loads": bound_mean_staleness(pages, start=start, end=end, fetches=requests["load"]),
     }
 
 
@@ -239,7 +295,7 @@ def report(out: dict) -> str:
         f"{cfg['threads']} worker threads each, m ≤ {cfg['cap']}; {out['wall_seconds']:.0f} s wall)",
         "",
         f"{'policy':<42} {'stale (s)':>9} {'×60 (min)':>10} {'paper (min)':>11} {'vs ours':>8} "
-        f"{'rechecks':>9} {'loads':>6}",
+        f"{'rechecks':>9} {'loads':>6} {'floor (s)':>9}",
     ]
     for p in ("staleness", "change-frequency", "importance", "round-robin", "staleness-plain"):
         r = res[p]
@@ -248,10 +304,13 @@ def report(out: dict) -> str:
         lines.append(
             f"{LABELS[p]:<42} {r['mean_seconds']:>9.2f} {r['mean_seconds']:>10.1f} {paper:>11} "
             f"{ratio:>7.2f}× {r['requests']['active_scan']:>9} {r['requests']['load']:>6}"
+            f" {r['bound']['requests']:>9.2f}"
         )
     cf, imp, rr = (res[p]["mean_seconds"] for p in ("change-frequency", "importance", "round-robin"))
     half = ours <= 0.5 * cf and ours <= 0.5 * imp
     rr_ok = rr >= 1.2 * ours
+    req, bound = res["staleness"]["requests"], res["staleness"]["bound"]
+    n_ours = req["active_scan"] + req["load"]
     lines += [
         f"(ours without the change signal is {res['staleness-plain']['mean_seconds'] / ours:.2f}× ours.)",
         "",
@@ -260,6 +319,17 @@ def report(out: dict) -> str:
         f" and {rr / ours:.2f}× better than round robin.",
         f"goal (ours ≤ half of both baselines): {'met' if half else 'NOT met'}; "
         f"goal (≥ 1.2× better than round robin): {'met' if rr_ok else 'NOT met'}.",
+        f"floor (scheduling/staleness_bound.py): an oracle that knows every change time and fetches at the"
+        f" instant of a change, with ours' {n_ours} requests as fetches, from ours' state at the cycle start:"
+        f" {bound['requests']:.2f} s ({bound['loads']:.2f} s with its {req['load']} loads);"
+        f" half of change frequency is {cf / 2:.2f} s.",
+    ]
+    if cfg["burnin"]:
+        lines.append(
+            f"burn-in ({cfg['burnin']} unmeasured cycle(s) first), mean staleness there: "
+            + ", ".join(f"{p} {res[p]['burnin_mean_seconds']:.2f}" for p in POLICIES)
+        )
+    lines += [
         "",
         "mean staleness (s) per period:",
     ]
