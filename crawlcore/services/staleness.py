@@ -192,6 +192,12 @@ def staleness_top(qs: QuerySet, *, now: datetime, limit: int, policy: str = "sta
     return list(scored.order_by(F("staleness_score").desc(), "id").values_list("id", flat=True)[:limit])
 
 
+def active_scan_outstanding(*, now: datetime) -> int:
+    """Visited URLs still out with the active scan (leased, the lease not expired)."""
+    visited = Url.objects.filter(state=State.VISITED.value)
+    return visited.exclude(lease_owner="").filter(lease_expires_at__gte=now).count()
+
+
 def active_scan_room(*, now: datetime) -> int:
     """m for this period, less what is still out: how many URLs to send the active-scan workers now.
 
@@ -204,7 +210,7 @@ def active_scan_room(*, now: datetime) -> int:
     """
     cap = settings.CRAWL_ACTIVE_SCAN_CAPACITY
     visited = Url.objects.filter(state=State.VISITED.value)
-    outstanding = visited.exclude(lease_owner="").filter(lease_expires_at__gte=now).count()
+    outstanding = active_scan_outstanding(now=now)
     since = now - timedelta(seconds=settings.CRAWL_STALENESS_PERIOD)
     done = visited.filter(last_checked_at__gte=since, last_checked_at__lte=now).count()
     if outstanding:
