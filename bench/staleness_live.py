@@ -267,7 +267,8 @@ def _child_env(tmp: Path, policy: str, args) -> dict[str, str]:
             "CRAWL_STALENESS_PERIOD": str(args.period),
             "CRAWL_RECRAWL_CYCLE": str(args.period * args.periods),
             "CRAWL_REVISIT_AFTER": str(args.period),
-            "CRAWL_RECRAWL_POLICY": policy,
+            # The oracle picks its own URLs (_oracle_choice); the setting only has to be a valid one.
+            "CRAWL_RECRAWL_POLICY": "round-robin" if policy == "oracle" else policy,
             "CRAWL_ACTIVE_SCAN_CAPACITY": str(args.cap),
             "CRAWL_REDISPATCH_AFTER": "10",
             "CRAWL_LEASE_SECONDS": "30",
