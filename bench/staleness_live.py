@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--pages", type=int, default=40, help="pages per server (default 40)")
     ap.add_argument("--threads", type=int, default=4, help="worker threads of each crawler (default 4)")
     ap.add_argument("--cap", type=int, default=12, help="m per period, the same for all (default 12)")
-    ap.add_argument("--warmup", type=float, default=45.0, help="seconds allowed for the first load (default 45)")
+    ap.add_argument("--warmup", type=float, default=240.0, help="most seconds allowed for the first load (default 240)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument(
         "--burnin", type=int, default=1, help="cycles run before the measured one, not measured (default 1)"
@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--_child", help=argparse.SUPPRESS)
     ap.add_argument("--_t0", type=float, help=argparse.SUPPRESS)
-    ap.add_argument("--_start", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--_sync", help=argparse.SUPPRESS)
     return ap
 
 
@@ -174,12 +174,16 @@ def child(args) -> dict:
         pages_by_url = {web.url(p): p for p in web.pages.values()}
         crawl_seeds_insert(seeds=list(pages_by_url), scope="host")
         with crawl_workers(threads=args.threads):
-            loaded_at = None
-            while time.time() < args._start:
+            # Warm-up: load every page, say so, and wait for the parent to name the start (a cycle boundary
+            # once every crawler is loaded, so a busy machine delays the start instead of spoiling it).
+            loaded_at, sync = None, Path(args._sync)
+            while not (sync / "start").exists() or time.time() < float((sync / "start").read_text()):
                 dispatch_due()
-                if loaded_at is None and not Url.objects.exclude(state="visited").exists():
+                if loaded_at is None and not Url.objects.filter(state="init").exists():  # every page tried
                     loaded_at = time.time()
+                    (sync / f"ready.{args._child}").write_text("1")
                 time.sleep(DISPATCH_EVERY)
+            args._start = float((sync / "start").read_text())
             # The burn-in cycles run exactly like the measured one; only the last cycle's samples count, so
             # every policy is measured from the state its own choices left, not from the warm-up's.
             cycle = args.periods * args.period
@@ -281,21 +285,30 @@ def _child_env(tmp: Path, policy: str, args) -> dict[str, str]:
 def run(args) -> dict:
     cycle = args.period * args.periods
     t0 = time.time()
-    # All of them start the measured cycle at the same second: the first cycle boundary after the warm-up.
-    start = math.ceil((t0 + args.warmup) / cycle) * cycle
     procs = {}
     with tempfile.TemporaryDirectory(prefix="staleness-live-") as tmp:
+        sync = Path(tmp) / "sync"
+        sync.mkdir()
         for policy in POLICIES:
             cmd = [sys.executable, "-m", "bench.staleness_live", "--_child", policy, "--_t0", repr(t0)]
-            cmd += ["--_start", repr(start), "--periods", str(args.periods), "--period", str(args.period)]
+            cmd += ["--_sync", str(sync), "--periods", str(args.periods), "--period", str(args.period)]
             cmd += ["--servers", str(args.servers), "--pages", str(args.pages), "--threads", str(args.threads)]
             cmd += ["--seed", str(args.seed), "--burnin", str(args.burnin)]
             procs[policy] = subprocess.Popen(
                 cmd, cwd=ROOT, env=_child_env(Path(tmp), policy, args), stdout=subprocess.PIPE, text=True
             )
+        # All of them start at the same second: the first cycle boundary after every crawler has loaded every
+        # page, or after the warm-up allowance if one never does (the table then says so).
+        deadline = t0 + args.warmup
+        while time.time() < deadline and not all((sync / f"ready.{p}").exists() for p in POLICIES):
+            time.sleep(0.5)
+        warmed = sorted(p for p in POLICIES if (sync / f"ready.{p}").exists())
+        start = math.ceil((time.time() + 2.0) / cycle) * cycle
+        (sync / "start.tmp").write_text(repr(start))
+        (sync / "start.tmp").rename(sync / "start")
         results = {}
         for policy, proc in procs.items():
-            out, _ = proc.communicate(timeout=args.warmup + (args.burnin + 2) * cycle + 300)
+            out, _ = proc.communicate(timeout=(args.burnin + 2) * cycle + 300)
             if proc.returncode != 0:
                 raise SystemExit(f"the {policy} crawler failed (exit {proc.returncode})")
             results[policy] = json.loads(out.strip().splitlines()[-1])
@@ -304,6 +317,7 @@ def run(args) -> dict:
         r["bound"] = _bounds(args, t0, r, start=measured, end=measured + cycle)
     return {
         "config": {k: v for k, v in vars(args).items() if not k.startswith("_") and k != "json"},
+        "warmed_before_start": warmed,
         "cycle_seconds": cycle,
         "wall_seconds": round(time.time() - t0, 1),
         "results": results,
@@ -378,7 +392,10 @@ def report(out: dict) -> str:
         f" {bound['requests']:.2f} s ({bound['loads']:.2f} s with its {req['load']} loads);"
         f" half of change frequency is {cf / 2:.2f} s.",
     ]
-    if cfg["burnin"]:
+    if len(out["warmed_before_start"]) < len(POLICIES):
+        late = ", ".join(p for p in POLICIES if p not in out["warmed_before_start"])
+        lines.append(f"WARNING: not every page was loaded before the start by: {late} (a busy machine?)")
+    if cfg["burnin"] and all(res[p]["burnin_mean_seconds"] is not None for p in POLICIES):
         lines.append(
             f"burn-in ({cfg['burnin']} unmeasured cycle(s) first), mean staleness there: "
             + ", ".join(f"{p} {res[p]['burnin_mean_seconds']:.2f}" for p in POLICIES)
