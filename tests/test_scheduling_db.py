@@ -520,10 +520,14 @@ def test_changes_found_make_a_page_count_as_staler(settings):
         for k in range(checks):
             to = "init" if k < changes else "visited"
             UrlEvent.objects.create(url=url, from_state="visited", to_state=to, agent="active_scan", at=NOW)
-        UrlEvent.objects.create(url=url, from_state="init", to_state="visited", agent="load", at=NOW)  # not a check
+        # The first load (an hour after it was first seen, a day ago) starts the time the checks cover; a
+        # later reload does not, and neither is a check.
+        for hours in (23, 2):
+            load = {"from_state": "init", "to_state": "visited", "agent": "load"}
+            UrlEvent.objects.create(url=url, at=NOW - timedelta(hours=hours), **load)
         prior = 1 / 3600
         if checks:
-            interval = (86400 - tau) / checks  # first seen a day ago, last checked tau ago
+            interval = (23 * 3600 - tau) / checks  # first loaded 23 h ago, last checked tau ago
             estimate = -math.log((checks - changes + 0.5) / (checks + 0.5)) / interval
             rate = (checks * estimate + prior) / (checks + 1)
         else:

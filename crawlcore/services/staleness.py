@@ -55,7 +55,7 @@ import statistics
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Case, Count, F, FloatField, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
+from django.db.models import Case, Count, F, FloatField, Min, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
 from django.db.models.functions import Coalesce, Exp, ExtractHour, Floor, Greatest, Ln
 from django.utils import timezone
 
@@ -136,7 +136,7 @@ def _change_rate(now: datetime):
     n active-scan checks at a mean interval I, X of which found a change: λ̂ = −ln((n − X + 0.5)/(n + 0.5)) / I.
     Unlike X/(n·I) it counts the changes a check cannot see (several between two checks): a page found
     changed at every check gets a rate that grows with the evidence, not one stuck at 1/I. I is the time
-    from the URL's first sighting to its last check (W), over n. The prior, one change a recrawl cycle,
+    from the URL's first load to its last check (W), over n. The prior, one change a recrawl cycle,
     weighs as one check: λ = (n·λ̂ + 1/cycle)/(n + 1) = (−ln(…)·n²/W + 1/cycle)/(n + 1); a URL never
     checked has the prior. Two subqueries per URL over event_url_time_idx: −ln(…)·n² and n."""
     checks = (
@@ -154,8 +154,21 @@ def _change_rate(now: datetime):
 
 
 def _watched(now: datetime):
-    """Seconds from the URL's first sighting to its last check."""
-    return AgeSeconds(now, "created_at") - AgeSeconds(now, "last_checked_at")
+    """Seconds from the URL's first load to its last check: the time its n checks cover (reads the
+    `first_loaded_at` annotation of `staleness_scored`). Not from its first sighting: a URL can wait long
+    in Init before its first load, and that wait is no interval between checks."""
+    return AgeSeconds(now, "first_loaded_at") - AgeSeconds(now, "last_checked_at")
+
+
+def _first_loaded():
+    """When the load agent first moved the URL to Visited (else when it was first seen)."""
+    first = (
+        UrlEvent.objects.filter(url=OuterRef("pk"), agent=Agent.LOAD.value, to_state=State.VISITED.value)
+        .values("url")
+        .annotate(first=Min("at"))
+        .values("first")
+    )
+    return Coalesce(Subquery(first), F("created_at"))
 
 
 def _expected_stale_periods(now: datetime, *, rate, horizon: float):
@@ -179,6 +192,7 @@ def staleness_scored(qs: QuerySet, *, now: datetime, signal: bool = True) -> Que
     remaining = float(horizon_remaining(now=now))
     if not signal:
         return qs.annotate(staleness_score=Value(remaining) * _periods(now) - _cost_seconds(now=now))
+    qs = qs.annotate(first_loaded_at=_first_loaded())
     rate = _change_rate(now)
     horizon = remaining * settings.CRAWL_STALENESS_PERIOD
     periods = _expected_stale_periods(now, rate=rate, horizon=horizon)
