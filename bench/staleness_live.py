@@ -2,17 +2,20 @@
 
     python -m bench.staleness_live [--periods 20] [--period 4] [--servers 4] [--pages 40] [--json]
 
-Prints figures; asserts nothing (DESIGN.md §11). One run: five crawlers side by side, one per recrawl
-policy (CRAWL_RECRAWL_POLICY) — ours (the paper's score with s the expected staleness given the changes
-the scans found, crawlcore.services.staleness), the same score with the paper's plain s, oldest-first
-round robin, and the paper's two baselines, change frequency (Tan et al. 2010) and importance (Khan et
-al. 2013). Each is the real embedded stack (SQLite, the in-process broker and worker threads running the load, extract
-and scan agents, the dispatcher and the active sweep) against its own copy of the same changing web
-(testweb/changing.py: the same pages, sizes, server speeds and change schedule, from the same clock
-origin). Each crawler first loads every page (the warm-up), then all of them start the same recrawl
-cycle at the same second: CRAWL_RECRAWL_CYCLE = periods × period, so T − t runs from T down to 1 as
-in the paper, and the active sweep runs at the start of every period. Every crawler has the same
-capacity: the same worker threads, the same per-server politeness, the same cap on m.
+Prints figures; asserts nothing (DESIGN.md §11). One run: six crawlers side by side, one per recrawl
+policy (CRAWL_RECRAWL_POLICY) — ours (the paper's score with s the expected staleness a check removes,
+crawlcore.services.staleness), the same score with the paper's plain s, oldest-first round robin, the
+paper's two baselines, change frequency (Tan et al. 2010) and importance (Khan et al. 2013) — and an
+oracle that reads the web's schedule (`_oracle_choice`). Each is the real embedded stack (SQLite, the
+in-process broker and worker threads running the load, extract and scan agents, the dispatcher and the
+active sweep) against its own copy of the same changing web (testweb/changing.py: the same pages, sizes,
+server speeds and change schedule, from the same clock origin). Each crawler first tries every page (the
+warm-up); once all have, they start at the same cycle boundary: CRAWL_RECRAWL_CYCLE = periods × period,
+so T − t runs from T down to 1 as in the paper, and the active sweep runs at the start of every period.
+`--burnin` cycles (default 1) run unmeasured first, so each policy is measured from the state its own
+choices left. Every crawler has the same capacity: the same worker threads, the same per-server
+politeness, and the same m each period (the cap less what is still out). Beside the table, the floor
+(scheduling/staleness_bound.py): the least mean staleness any policy could reach with as many fetches.
 
 Staleness is measured from the web's own change log, not from the crawler's view: every half second,
 for every page, if the stored copy (its body's sha1) is no longer the live version, the page has been
@@ -355,7 +358,7 @@ def report(out: dict) -> str:
     cfg = out["config"]
     ours = res["staleness"]["mean_seconds"]
     lines = [
-        "seed 004 live: mean staleness from the web's change log, five crawlers side by side "
+        "seed 004 live: mean staleness from the web's change log, six crawlers side by side "
         f"({cfg['servers']} servers × {cfg['pages']} pages, T = {cfg['periods']} periods of {cfg['period']:g} s, "
         f"{cfg['threads']} worker threads each, m = {cfg['cap']} less what is still out; "
         f"{out['wall_seconds']:.0f} s wall)",
