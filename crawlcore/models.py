@@ -250,7 +250,7 @@ class StatusCheck(models.Model):
     reconciler as INTERRUPTED. Neither is something the server did: both are left out of every
     statistic about servers (NOT_SERVER_ANSWERS).
 
-    On PostgreSQL the table is partitioned by range of checked_at (migration 0012, crawlcore.db.partitions):
+    On PostgreSQL the table is partitioned by range of checked_at (migration 0013, crawlcore.db.partitions):
     its database primary key is (id, checked_at), `id` still unique through its identity sequence and the
     primary key Django uses; nothing references it with a database foreign key; retention drops whole
     partitions (crawlcore.services.check_history). A read that knows the time should filter on checked_at,

@@ -1,4 +1,4 @@
-"""Status checks partitioned by time on real PostgreSQL (issue 25): migration 0012 converts a table that has
+"""Status checks partitioned by time on real PostgreSQL (issue 25): migration 0013 converts a table that has
 rows, each row lands in the partition of its day, an insert with no partition for its day still succeeds
 and beat's job gives it one, and retention drops whole old partitions and removes nothing newer."""
 
@@ -79,7 +79,7 @@ def test_migration_partitions_existing_rows_and_retention_drops_whole_partitions
             "CHECK_PARTITIONS_AHEAD": "7",
         }
         # A database from before the partitioning, with checks in it (and a status change pointing at one).
-        manage(env, "migrate", "crawladmin", "0011", "--verbosity", "0")
+        manage(env, "migrate", "crawladmin", "0012", "--verbosity", "0")
         manage(env, "migrate", "monitoring", "0004", "--verbosity", "0")
         _rows(
             url,
@@ -121,7 +121,7 @@ def test_migration_partitions_existing_rows_and_retention_drops_whole_partitions
         }
         assert ahead <= names
         indexes = {r[0] for r in _rows(url, "SELECT indexname FROM pg_indexes WHERE tablename = %s", [TABLE])}
-        assert {"check_server_time_idx", "check_pending_idx", f"{TABLE}_pkey"} <= indexes
+        assert {"check_server_time_idx", "check_pending_idx", "check_get_throughput_idx", f"{TABLE}_pkey"} <= indexes
         pk = _rows(
             url,
             "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'p'",
@@ -172,6 +172,6 @@ def test_migration_partitions_existing_rows_and_retention_drops_whole_partitions
         assert all(n == f"{TABLE}_default" or n >= _part(now - timedelta(days=15)) for n in names)
 
         # Back to a plain table, every row kept.
-        manage(env, "migrate", "crawladmin", "0011", "--verbosity", "0")
+        manage(env, "migrate", "crawladmin", "0012", "--verbosity", "0")
         assert _rows(url, "SELECT relkind FROM pg_class WHERE relname = %s", [TABLE]) == [("r",)]
         assert set(_where(url)) == set(left)

@@ -437,7 +437,7 @@ def test_schedule_table_json_names_live_servers_in_column_order(settings, capsys
 BEAT_MIGRATIONS = [
     ("crawladmin", "0002_periodic_tasks"),
     ("crawladmin", "0003_scan_periodic_tasks"),
-    ("crawladmin", "0013_check_partitions_beat"),
+    ("crawladmin", "0014_check_partitions_beat"),
     ("monitoring", "0002_periodic_tasks"),
     ("ranking", "0002_periodic_task"),
     ("dashboard", "0003_periodic_tasks"),

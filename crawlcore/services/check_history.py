@@ -1,6 +1,6 @@
 """The status-check table over time: partitions made ahead (beat), and retention.
 
-On PostgreSQL `crawladmin_statuscheck` is partitioned by `checked_at` (migration 0012, crawlcore.db.partitions):
+On PostgreSQL `crawladmin_statuscheck` is partitioned by `checked_at` (migration 0013, crawlcore.db.partitions):
 beat keeps CHECK_PARTITIONS_AHEAD days of partitions ready, and moves any row that fell into the DEFAULT
 partition (a check stamped in a span with no partition yet: a clock far ahead, beat stopped for a week)
 into a partition of its own. Retention drops partitions whose whole span is older than the cutoff. On

@@ -12,7 +12,7 @@ from crawlcore.beat import beat_jobs_migration
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("crawladmin", "0012_status_check_partitions"),
+        ("crawladmin", "0013_status_check_partitions"),
         ("django_celery_beat", "0019_alter_periodictasks_options"),
     ]
     operations = [beat_jobs_migration("crawladmin: status-check partitions ahead")]

@@ -1,6 +1,6 @@
 """Status checks partitioned by time on PostgreSQL (issue 25): the table, with its rows, becomes a table
 partitioned by range of checked_at, with a DEFAULT partition (crawlcore.db.partitions.partition_table). Beat's
-job that keeps partitions made ahead of time is migration 0013. SQLite keeps its plain table.
+job that keeps partitions made ahead of time is migration 0014. SQLite keeps its plain table.
 
 The rows are copied into the partitions under an exclusive lock: on a big table, run it in a quiet hour
 (about a minute per 10 million rows on the benchmark machine). Rows older than the retention window go to
@@ -42,7 +42,7 @@ class Migration(migrations.Migration):
     # partitioned table cannot be referenced by `id` alone, so on a fresh database 0001 must run first. A
     # migration dependency, not an import: the crawl core still knows nothing of monitoring's code.
     dependencies = [
-        ("crawladmin", "0011_archive_and_sitemaps"),
+        ("crawladmin", "0012_status_check_throughput_index"),
         ("monitoring", "0005_status_check_no_db_constraint"),
     ]
     operations = [migrations.RunPython(forward, backward)]

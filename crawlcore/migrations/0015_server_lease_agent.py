@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("crawladmin", "0013_check_partitions_beat"),
+        ("crawladmin", "0014_check_partitions_beat"),
     ]
 
     operations = [

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("crawladmin", "0014_server_lease_agent"),
+        ("crawladmin", "0015_server_lease_agent"),
     ]
 
     operations = [
