@@ -149,6 +149,17 @@ def _load() -> dict:
         "MONITOR_ROLLUP_RETENTION_DAYS": env.number(
             "MONITOR_ROLLUP_RETENTION_DAYS", 366.0, minimum=1.0, maximum=36600.0
         ),
+        # Raw status checks of every agent (crawl and monitor) are kept this long; on PostgreSQL the table is
+        # partitioned by check time (CHECK_PARTITION_DAYS days a partition) and retention drops whole
+        # partitions, the beat job keeping CHECK_PARTITIONS_AHEAD days of partitions ready ahead of time.
+        "CHECK_RETENTION_DAYS": env.number(
+            "CHECK_RETENTION_DAYS",
+            env.number("MONITOR_RAW_RETENTION_DAYS", 14.0, minimum=1.0, maximum=36600.0),
+            minimum=1.0,
+            maximum=36600.0,
+        ),
+        "CHECK_PARTITION_DAYS": env.integer("CHECK_PARTITION_DAYS", 1, minimum=1, maximum=366),
+        "CHECK_PARTITIONS_AHEAD": env.integer("CHECK_PARTITIONS_AHEAD", 7, minimum=1, maximum=366),
         "MONITOR_PROFILE_DAYS": env.integer("MONITOR_PROFILE_DAYS", 28, minimum=1, maximum=366),
         "MONITOR_BATCH_SIZE": env.integer("MONITOR_BATCH_SIZE", 50, minimum=1, maximum=1000),
         "MONITOR_THREADS": env.integer("MONITOR_THREADS", 16, minimum=1, maximum=256),
@@ -248,12 +259,12 @@ EMBEDDED = DATABASE_URL.startswith("sqlite")
 CELERY_BROKER_URL: str = _cfg["CELERY_BROKER_URL"]
 CELERY_EMBEDDED = CELERY_BROKER_URL.startswith("memory")
 
-# Every CRAWL_* and MONITOR_* value (and CRAWLER_NUM) becomes a setting of the same name: settings.CRAWL_MAX_DEPTH ...
+# Every CRAWL_*, MONITOR_* and CHECK_* value (and CRAWLER_NUM) becomes a setting of the same name.
 globals().update(
     {
         name: value
         for name, value in _cfg.items()
-        if name.startswith(("CRAWL", "MONITOR_", "RANK_", "ANALYZER_", "ALERTS_", "EMAIL_"))
+        if name.startswith(("CRAWL", "MONITOR_", "CHECK_", "RANK_", "ANALYZER_", "ALERTS_", "EMAIL_"))
     }
 )
 

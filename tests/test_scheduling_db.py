@@ -298,14 +298,20 @@ def test_a_paused_server_is_released_rather_than_leave_the_workers_idle(settings
 
 
 def _working(server: Server, now: datetime) -> None:
-    """A load worker claimed the server (its dispatch is consumed) and holds a batch of its Init URLs."""
-    Server.objects.filter(id=server.id).update(dispatched_at=None)
+    """A load worker took a slot of the server, as its visit does (its dispatch is consumed), and holds a
+    batch of its Init URLs."""
+    from crawlcore.services.servers import server_claim
+
+    assert server_claim(server_id=server.id, owner="w1", agent="load", now=now) is not None
     lease = {"lease_owner": "w1", "lease_expires_at": now + timedelta(minutes=5)}
     Url.objects.filter(server=server, state="init").update(**lease)
 
 
 def _done(server: Server) -> None:
+    from crawlcore.services.servers import server_release
+
     Url.objects.filter(server=server).update(state="visited", lease_owner="", lease_expires_at=None)
+    server_release(server_id=server.id, owner="w1")
 
 
 def test_servers_are_handed_out_by_capacity_in_column_order(settings, sent):
@@ -431,6 +437,7 @@ def test_schedule_table_json_names_live_servers_in_column_order(settings, capsys
 BEAT_MIGRATIONS = [
     ("crawladmin", "0002_periodic_tasks"),
     ("crawladmin", "0003_scan_periodic_tasks"),
+    ("crawladmin", "0014_check_partitions_beat"),
     ("monitoring", "0002_periodic_tasks"),
     ("ranking", "0002_periodic_task"),
     ("dashboard", "0003_periodic_tasks"),
@@ -438,6 +445,7 @@ BEAT_MIGRATIONS = [
 BEAT_TASKS = {
     "tasks.housekeeping.dispatch",
     "tasks.housekeeping.reconcile",
+    "tasks.housekeeping.check_partitions",
     "tasks.scan.sweep_active",
     "tasks.scan.sweep_inactive",
     "tasks.monitor.dispatch",
@@ -499,6 +507,9 @@ def test_an_operators_edit_survives_a_second_migrate():
 
 
 def test_changes_found_make_a_page_count_as_staler(settings):
+    """ours: s_j the staleness a check removes over what is left of the cycle, λ by Cho & Garcia-Molina's
+    estimator from the URL's checks, cost the reload's seconds times the chance it is needed; computed here
+    again in Python."""
     import math
 
     from crawlcore.models import UrlEvent
@@ -508,15 +519,30 @@ def test_changes_found_make_a_page_count_as_staler(settings):
     server = _server(1)
     rng = random.Random(5)
     urls, expected = [], {}
+    horizon = HORIZON * PERIOD
     for n in range(30):
         tau = rng.uniform(60, 7200)
         url = _url(server, n, state="visited", last_checked_at=NOW - timedelta(seconds=tau))
-        changes = rng.choice([0, 0, 1, 3, 8])
-        for _ in range(changes):
-            UrlEvent.objects.create(url=url, from_state="visited", to_state="init", agent="active_scan", at=NOW)
-        rate = (changes + 1) / (86400 + 3600)  # first seen a day ago, plus the prior of one cycle
-        stale = tau - (1 - math.exp(-rate * tau)) / rate
-        expected[url.id] = HORIZON * stale / PERIOD - 16 * 1024 / 100_000  # no throughput seen: 100 KB/s
+        checks = rng.choice([0, 0, 1, 3, 8, 12])
+        changes = rng.randint(0, checks)
+        for k in range(checks):
+            to = "init" if k < changes else "visited"
+            UrlEvent.objects.create(url=url, from_state="visited", to_state=to, agent="active_scan", at=NOW)
+        # The first load (an hour after it was first seen, a day ago) starts the time the checks cover; a
+        # later reload does not, and neither is a check.
+        for hours in (23, 2):
+            load = {"from_state": "init", "to_state": "visited", "agent": "load"}
+            UrlEvent.objects.create(url=url, at=NOW - timedelta(hours=hours), **load)
+        prior = 1 / 3600
+        if checks:
+            interval = (23 * 3600 - tau) / checks  # first loaded 23 h ago, last checked tau ago
+            estimate = -math.log((checks - changes + 0.5) / (checks + 0.5)) / interval
+            rate = (checks * estimate + prior) / (checks + 1)
+        else:
+            rate = prior
+        removed = tau - (1 - math.exp(-rate * tau)) * (1 - math.exp(-rate * horizon)) / (rate * rate * horizon)
+        reload = (1 - math.exp(-rate * tau)) * 16 * 1024 / 100_000  # no throughput seen: 100 KB/s
+        expected[url.id] = HORIZON * removed / PERIOD - reload
         urls.append(url)
     Url.objects.update(created_at=NOW - timedelta(days=1))
     best = sorted(expected, key=lambda i: (-expected[i], i))
@@ -525,3 +551,17 @@ def test_changes_found_make_a_page_count_as_staler(settings):
     settings.CRAWL_RECRAWL_POLICY = "staleness-plain"
     periods = {u.id: int((NOW - u.last_checked_at).total_seconds() // PERIOD) for u in urls}
     assert active_candidates(now=NOW, limit=30) == sorted(periods, key=lambda i: (-periods[i], i))
+
+
+def test_only_the_load_agents_visits_count_as_busy_robots(settings, sent):
+    from crawlcore.services.dispatch import load_capacity
+    from crawlcore.services.servers import server_claim
+
+    settings.CRAWL_LOAD_SLOTS, settings.CRAWL_LOAD_PREFETCH = 2, 0
+    scanned, loading = _server(1, [1.0] * 24), _server(2, [1.0] * 24)
+    assert server_claim(server_id=scanned.id, owner="s1", agent="active_scan", now=NOW) is not None
+    assert load_capacity(now=NOW).busy == 0  # a scan's visit holds no load robot
+    _working(loading, NOW)
+    assert load_capacity(now=NOW).busy == 1
+    _done(loading)
+    assert load_capacity(now=NOW).busy == 0
