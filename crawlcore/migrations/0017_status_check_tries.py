@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('crawladmin', '0011_archive_and_sitemaps'),
+        ('crawladmin', '0016_url_claim_order'),
     ]
 
     operations = [
