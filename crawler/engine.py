@@ -70,6 +70,9 @@ Done = Callable[[FetchResult, float], None]  # (result, wall-clock start) of one
 _BACKSTOP_S = 1.0  # libcurl's total timeout is the sum of the phase budgets plus this
 _MAX_WAIT_S = 0.5  # longest selector wait when nothing is due (a submit wakes the engine at once)
 _ACCEPT_ENCODING = "gzip, deflate"
+# At most this many header lines in a response, as http.client (the Fetcher) allows: a flood of small headers
+# is a malformed response whatever its total size.
+_MAX_HEADER_LINES = 100
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -154,6 +157,9 @@ class _Transfer:
                         return -1
                 self.loop.arm(self, now + self.policy.body_timeout)
         else:
+            if len(self.head) >= _MAX_HEADER_LINES:
+                self.flag = (FailureKind.BAD_RESPONSE, f"more than {_MAX_HEADER_LINES} response headers")
+                return -1
             name, sep, value = line.decode("latin-1").partition(":")
             if sep:
                 self.head.append((name, value.strip()))

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from crawlcore.models import Server
+from crawler.engine import EngineFetcher
 from crawler.fetch import FailureKind, Fetcher, FetchPolicy, FetchResult, Timings
 from crawler.lifecycle import Agent
 from crawler.netguard import forbidden_reason, parse_cidrs
@@ -49,19 +50,26 @@ class Gate(Protocol):
     def wait(self, seconds: float) -> bool: ...
 
 
-def thread_fetcher() -> Fetcher:
-    """One fetcher per worker thread, kept across tasks so keep-alive connections are reused."""
+def thread_fetcher() -> Fetcher | EngineFetcher:
+    """The fetcher of this worker thread, kept across tasks (and rebuilt when the settings it is built from
+    change). With CRAWL_FETCH_ENGINE=engine (the default) it hands each request to the process's one fetch
+    engine, which drives every thread's transfers together and keeps their keep-alive connections; with
+    "threads", a requests/urllib3 Fetcher of the thread's own."""
+    policy = FetchPolicy(
+        connect_timeout=settings.CRAWL_CONNECT_TIMEOUT,
+        header_timeout=settings.CRAWL_HEADER_TIMEOUT,
+        body_timeout=settings.CRAWL_BODY_TIMEOUT,
+        max_body_bytes=settings.CRAWL_MAX_BODY_BYTES,
+        user_agent=settings.CRAWL_USER_AGENT,
+        dns_timeout=settings.CRAWL_DNS_TIMEOUT,
+    )
+    key = (settings.CRAWL_FETCH_ENGINE, policy)
     fetcher = getattr(_local, "fetcher", None)
-    if fetcher is None:
-        policy = FetchPolicy(
-            connect_timeout=settings.CRAWL_CONNECT_TIMEOUT,
-            header_timeout=settings.CRAWL_HEADER_TIMEOUT,
-            body_timeout=settings.CRAWL_BODY_TIMEOUT,
-            max_body_bytes=settings.CRAWL_MAX_BODY_BYTES,
-            user_agent=settings.CRAWL_USER_AGENT,
-            dns_timeout=settings.CRAWL_DNS_TIMEOUT,
-        )
-        _local.fetcher = fetcher = Fetcher(policy)
+    if fetcher is None or getattr(_local, "fetcher_key", None) != key:
+        if fetcher is not None:
+            fetcher.close()
+        _local.fetcher = fetcher = EngineFetcher(policy) if key[0] == "engine" else Fetcher(policy)
+        _local.fetcher_key = key
     return fetcher
 
 
