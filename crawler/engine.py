@@ -50,7 +50,7 @@ import selectors
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -106,6 +106,7 @@ class _Transfer:
     status: int | None = None
     head: list[tuple[str, str]] = field(default_factory=list)  # the current response's header lines
     status_line: str = ""
+    headers: dict[str, str] | None = None  # the final response's, cleaned, once its head has ended
     header_bytes: int = 0
     headers_done_at: float | None = None
     body: bytearray | None = None
@@ -143,14 +144,16 @@ class _Transfer:
             self.status = int(code) if len(code) == 3 and code.isdigit() else None
             self.status_line = line.decode("latin-1").rstrip("\r\n")
             self.head = []
+            self.headers = None
         elif line in (b"\r\n", b"\n"):
             if self.status is not None and self.status >= 200:  # an interim 1xx is not the answer
                 self.headers_done_at = now = time.monotonic()
+                self.headers = clean_headers(self.head)
                 if self.request.method != "HEAD":
                     # A body declared larger than the limit is not read at all. Checked here rather than by
                     # libcurl's MAXFILESIZE, which also refuses a Content-Length no body can have (beyond a
                     # bigint): that one says nothing, and the body is read to the limit as usual.
-                    declared = header_int(dict(clean_headers(self.head)).get("content-length"))
+                    declared = header_int(self.headers.get("content-length"))
                     limit = self.policy.max_body_bytes
                     if declared is not None and declared > limit:
                         self.flag = (FailureKind.TOO_LARGE, f"content-length {declared} > limit {limit}; body not read")
@@ -402,7 +405,7 @@ def _result(t: _Transfer, code: int | None, message: str, ended: float) -> Fetch
     if failure is FailureKind.TOO_LARGE and t.status is not None:
         answered = True  # refused on its declared Content-Length: the status line came
     status = t.status if answered else None
-    headers = clean_headers(t.head) if status is not None else {}
+    headers = (t.headers if t.headers is not None else clean_headers(t.head)) if status is not None else {}
     url = request.url
     return FetchResult(
         url=url,
@@ -464,7 +467,7 @@ def _classify(easy: pycurl.Curl, t: _Transfer, code: int, message: str) -> tuple
             return FailureKind.HEADER_TIMEOUT, f"no response headers within {policy.header_timeout:g}s"
         return FailureKind.BODY_TIMEOUT, f"body not complete within {policy.body_timeout:g}s"
     if code == pycurl.E_FILESIZE_EXCEEDED:
-        declared = dict(clean_headers(t.head)).get("content-length", "?")
+        declared = clean_headers(t.head).get("content-length", "?")
         return FailureKind.TOO_LARGE, f"content-length {declared} > limit {policy.max_body_bytes}; body not read"
     if code in _TLS_CODES:
         return FailureKind.TLS, f"TLS error: {_short(code, message)}"
@@ -736,10 +739,3 @@ class EngineFetcher:
         result.timings.dns_ms = dns_ms
         result.timings.total_ms = (time.monotonic() - started) * 1000  # the lookup included, as the Fetcher's
         return result
-
-
-def fetch_many(requests: Sequence[Request], policy: FetchPolicy, *, engine: Engine | None = None) -> list[FetchResult]:
-    """Submit every request at once and wait for them all: results in the order of `requests`."""
-    engine = engine or shared_engine()
-    futures = [engine.submit(r, policy) for r in requests]
-    return [f.result() for f in futures]
