@@ -340,7 +340,18 @@ class Loop:
         finally:
             easy.reset()
             self._idle.append(easy)
+            # The deadline heap still holds the transfer until its deadline passes (seconds away): it must not
+            # hold the body and head too, or a busy engine keeps every page of the last CRAWL_BODY_TIMEOUT.
+            t.body, t.head, t.headers = None, [], None
+            if len(self._heap) > 64 + 4 * len(self.active):
+                self._prune()
         t.done(result, t.started_wall)
+
+    def _prune(self) -> None:
+        """Drop the heap's stale entries (transfers that ended or moved to a later deadline)."""
+        active = self.active
+        self._heap = [e for e in self._heap if e[2].deadline == e[0] and active.get(e[2].easy) is e[2]]
+        heapq.heapify(self._heap)
 
 
 def _configure(easy: pycurl.Curl, t: _Transfer) -> None:

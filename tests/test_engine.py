@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import tracemalloc
 from collections.abc import Iterator
 
 import pytest
@@ -132,3 +133,19 @@ def test_a_closed_engine_refuses_new_work_and_ends_what_it_held(serve):
     assert future.result(timeout=2).failure is FailureKind.OTHER
     with pytest.raises(RuntimeError):
         e.submit(Request(server.url()), FAST)
+
+
+def test_finished_transfers_do_not_keep_their_bodies_until_their_deadlines(serve, engine):
+    """Ended transfers stay in the deadline heap until their (long) deadlines pass; their bodies must not."""
+    body = b"b" * 50_000
+    server = serve(answer_forever(response("200 OK", body)))
+    fetcher = EngineFetcher(FetchPolicy(connect_timeout=30, header_timeout=30, body_timeout=60), engine=engine)
+    assert fetcher.fetch(server.url("/warm")).body == body
+    tracemalloc.start()
+    try:
+        for i in range(200):  # 10 MB of bodies in all
+            assert len(fetcher.fetch(server.url(f"/{i}")).body) == len(body)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 2_000_000, f"{held} bytes still held after 200 fetches"
