@@ -60,7 +60,7 @@ from .certs import certificate_from_curl
 from .fetch import FailureKind, FetchPolicy, FetchResult, Timings, resolve_checked
 from .sanitize import clean_head, clean_headers, clean_line, header_int
 
-__all__ = ["Engine", "EngineFetcher", "Loop", "Request", "shared_engine"]
+__all__ = ["Engine", "EngineFetcher", "Loop", "Request", "refused_nul_header", "shared_engine"]
 
 log = logging.getLogger(__name__)
 
@@ -542,6 +542,13 @@ _TLS_CODES = frozenset(
 )
 # 8 is CURLE_WEIRD_SERVER_REPLY, 61 bad content encoding, 100 CURLE_TOO_LARGE (a header over libcurl's cap).
 _BAD_RESPONSE_CODES = frozenset({8, pycurl.E_BAD_CONTENT_ENCODING, 100})
+
+
+def refused_nul_header(result: FetchResult) -> bool:
+    """libcurl refused the response because a header line holds a NUL byte (RFC 9110 lets a recipient reject
+    it). The Fetcher reads such a response and cleans the header (issue 18: the page is stored), so a caller
+    that must keep that behaviour asks once more with the Fetcher."""
+    return result.failure is FailureKind.BAD_RESPONSE and "Nul byte in header" in result.detail
 
 
 def _info(easy: pycurl.Curl, info: int):
