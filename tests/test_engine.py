@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from crawler.engine import Engine, EngineFetcher, Request
+from crawler.engine import Engine, EngineFetcher, Request, refused_nul_header
 from crawler.fetch import FailureKind, FetchPolicy
 
 from .test_fetch import FAST, TinyServer, answer_forever, response
@@ -149,3 +149,14 @@ def test_finished_transfers_do_not_keep_their_bodies_until_their_deadlines(serve
     finally:
         tracemalloc.stop()
     assert held < 2_000_000, f"{held} bytes still held after 200 fetches"
+
+
+def test_a_response_refused_for_a_nul_in_a_header_is_recognised(serve, engine):
+    """The load agent asks such a page again with the Fetcher (issue 18 keeps it); that needs libcurl's refusal
+    to be told apart from other malformed responses, whatever libcurl's wording of the day."""
+    nul = serve(answer_forever(b'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nETag: "a\x00b"\r\n\r\nok'))
+    garbage = serve(answer_forever(b"SSH-2.0-OpenSSH_9.0\r\n\r\n"))
+    fetcher = EngineFetcher(FAST, engine=engine)
+    assert refused_nul_header(fetcher.fetch(nul.url()))
+    refused = fetcher.fetch(garbage.url())
+    assert refused.failure is FailureKind.BAD_RESPONSE and not refused_nul_header(refused)
