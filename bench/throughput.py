@@ -458,7 +458,9 @@ def _ours_env(args, db: str, broker: str, tmp: Path) -> dict[str, str]:
     return env
 
 
-def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path) -> dict:
+def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
+    """One crawl of ours (step 2 of the module docstring). `after(env)`, if given, runs in the crawl's database
+    once the crawl is done and counted (bench.seed003 ranks it there); its result is returned under "after"."""
     from bench.pgdb import fresh_database, manage
     from testweb.cluster import Processes, redis_server
 
@@ -501,6 +503,7 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path) -> dict:
             raise BenchError(f"manage.py crawl exited {code}:\n{text[-3000:]}")
         summary = json.loads(text[text.index("{") :])
         found = _count_ours(db)
+        after_result = after(env) if after is not None else None
     cpu = {k: round(cpu1[k] - cpu0[k], 2) for k in cpu1}
     cpu["crawl command"] = round(crawl_cpu, 2)
     seconds = summary["seconds"]
@@ -537,6 +540,7 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path) -> dict:
         "found": found,
         "requests": web_requests(nginx, offset, "crawladmin"),
         "log_errors": {n: len(re.findall(r"Traceback|\bERROR\b", t)) for n, t in logs.items()},
+        "after": after_result,
     }
 
 
