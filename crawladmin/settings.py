@@ -66,6 +66,10 @@ def _load() -> dict:
         # Name lookups have their own deadline: getaddrinfo has none, and a silent resolver retries for minutes.
         "CRAWL_DNS_TIMEOUT": env.number("CRAWL_DNS_TIMEOUT", 5.0, minimum=0.01, maximum=600.0),
         "CRAWL_BODY_TIMEOUT": env.number("CRAWL_BODY_TIMEOUT", 20.0, minimum=0.01, maximum=3600.0),
+        # Which HTTP stack the load agent and the scans fetch with: "engine", the one libcurl multi engine the
+        # monitor uses too (crawler.engine: one thread per process drives every transfer), or "threads", the
+        # requests/urllib3 Fetcher on each worker thread (crawler.fetch), kept for comparison and fallback.
+        "CRAWL_FETCH_ENGINE": env.choice("CRAWL_FETCH_ENGINE", "engine", ("engine", "threads")),
         "CRAWL_MAX_BODY_BYTES": env.integer("CRAWL_MAX_BODY_BYTES", 10 * 1024 * 1024, minimum=1024, maximum=1024**3),
         "CRAWL_MAX_REDIRECTS": env.integer("CRAWL_MAX_REDIRECTS", 5, minimum=0, maximum=100),
         "CRAWL_DELAY_THRESHOLD": env.number("CRAWL_DELAY_THRESHOLD", 3.0, minimum=0.0, maximum=600.0),

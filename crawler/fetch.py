@@ -25,6 +25,7 @@ import contextvars
 import enum
 import http.client
 import io
+import ipaddress
 import os
 import socket
 import ssl
@@ -53,7 +54,7 @@ from urllib3.util.connection import create_connection
 from .certs import Certificate
 from .sanitize import clean_head, clean_headers, clean_line, header_int
 
-__all__ = ["FailureKind", "FetchPolicy", "FetchResult", "Fetcher", "Timings"]
+__all__ = ["FailureKind", "FetchPolicy", "FetchResult", "Fetcher", "Timings", "resolve_checked"]
 
 _CHUNK = 64 * 1024
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -560,37 +561,7 @@ class Fetcher:
         return scheme, parts.hostname, port or _DEFAULT_PORTS[scheme]
 
     def _resolve(self, host: str, port: int, outcome: _Outcome, check) -> tuple[str, ...]:
-        """Resolve once, time it, and filter through address_check; the connection is pinned to the result.
-
-        getaddrinfo has no timeout parameter, and a resolver that never answers would hold the worker for
-        as long as the system's resolver settings say (minutes with retries). So the lookup runs on a
-        small shared pool of resolver threads and is waited for at most `dns_timeout`; a lookup still
-        running then is left to finish on its own and the fetch fails as DNS.
-        """
-        started = time.monotonic()
-        try:
-            future = _resolver_pool().submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
-            infos = future.result(timeout=self.policy.dns_timeout)
-        except concurrent.futures.TimeoutError as exc:
-            detail = f"cannot resolve {host}: no answer within {self.policy.dns_timeout:g}s"
-            raise _Failure(FailureKind.DNS, detail) from exc
-        except (socket.gaierror, UnicodeError) as exc:
-            raise _Failure(FailureKind.DNS, f"cannot resolve {host}: {exc}") from exc
-        finally:
-            outcome.dns_ms = (time.monotonic() - started) * 1000
-        addresses = tuple(dict.fromkeys(str(info[4][0]) for info in infos))
-        if not addresses:
-            raise _Failure(FailureKind.DNS, f"no addresses for {host}")
-        if check is None:
-            return addresses
-        reasons = {ip: check(ip) for ip in addresses}
-        # Only addresses that pass are ever dialled, so a host with a mix of good and forbidden
-        # addresses is fetched from a good one; it is refused only when none is allowed.
-        allowed = tuple(ip for ip in addresses if reasons[ip] is None)
-        if not allowed:
-            first = addresses[0]
-            raise _Failure(FailureKind.FORBIDDEN_ADDRESS, f"{host} resolves to {first}: {reasons[first]}")
-        return allowed
+        return _resolve_into(outcome, host, port, check, self.policy.dns_timeout)
 
     def _session(self, scheme: str, host: str, port: int) -> requests.Session:
         key = (scheme, host.lower(), port)
@@ -717,6 +688,62 @@ class Fetcher:
         except _NETWORK_ERRORS:
             pass  # the connection is being discarded; an error while closing it changes nothing
         raw.release_conn()
+
+
+def resolve_checked(
+    url: str, *, method: str, check: Callable[[str], str | None] | None, dns_timeout: float
+) -> tuple[tuple[str, ...], float] | FetchResult:
+    """The addresses of `url`'s host that `check` allows (all of them when it is None) and the lookup's
+    milliseconds, resolved as the Fetcher resolves (bounded by `dns_timeout`); or the failed fetch
+    (DNS, FORBIDDEN_ADDRESS, an unsupported URL) when there is nothing to dial. For callers that dial
+    themselves (crawler.engine)."""
+    outcome = _Outcome(url=url, method=method.upper(), started=time.monotonic())
+    try:
+        _scheme, host, port = Fetcher._origin(url)
+        addresses = _resolve_into(outcome, host, port, check, dns_timeout)
+    except _Failure as failure:
+        return outcome.result(failure.kind, failure.detail)
+    return addresses, outcome.dns_ms or 0.0
+
+
+def _resolve_into(outcome: _Outcome, host: str, port: int, check, dns_timeout: float) -> tuple[str, ...]:
+    """Resolve once, time it, and filter through address_check; the connection is pinned to the result.
+
+    getaddrinfo has no timeout parameter, and a resolver that never answers would hold the worker for
+    as long as the system's resolver settings say (minutes with retries). So the lookup runs on a
+    small shared pool of resolver threads and is waited for at most `dns_timeout`; a lookup still
+    running then is left to finish on its own and the fetch fails as DNS. An IP literal needs no
+    resolver: it is its own address.
+    """
+    started = time.monotonic()
+    try:
+        try:
+            literal = ipaddress.ip_address(host)
+        except ValueError:
+            future = _resolver_pool().submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
+            infos = future.result(timeout=dns_timeout)
+            addresses = tuple(dict.fromkeys(str(info[4][0]) for info in infos))
+        else:
+            addresses = (str(literal),)
+    except concurrent.futures.TimeoutError as exc:
+        detail = f"cannot resolve {host}: no answer within {dns_timeout:g}s"
+        raise _Failure(FailureKind.DNS, detail) from exc
+    except (socket.gaierror, UnicodeError) as exc:
+        raise _Failure(FailureKind.DNS, f"cannot resolve {host}: {exc}") from exc
+    finally:
+        outcome.dns_ms = (time.monotonic() - started) * 1000
+    if not addresses:
+        raise _Failure(FailureKind.DNS, f"no addresses for {host}")
+    if check is None:
+        return addresses
+    reasons = {ip: check(ip) for ip in addresses}
+    # Only addresses that pass are ever dialled, so a host with a mix of good and forbidden
+    # addresses is fetched from a good one; it is refused only when none is allowed.
+    allowed = tuple(ip for ip in addresses if reasons[ip] is None)
+    if not allowed:
+        first = addresses[0]
+        raise _Failure(FailureKind.FORBIDDEN_ADDRESS, f"{host} resolves to {first}: {reasons[first]}")
+    return allowed
 
 
 def _content_length(headers: dict[str, str]) -> int | None:

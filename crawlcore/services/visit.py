@@ -17,6 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from crawlcore.models import Server
+from crawler.engine import EngineFetcher, refused_nul_header
 from crawler.fetch import FailureKind, Fetcher, FetchPolicy, FetchResult, Timings
 from crawler.lifecycle import Agent
 from crawler.netguard import forbidden_reason, parse_cidrs
@@ -49,20 +50,29 @@ class Gate(Protocol):
     def wait(self, seconds: float) -> bool: ...
 
 
-def thread_fetcher() -> Fetcher:
-    """One fetcher per worker thread, kept across tasks so keep-alive connections are reused."""
-    fetcher = getattr(_local, "fetcher", None)
-    if fetcher is None:
-        policy = FetchPolicy(
-            connect_timeout=settings.CRAWL_CONNECT_TIMEOUT,
-            header_timeout=settings.CRAWL_HEADER_TIMEOUT,
-            body_timeout=settings.CRAWL_BODY_TIMEOUT,
-            max_body_bytes=settings.CRAWL_MAX_BODY_BYTES,
-            user_agent=settings.CRAWL_USER_AGENT,
-            dns_timeout=settings.CRAWL_DNS_TIMEOUT,
-        )
-        _local.fetcher = fetcher = Fetcher(policy)
-    return fetcher
+def thread_fetcher(kind: str | None = None) -> Fetcher | EngineFetcher:
+    """The fetcher of this worker thread, kept across tasks (and rebuilt when the settings it is built from
+    change). With CRAWL_FETCH_ENGINE=engine (the default) it hands each request to the process's one fetch
+    engine, which drives every thread's transfers together and keeps their keep-alive connections; with
+    "threads", a requests/urllib3 Fetcher of the thread's own."""
+    policy = FetchPolicy(
+        connect_timeout=settings.CRAWL_CONNECT_TIMEOUT,
+        header_timeout=settings.CRAWL_HEADER_TIMEOUT,
+        body_timeout=settings.CRAWL_BODY_TIMEOUT,
+        max_body_bytes=settings.CRAWL_MAX_BODY_BYTES,
+        user_agent=settings.CRAWL_USER_AGENT,
+        dns_timeout=settings.CRAWL_DNS_TIMEOUT,
+    )
+    kind = kind or settings.CRAWL_FETCH_ENGINE
+    fetchers = getattr(_local, "fetchers", None)
+    if fetchers is None:
+        _local.fetchers = fetchers = {}
+    held = fetchers.get(kind)
+    if held is None or held[0] != policy:
+        if held is not None:
+            held[1].close()
+        held = fetchers[kind] = (policy, EngineFetcher(policy) if kind == "engine" else Fetcher(policy))
+    return held[1]
 
 
 def address_check_for(server: Server):
@@ -171,6 +181,12 @@ class ServerVisit:
         # robots.txt redirect hop, say) is guarded like a host nobody vouched for.
         check = self._check if _same_host(url, self.server) else untrusted_address_check()
         result = thread_fetcher().fetch(url, method=method, headers=headers, address_check=check)
+        if refused_nul_header(result) and self.wait_turn():
+            # The engine (libcurl) refuses a header with a NUL in it; the Fetcher reads the response and
+            # cleans it, so the page is kept (issue 18). One more request, on the server's next turn, under
+            # the same check row: rare, and only for a server that sends such headers.
+            self._last_send = time.monotonic()
+            result = thread_fetcher("threads").fetch(url, method=method, headers=headers, address_check=check)
         if result.failure == FailureKind.FORBIDDEN_ADDRESS:
             check_discard(check_id=check_id)  # refused before connecting: no request, no check
         else:
