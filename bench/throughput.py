@@ -369,6 +369,9 @@ _WORD = re.compile(r"[a-z_][a-z0-9_$]*")
 _DML = re.compile(r"\b(INSERT|UPDATE|DELETE|SELECT)\b", re.I)
 
 
+FK_CHECK = "(FK check, per row) of"
+
+
 def pg_snapshot(db_url: str) -> dict:
     """Rows written per table in the benchmark database (inserts, updates, deletes); transactions of every
     other database; and, when pg_stat_statements is there, the calls of each statement of our database."""
@@ -426,6 +429,10 @@ def statement_kind(query: str, tables: set[str]) -> str:
     if verb in ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "START", "END"):
         return "transaction control (BEGIN/COMMIT/SAVEPOINT/RELEASE/ROLLBACK)"
     table = next((w for w in _WORD.findall(query.lower()) if w in tables), None)
+    if table is not None and "FOR KEY SHARE OF x" in query:
+        # PostgreSQL's own foreign-key check, one per row written, at commit (Django's constraints are
+        # deferred): not a statement any client sent.
+        return f"{FK_CHECK} {table.removeprefix('crawladmin_')}"
     if table is None:  # no table: name what it runs (an advisory lock, set_config, …)
         return " ".join(query.split())[:60]
     return f"{verb} {table.removeprefix('crawladmin_')}"
@@ -444,6 +451,19 @@ def pg_statements(before: dict, after: dict) -> dict[str, tuple[int, int]] | Non
             kind[0] += calls - c0
             kind[1] += n - n0
     return {k: (c, n) for k, (c, n) in sorted(out.items(), key=lambda kv: -kv[1][0])}
+
+
+def pg_top_statements(before: dict, after: dict, n: int = 40) -> list[tuple[int, int, str]]:
+    """The `n` statements of our database called most often between two snapshots: (calls, rows, text)."""
+    if after["statements"] is None:
+        return []
+    old = before["statements"] or {}
+    out = []
+    for key, (calls, rows) in after["statements"].items():
+        c0, r0 = old.get(key, (0, 0))
+        if calls - c0:
+            out.append((calls - c0, rows - r0, " ".join(key[1].split())[:400]))
+    return sorted(out, reverse=True)[:n]
 
 
 def pg_rows_split(before: dict, after: dict) -> dict[str, tuple[int, int, int]]:
@@ -614,6 +634,7 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path) -> dict:
     pages = found["pages"]
     rows = pg_rows(pg0, pg1)
     statements = pg_statements(pg0, pg1)
+    sent = None if statements is None else sum(c for k, (c, _) in statements.items() if not k.startswith(FK_CHECK))
     counted = sum(v for k, v in cpu.items() if k != "nginx")
     pg_split = backends.breakdown(cpu.get("postgres", 0.0))
     ours_only = counted - cpu.get("postgres", 0.0) + pg_split["ours_estimate"]
@@ -641,9 +662,13 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path) -> dict:
         "rows_per_page": sum(rows.values()) / pages if pages else None,
         "rows_by_table_split": pg_rows_split(pg0, pg1),
         "statements": statements,
-        "statements_total": sum(c for c, _ in statements.values()) if statements is not None else None,
-        "statements_per_page": (
-            sum(c for c, _ in statements.values()) / pages if statements is not None and pages else None
+        "top_statements": pg_top_statements(pg0, pg1),  # in --json only
+        "statements_total": sent,
+        "statements_per_page": sent / pages if sent is not None and pages else None,
+        "fk_checks_per_page": (
+            sum(c for k, (c, _) in statements.items() if k.startswith(FK_CHECK)) / pages
+            if statements is not None and pages
+            else None
         ),
         "transactions_per_page": pg_xacts(pg0, pg1)[0] / pages if pages else None,
         "rows_per_s": sum(rows.values()) / seconds if seconds else 0.0,
@@ -817,7 +842,8 @@ def _fmt(v, spec: str) -> str:
 
 def summarize(results: dict[str, list[dict]]) -> dict:
     keys = ("pages", "seconds", "pages_per_s", "cpu_s_per_page", "cpu_s_per_page_our_backends", "peak_rss_mb")
-    keys += ("peak_pss_mb", "rows_per_s", "rows_per_page", "statements_per_page", "transactions_per_page")
+    keys += ("peak_pss_mb", "rows_per_s", "rows_per_page", "statements_per_page", "fk_checks_per_page")
+    keys += ("transactions_per_page",)
     med = {name: {k: _median(runs, k) for k in keys} for name, runs in results.items() if runs}
     ratios = {}
     if "ours" in med and "scrapy" in med:
@@ -844,6 +870,7 @@ def print_table(summary: dict, runs: int) -> None:
         ("DB rows written/s", "rows_per_s", ",.0f", None),
         ("DB rows/page", "rows_per_page", ",.1f", None),
         ("DB statements/page", "statements_per_page", ",.2f", None),
+        ("  FK checks/page", "fk_checks_per_page", ",.2f", None),
         ("DB transactions/page", "transactions_per_page", ",.2f", None),
     )
     for label, key, spec, ratio in rows:
@@ -868,8 +895,9 @@ def print_writes(r: dict) -> None:
         print(f"   statements: not counted (--pg shared); transactions per page {r['transactions_per_page']:.2f}")
         return
     print(
-        f"   statements {r['statements_total']:,} = {r['statements_total'] / pages:.2f} per page "
-        f"(pg_stat_statements), transactions per page {r['transactions_per_page']:.2f}; per page (rows per statement):"
+        f"   statements sent {r['statements_total']:,} = {r['statements_total'] / pages:.2f} per page "
+        f"(pg_stat_statements; and PostgreSQL's own foreign-key checks {r['fk_checks_per_page']:.2f} per page), "
+        f"transactions per page {r['transactions_per_page']:.2f}; per page (rows per statement):"
     )
     for kind, (calls, rows) in statements.items():
         if calls / pages >= 0.005:
