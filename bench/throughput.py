@@ -366,7 +366,7 @@ PRIVATE_PG = {
 # The benchmark's own queries, not the crawl's.
 _BENCH_QUERY = re.compile(r"pg_stat_|pg_backend_pid|current_database\(\)|pg_database", re.I)
 _WORD = re.compile(r"[a-z_][a-z0-9_$]*")
-_DML = re.compile(r"\b(INSERT|UPDATE|DELETE|SELECT)\b", re.I)
+_WRITE = re.compile(r"\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+\"?(\w+)", re.I)
 
 
 FK_CHECK = "(FK check, per row) of"
@@ -424,8 +424,10 @@ def statement_kind(query: str, tables: set[str]) -> str:
     head = query.lstrip().split(None, 1)
     verb = head[0].upper().rstrip(";") if head else "?"
     if verb == "WITH":
-        found = [m for m in _DML.finditer(query) if m.group(1).upper() != "SELECT"]
-        verb = found[-1].group(1).upper() if found else "SELECT"
+        writes = [f"{v.split()[0].upper()} {t.removeprefix('crawladmin_')}" for v, t in _WRITE.findall(query)]
+        if len(writes) > 1:  # several writes in one statement (crawlcore.db.chain)
+            return "one statement: " + " + ".join(writes)
+        verb = writes[0].split()[0] if writes else "SELECT"
     if verb in ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "START", "END"):
         return "transaction control (BEGIN/COMMIT/SAVEPOINT/RELEASE/ROLLBACK)"
     table = next((w for w in _WORD.findall(query.lower()) if w in tables), None)
