@@ -102,12 +102,15 @@ def parse_workers(text: str) -> list[WorkerSpec]:
 
 
 def default_workers(servers: int, slots: int) -> str:
-    # Fetching is I/O: one thread per server slot. Parsing is CPU, but an extract process also waits on
-    # PostgreSQL (its writes of URLs and links): two per core keep the cores busy meanwhile. With one per
-    # core the machine was 64-95 % busy and the load agent starved at the end while extraction caught up
-    # (pages/s 179-262 over six runs); with two, 98 % (see README "Performance"). The dispatcher gets its
-    # own small worker so it never waits behind a long extract task.
-    return f"load:threads:{servers * slots},extract:prefork:{2 * (os.cpu_count() or 2)},housekeeping:threads:2"
+    # Fetching is I/O: one thread per server slot. Parsing is CPU, but lxml parses with the GIL released and
+    # an extract task also waits on PostgreSQL (its writes of URLs and links): threads of ONE process keep a
+    # core busy, where a prefork pool of 2 per core held 2 × cores + 1 copies of Django, lxml and tldextract
+    # (~575 of the workers' ~920 MB RSS at the start of a crawl, ~700 at its end). One process can use one
+    # core for Python: on this 2-core machine that is more than extraction needs (its ~3 ms a page at 300
+    # pages/s is 0.9 of a core); on a bigger machine, give extract a prefork pool (--workers). The beat jobs
+    # (dispatcher, reconciler, sweeps) share that process: extract tasks last tens of milliseconds, so a
+    # dispatch never waits long behind them, and two threads more than extraction's are theirs.
+    return f"load:threads:{servers * slots},extract+housekeeping:threads:{2 * (os.cpu_count() or 2) + 2}"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1007,7 +1010,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--workers",
         help="ours: QUEUES:POOL:N,… (default: load:threads:<servers×slots>,"
-        "extract:prefork:<2×cores>,housekeeping:threads:2)",
+        "extract+housekeeping:threads:<2×cores+2>; before issue 25 ...,extract:prefork:<2×cores>,"
+        "housekeeping:threads:2)",
     )
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="ours: extra settings")
     ap.add_argument("--dispatch-only", action="store_true", help="ours: the crawl command leaves dispatching to beat")
