@@ -105,3 +105,71 @@ def test_a_group_of_pages_is_one_statement_and_keeps_every_guarantee(tmp_path):
     assert out["bad_failure"] == "bad_response"
     assert out["leases"] == [[f"{a}/taken", "someone else"]]
     assert out["fetched"] == 3
+
+
+EXTRACT = """
+import json, zlib
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from crawlcore.models import Link, Page, Url
+from crawlcore.services.extract import pages_extract
+from crawlcore.services.load import pages_store
+from crawlcore.services.urls import NewUrl, urls_insert
+from crawler.fetch import FetchResult, Timings
+from crawler.notfollowed import TOO_DEEP
+
+a = "http://a.example"
+ids = urls_insert(urls=[NewUrl(f"{a}/p1", 0), NewUrl(f"{a}/p2", 0), NewUrl(f"{a}/known", 1),
+                        NewUrl(f"{a}/deep", 9, exclusion_reason=TOO_DEEP)]).ids
+Url.objects.filter(url__in=[f"{a}/p1", f"{a}/p2"]).update(state="visited", next_check_at=None)
+html = (b'<html><head><title>T</title></head><body><a href="/new">first</a> <a href="/new">second</a>'
+        b'<a href="/known">k</a> <a href="/deep">d</a></body></html>')
+
+def fetched(path):
+    return FetchResult(url=f"{a}/{path}", method="GET", status=200, headers={"content-type": "text/html"}, body=html,
+                       failure=None, detail="", truncated=False, bytes_received=len(html),
+                       timings=Timings(None, None, None, None, 1.0), peer_ip=None)
+now = timezone.now()
+page_ids = pages_store([(ids[f"{a}/p1"], fetched("p1"), "same"), (ids[f"{a}/p2"], fetched("p2"), "same")], now=now)
+with CaptureQueriesContext(connection) as seen:
+    outcome = pages_extract(page_ids=page_ids)
+again = pages_extract(page_ids=page_ids)  # a redelivered message: nothing to do
+deep = Url.objects.get(url=f"{a}/deep")
+p1, p2 = (Page.objects.get(url__url=f"{a}/{p}") for p in ("p1", "p2"))
+links = sorted(Link.objects.values_list("from_url__url", "to_url__url", "anchor_text"))
+print(json.dumps({
+    "links": links,
+    "new": Url.objects.filter(url=f"{a}/new", state="init", exclusion_reason="").exists(),
+    "deep": [deep.exclusion_reason, deep.depth, deep.next_check_at is not None],
+    "titles": [p1.title, p2.title],
+    "extracted": [p1.extracted_at is not None, p2.extracted_at is not None],
+    "duplicate_of": [p1.duplicate_of_id, p2.duplicate_of_id == p1.id],
+    "outcome": [outcome.pages, outcome.links, again.pages],
+    "link_writes": [q["sql"][:20] for q in seen.captured_queries if "crawladmin_link" in q["sql"]],
+    "one_statement": any("crawladmin_link" in q["sql"] and "UPDATE crawladmin_page" in q["sql"]
+                         and "UPDATE crawladmin_url" in q["sql"] for q in seen.captured_queries),
+}))
+"""
+
+
+def test_an_extract_batch_writes_lifts_links_and_pages_in_one_statement(tmp_path):
+    with postgres_database() as url:
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t", "CRAWLADMIN_DATA_DIR": str(tmp_path)}
+        manage(env, "migrate", "--verbosity", "0")
+        out = json.loads(manage(env, "shell", "-c", EXTRACT).stdout.strip().splitlines()[-1])
+    a = "http://a.example"
+    # Each page's links once, the first occurrence's anchor text kept; both pages link the same targets.
+    assert out["links"] == [
+        [f"{a}/p{n}", f"{a}/{target}", text]
+        for n in (1, 2)
+        for target, text in (("deep", "d"), ("known", "k"), ("new", "first"))
+    ]
+    assert out["new"]
+    # Found again through a followed link: no longer set aside, due, at the new depth.
+    assert out["deep"] == ["", 1, True]
+    assert out["titles"] == ["T", "T"] and out["extracted"] == [True, True]
+    # The same body: the later page is a duplicate of the earlier one.
+    assert out["duplicate_of"] == [None, True]
+    assert out["outcome"] == [2, 6, 0]
+    assert len(out["link_writes"]) == 1 and out["one_statement"]

@@ -29,21 +29,39 @@ class Const:
     kind: str
 
 
-# An input column's name, or a constant.
-Value = str | Const
+@dataclass(frozen=True)
+class Sql:
+    """An SQL expression over the write's table (by its name) and its input (by the input's name), written
+    in SQL that PostgreSQL reads: the one place a chain takes SQL text."""
+
+    text: str
+
+
+# A column of the write's input, a constant, or an expression.
+Value = str | Const | Sql
+
+
+@dataclass(frozen=True)
+class Input:
+    """Rows given to a chain: `(name, PostgreSQL type)` of each column, then the rows' values in that order."""
+
+    columns: Sequence[tuple[str, str]]
+    rows: Sequence[tuple]
 
 
 @dataclass(frozen=True)
 class Update:
-    """`UPDATE table SET column = value … WHERE id = <key input column> AND column = guard …` for each input
-    row; returns `returning` of the rows it changed."""
+    """`UPDATE table SET column = value … WHERE id = <key input column> AND column = guard … AND where` for
+    each row of the input `source`; returns `returning` of the rows it changed."""
 
     name: str
     table: str
     key: str
     set: Mapping[str, Value]
     guards: Mapping[str, Value] = field(default_factory=dict)
+    where: Sql | None = None
     returning: Sequence[str] = ("id",)
+    source: str = "v"
 
 
 @dataclass(frozen=True)
@@ -60,7 +78,9 @@ class Insert:
     where: str | None = None
     conflict: str | None = None
     update: Mapping[str, str] = field(default_factory=dict)
+    ignore_conflicts: bool = False  # ON CONFLICT DO NOTHING (with no `conflict` column)
     returning: Sequence[str] = ()
+    source: str = "v"
 
 
 def column_types(model: type[Model], names: Sequence[str]) -> list[tuple[str, str]]:
@@ -79,39 +99,46 @@ def column_types(model: type[Model], names: Sequence[str]) -> list[tuple[str, st
     return out
 
 
-def chain(
-    columns: Sequence[tuple[str, str]], rows: Sequence[tuple], writes: Sequence[Update | Insert]
-) -> dict[str, list[list]]:
-    """Run `writes` in order over the input `rows` (values in `columns`' order, `(name, type)` each) in one
-    statement; what each write returned, by its name (a list of lists of its `returning` columns)."""
+def chain(inputs: Mapping[str, Input], writes: Sequence[Update | Insert]) -> dict[str, list[list]]:
+    """Run `writes` in order over their inputs (by name: each a CTE of that name) in one statement; what
+    each write returned, by its name (a list of lists of its `returning` columns)."""
     params: list = []
 
-    def value(v: Value) -> str:
+    def value(v: Value, source: str) -> str:
         if isinstance(v, Const):
             params.append(v.value)
             return f"%s::{v.kind}"
-        return f"v.{v}"
+        if isinstance(v, Sql):
+            return v.text
+        return f"{source}.{v}"
 
-    # Arrays of a composite value would need a type per input: one array per column, unnested together.
-    names = ", ".join(name for name, _ in columns)
-    arrays = ", ".join(f"%s::{kind}[]" for _, kind in columns)
-    params += [[row[i] for row in rows] for i in range(len(columns))]
-    ctes = [f"v AS (SELECT * FROM unnest({arrays}) AS u({names}))"]
+    clash = set(inputs) & {w.name for w in writes}
+    if clash:
+        raise ValueError(f"chain: {', '.join(sorted(clash))} names both an input and a write")
+    ctes = []
+    for name, given in inputs.items():
+        # One array per column, unnested together: any number of rows, values adapted by the driver.
+        names = ", ".join(column for column, _ in given.columns)
+        arrays = ", ".join(f"%s::{kind}[]" for _, kind in given.columns)
+        params += [[row[i] for row in given.rows] for i in range(len(given.columns))]
+        ctes.append(f"{name} AS (SELECT * FROM unnest({arrays}) AS u({names}))")
     for w in writes:
         ret = f" RETURNING {', '.join(f'{w.table}.{c}' for c in w.returning)}" if w.returning else ""
+        src = w.source
         if isinstance(w, Update):
-            sets = ", ".join(f"{c} = {value(x)}" for c, x in w.set.items())
-            guards = "".join(f" AND {w.table}.{c} = {value(x)}" for c, x in w.guards.items())
-            sql = f"UPDATE {w.table} SET {sets} FROM v WHERE {w.table}.id = v.{w.key}{guards}{ret}"
+            sets = ", ".join(f"{c} = {value(x, src)}" for c, x in w.set.items())
+            guards = "".join(f" AND {w.table}.{c} = {value(x, src)}" for c, x in w.guards.items())
+            where = f" AND ({w.where.text})" if w.where else ""
+            sql = f"UPDATE {w.table} SET {sets} FROM {src} WHERE {w.table}.id = {src}.{w.key}{guards}{where}{ret}"
         else:
             cols = ", ".join(w.values)
-            picked = ", ".join(value(x) for x in w.values.values())
-            source = "v"
+            picked = ", ".join(value(x, src) for x in w.values.values())
+            source = src
             if w.after is not None:
                 step, col = w.after
-                source += f" JOIN {step} ON {step}.{_first(writes, step)} = v.{col}"
-            where = f" WHERE v.{w.where}" if w.where else ""
-            conflict = ""
+                source += f" JOIN {step} ON {step}.{_first(writes, step)} = {src}.{col}"
+            where = f" WHERE {src}.{w.where}" if w.where else ""
+            conflict = " ON CONFLICT DO NOTHING" if w.ignore_conflicts else ""
             if w.conflict:
                 sets = ", ".join(f"{c} = {w.update.get(c, f'excluded.{c}')}" for c in w.values if c != w.conflict)
                 conflict = f" ON CONFLICT ({w.conflict}) DO UPDATE SET {sets}"

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from crawlcore.db import features
 from crawlcore.db.bulk import upsert
-from crawlcore.db.chain import Insert, chain, column_types
+from crawlcore.db.chain import Input, Insert, chain, column_types
 from crawlcore.models import Link, Page
 from crawler.fetch import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, event_for_fetch
@@ -270,11 +270,11 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             returning=("id", "url_id"),
         )
         with transaction.atomic() if connection.in_atomic_block else nullcontext():
-            out = chain(
+            given = Input(
                 [*check_columns, *move_columns, *page_columns, ("p_keep", "boolean")],
                 [(*c, *m, *p) for c, m, p in zip(check_rows, move_rows, page_rows, strict=True)],
-                [finish, *move_writes, store],
             )
+            out = chain({"v": given}, [finish, *move_writes, store])
         finished = {check_id for (check_id,) in out[FINISHED]}
         for url, result in fetched:
             if result.check_id not in finished:
