@@ -396,6 +396,8 @@ def pg_snapshot(db_url: str) -> dict:
             (ours,) = cur.fetchone()
             cur.execute("SELECT pg_backend_pid()")
             (backend,) = cur.fetchone()
+            fields = _stat(backend)  # read once, while the backend lives
+            postmaster = int(fields[1]) if fields else None  # our backend's parent
             statements = None
             cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'")
             if cur.fetchone():
@@ -408,7 +410,6 @@ def pg_snapshot(db_url: str) -> dict:
                     for qid, query, calls, n in cur.fetchall()
                     if not _BENCH_QUERY.search(query)
                 }
-    postmaster = int(_stat(backend)[1]) if _stat(backend) else None  # our backend's parent
     return {
         "tables": tables,
         "tables_split": split,
