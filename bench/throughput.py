@@ -369,7 +369,7 @@ PRIVATE_PG = {
 # The benchmark's own queries, not the crawl's.
 _BENCH_QUERY = re.compile(r"pg_stat_|pg_backend_pid|current_database\(\)|pg_database", re.I)
 _WORD = re.compile(r"[a-z_][a-z0-9_$]*")
-_WRITE = re.compile(r"\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+\"?(\w+)", re.I)
+_WRITE = re.compile(r"\b(INSERT\s+INTO|(?<!DO )UPDATE|DELETE\s+FROM)\s+\"?(\w+)", re.I)  # not an upsert's
 
 
 FK_CHECK = "(FK check, per row) of"
