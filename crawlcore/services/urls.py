@@ -170,7 +170,8 @@ def _urls_claim_pg(server_id: int, owner: str, limit: int, now: datetime) -> lis
         )
         RETURNING {", ".join(_CLAIMED)}"""
     params = [owner, lease_deadline(now), server_id, State.INIT.value, now, now, limit]
-    with transaction.atomic(), connection.cursor() as cur:
+    # One statement is its own transaction: no BEGIN and COMMIT around it.
+    with connection.cursor() as cur:
         cur.execute(sql, params)
         rows = [Claimed(*row) for row in cur.fetchall()]
     rows.sort(key=lambda u: (u.depth, u.id))
