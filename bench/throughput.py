@@ -643,6 +643,10 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path) -> dict:
     sent = None if statements is None else sum(c for k, (c, _) in statements.items() if not k.startswith(FK_CHECK))
     counted = sum(v for k, v in cpu.items() if k != "nginx")
     pg_split = backends.breakdown(cpu.get("postgres", 0.0))
+    if args.pg == "private":
+        # Every process of a private cluster is ours, autovacuum workers included (their titles do not name the
+        # database as a backend's does, so the sampler would count them as "others").
+        pg_split["ours_estimate"] = cpu.get("postgres", 0.0)
     ours_only = counted - cpu.get("postgres", 0.0) + pg_split["ours_estimate"]
     return {
         "crawler": "ours",
