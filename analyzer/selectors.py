@@ -4,6 +4,10 @@ database; nothing here walks the pages.
 
 A share is count / total of its table, rounded to four decimals (0.2 is 20%); totals are given with
 each table so the arithmetic can be checked.
+
+Every table counts a page once: a page whose content duplicates an earlier page (same checksum, marked by
+the extract agent) is the same page under another URL (`/` and `/index.html`) and is left out
+(`counted_analyses`); the report gives how many were left out under pages.duplicates.
 """
 
 from __future__ import annotations
@@ -14,13 +18,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from django.db.models import Count, Exists, OuterRef
 
 from crawlcore.models import Page
+from crawlcore.selectors import pages_duplicate
 
 from .classify import CONTENT_CLASSES, TEXT_TYPES
 from .domains import COUNTRY_CODES, FOREIGN, FOREIGN_NATIONAL_IP, NATIONAL, TLD_CLASSES, in_networks, tld_class
 from .domains import national_sld as sld_of
 from .language import language_name
-from .models import PageAnalysis, PageDomain
-from .services import active_domains, pages_pending
+from .models import PageAnalysis
+from .services import active_domains, counted_page_domains, pages_pending
 
 
 def share(count: int, total: int) -> float:
@@ -40,13 +45,23 @@ def _ranked(counter: Counter[str]) -> list[tuple[str, int]]:
     return sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
+def counted_analyses():
+    """The analyses the report counts: every analysed page but those that duplicate an earlier page."""
+    return PageAnalysis.objects.exclude(pages_duplicate("page__"))
+
+
 def analysis_report(*, national_tld: str, networks: Sequence = ()) -> dict:
     """The whole report as plain data (what `analyze --json` prints and the dashboard draws)."""
-    analyses = PageAnalysis.objects.all()
+    analyses = counted_analyses()
     total = analyses.count()
     return {
         "national_tld": national_tld,
-        "pages": {"stored": Page.objects.count(), "analyzed": total, "pending": pages_pending().count()},
+        "pages": {
+            "stored": Page.objects.count(),
+            "analyzed": total,
+            "pending": pages_pending().count(),
+            "duplicates": Page.objects.filter(pages_duplicate()).count(),
+        },
         # Languages are a share of the pages that carry text (HTML, plain text): an image has none.
         "language_pages": (text_pages := analyses.filter(media_type__in=TEXT_TYPES).count()),
         "languages": _languages(analyses.filter(media_type__in=TEXT_TYPES), text_pages),
@@ -158,7 +173,7 @@ def active_domain_counts(*, national_tld: str, networks: Sequence = ()) -> dict:
             for scope, n in scopes
         ],
         "by_source": {
-            source: PageDomain.objects.filter(**{source: True}).values("domain_id").distinct().count()
+            source: counted_page_domains().filter(**{source: True}).values("domain_id").distinct().count()
             for source in ("web", "email", "ftp")
         },
         "national_slds": [
@@ -173,7 +188,8 @@ def active_domain_counts(*, national_tld: str, networks: Sequence = ()) -> dict:
 def homepage_list() -> Iterator[tuple[str, str]]:
     """(homepage, kind) for every homepage, for the CSV export."""
     yield from (
-        PageAnalysis.objects.exclude(homepage="")
+        counted_analyses()
+        .exclude(homepage="")
         .values_list("homepage", "homepage_kind")
         .distinct()
         .order_by("homepage")
@@ -184,7 +200,7 @@ def homepage_list() -> Iterator[tuple[str, str]]:
 def active_domain_list(*, national_tld: str, networks: Sequence = ()) -> Iterator[dict]:
     """Every active domain with its scope and the sources that named it, for the CSV export."""
     named = {
-        source: Exists(PageDomain.objects.filter(domain_id=OuterRef("pk"), **{source: True}))
+        source: Exists(counted_page_domains().filter(domain_id=OuterRef("pk"), **{source: True}))
         for source in ("web", "email", "ftp")
     }
     rows = active_domains().annotate(**named).order_by("name").values_list("name", "tld", "ip", *named)

@@ -5,6 +5,10 @@ Pages are read in id order, `batch_size` at a time (keyset pagination: `id > las
 classified by the pure analyzer.classify, and written in bulk, one transaction per batch. Memory holds
 one batch, whatever the size of the crawl; a run stopped half-way keeps its finished batches and the next
 run goes on with the rest. A page re-fetched since its analysis is analysed again.
+
+A page whose content duplicates an earlier page (the extract agent's checksum mark, seed 003's page dedup) is
+not analysed: it is the same page under another URL, and the report counts each page once. One analysed
+before the mark was set is left out of the report (analyzer.selectors) rather than deleted.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from crawlcore.models import Page, Server
+from crawlcore.selectors import pages_duplicate
 from crawler.netguard import Network, parse_cidrs
 
 from .classify import MAX_SCAN_BYTES, PageFacts, analyze_page
@@ -63,8 +68,9 @@ def national_networks() -> tuple[Network, ...]:
 
 
 def pages_pending(*, reanalyse: bool = False) -> QuerySet[Page]:
-    """Pages never analysed, or fetched again since their analysis (all pages with reanalyse)."""
-    pages = Page.objects.all()
+    """Pages never analysed, or fetched again since their analysis (all pages with reanalyse); never a page
+    that duplicates an earlier one."""
+    pages = Page.objects.exclude(pages_duplicate())
     if not reanalyse:
         pages = pages.filter(Q(analysis__isnull=True) | Q(analysis__fetched_at__lt=F("fetched_at")))
     return pages
@@ -90,6 +96,8 @@ def _batches(batch_size: int, reanalyse: bool, limit: int | None) -> Iterator[li
         if not head:
             return
         last = head[-1][0]
+        copies = set(Page.objects.filter(pages_duplicate(), id__in=[pk for pk, _ in head]).values_list("id", flat=True))
+        head = [(pk, fetched) for pk, fetched in head if pk not in copies]
         analyses = PageAnalysis.objects.filter(page_id__in=[pk for pk, _ in head])
         done = dict(analyses.values_list("page_id", "fetched_at"))
         todo = [pk for pk, fetched in head if reanalyse or pk not in done or done[pk] < fetched]
@@ -186,8 +194,13 @@ def _domain_ids(names: list[str], cache: dict[str, int]) -> int:
 
 
 def active_domains() -> QuerySet[Domain]:
-    """Domains some analysed page names now."""
-    return Domain.objects.filter(Exists(PageDomain.objects.filter(domain_id=OuterRef("pk"))))
+    """Domains some analysed page names now (a page that duplicates another is not counted)."""
+    return Domain.objects.filter(Exists(counted_page_domains().filter(domain_id=OuterRef("pk"))))
+
+
+def counted_page_domains() -> QuerySet[PageDomain]:
+    """The (page, domain) pairs the report counts: those of pages that do not duplicate an earlier page."""
+    return PageDomain.objects.exclude(pages_duplicate("page__page__"))  # PageDomain.page is the analysis
 
 
 def domains_resolve(

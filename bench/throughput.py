@@ -589,7 +589,9 @@ def _ours_env(args, db: str, broker: str, tmp: Path) -> dict[str, str]:
     return env
 
 
-def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path) -> dict:
+def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
+    """One crawl of ours (step 2 of the module docstring). `after(env)`, if given, runs in the crawl's database
+    once the crawl is done and counted (bench.seed003 ranks it there); its result is returned under "after"."""
     from bench.pgdb import manage
     from testweb.cluster import Processes, redis_server
 
@@ -599,7 +601,7 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path) -> dict:
         t = time.perf_counter()
         manage(env, "migrate", "--noinput")
         migrate_s = time.perf_counter() - t
-        if args.pg == "private":
+        if _pg_mode(args) == "private":
             _statements_on(db)
         with Processes(env, tmp) as procs:
             names = [f"w{i}-{w.name}" for i, w in enumerate(workers)]
@@ -634,6 +636,7 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path) -> dict:
             raise BenchError(f"manage.py crawl exited {code}:\n{text[-3000:]}")
         summary = json.loads(text[text.index("{") :])
         found = _count_ours(db)
+        after_result = after(env) if after is not None else None
     cpu = {k: round(cpu1[k] - cpu0[k], 2) for k in cpu1}
     cpu["crawl command"] = round(crawl_cpu, 2)
     seconds = summary["seconds"]
@@ -643,7 +646,7 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path) -> dict:
     sent = None if statements is None else sum(c for k, (c, _) in statements.items() if not k.startswith(FK_CHECK))
     counted = sum(v for k, v in cpu.items() if k != "nginx")
     pg_split = backends.breakdown(cpu.get("postgres", 0.0))
-    if args.pg == "private":
+    if _pg_mode(args) == "private":
         # Every process of a private cluster is ours, autovacuum workers included (their titles do not name the
         # database as a backend's does, so the sampler would count them as "others").
         pg_split["ours_estimate"] = cpu.get("postgres", 0.0)
@@ -690,14 +693,20 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path) -> dict:
         "found": found,
         "requests": web_requests(nginx, offset, "crawladmin"),
         "log_errors": {n: len(re.findall(r"Traceback|\bERROR\b", t)) for n, t in logs.items()},
+        "after": after_result,
     }
+
+
+def _pg_mode(args) -> str:
+    """--pg; "private" for a caller that builds its own arguments (bench.seed003)."""
+    return getattr(args, "pg", "private")
 
 
 @contextmanager
 def _database(args, tmp: Path) -> Iterator[str]:
     """The crawl's database: on a private cluster of its own (--pg private) or a fresh one on the shared
     server (--pg shared, CRAWLADMIN_TEST_PG)."""
-    if args.pg == "shared":
+    if _pg_mode(args) == "shared":
         from bench.pgdb import fresh_database
 
         with fresh_database("tput") as db:

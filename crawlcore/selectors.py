@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from crawlcore.models import Link, Page, Server, ServerLease, StatusCheck, Url
@@ -141,3 +141,10 @@ def urls_orphaned_count(*, server_id: int) -> int:
 def _orphans(server_id: int):
     linked = Link.objects.filter(to_url_id=OuterRef("pk")).exclude(from_url_id=OuterRef("pk"))
     return Url.objects.filter(server_id=server_id, in_sitemap=True).exclude(Exists(linked))
+
+
+def pages_duplicate(prefix: str = "") -> Q:
+    """The pages whose content duplicates an earlier page (seed 003's page dedup), as a filter on Page (or,
+    with `prefix` such as "page__", on a model that points to one). The extract agent marks a page with the
+    earliest page of its checksum; a mark whose target has since changed its content no longer counts."""
+    return Q(**{f"{prefix}duplicate_of__isnull": False, f"{prefix}duplicate_of__checksum": F(f"{prefix}checksum")})

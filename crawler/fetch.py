@@ -30,7 +30,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -477,6 +477,31 @@ def _forget_resolver() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_resolver)
+
+
+def lookup_many(
+    names: Sequence[tuple[str, int]], *, timeout: float, check: Callable[[str], str | None] | None = None
+) -> dict[tuple[str, int], str | None]:
+    """Each (host, port) -> the address the fetcher would dial first (the first one `check` allows, in resolver
+    order), or None when the name does not resolve, resolves only to forbidden addresses, or has not answered
+    within `timeout` seconds of the call (all names are asked at once, on the fetcher's resolver threads, so
+    a hung resolver costs `timeout` once, not once per name)."""
+    pool = _resolver_pool()
+    futures = {
+        (host, port): pool.submit(socket.getaddrinfo, host.strip("[]"), port, type=socket.SOCK_STREAM)
+        for host, port in dict.fromkeys(names)
+    }
+    deadline = time.monotonic() + timeout
+    out: dict[tuple[str, int], str | None] = {}
+    for key, future in futures.items():
+        try:
+            infos = future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except (concurrent.futures.TimeoutError, OSError, UnicodeError):
+            out[key] = None  # a lookup still running is left to finish on its own, as in a fetch
+            continue
+        addresses = dict.fromkeys(str(info[4][0]).split("%", 1)[0] for info in infos)
+        out[key] = next((ip for ip in addresses if check is None or check(ip) is None), None)
+    return out
 
 
 class Fetcher:

@@ -54,10 +54,11 @@ class PageRankAdmin(admin.ModelAdmin):
 @admin.register(RankRun)
 class RankRunAdmin(admin.ModelAdmin):
     list_display = (
-        "finished_at", "block", "pages", "links", "blocks", "local_iterations", "block_iterations",
-        "global_iterations", "uniform_iterations", "converged", "read_seconds", "rank_seconds", "write_seconds",
+        "finished_at", "method", "block", "pages", "duplicates", "links", "blocks", "local_iterations",
+        "block_iterations", "global_iterations", "uniform_iterations", "converged", "l1_to_exact", "read_seconds",
+        "convert_seconds", "rank_seconds", "exact_seconds", "write_seconds",
     )
-    list_filter = ("block", "converged")
+    list_filter = ("method", "block", "converged")
     date_hierarchy = "finished_at"
 
     def has_add_permission(self, request) -> bool:

@@ -5,9 +5,12 @@
 3. The block graph: an edge I -> J weighted by sum over links i -> j (i in I, j in J) of
    local(i) / outdeg(i) — the chance that a surfer standing in I, distributed by local rank, steps to J.
    Its PageRank is each block's importance.
-4. local(i) * blockrank(block(i)) approximates the global PageRank; it is the start vector of the
-   global PageRank, which then needs fewer iterations than from a uniform start. The final vector is
-   PageRank itself (same fixed point, same tolerance): BlockRank only changes where iteration starts.
+4. local(i) * blockrank(block(i)) approximates the global PageRank. Seed 003 stops here: that product
+   is its rank (`blockrank_local`, `rank --method blockrank-local`: no global iteration, each block's
+   local rank computable on the machine that crawled it). By default we go on: the product is the
+   start vector of the global PageRank, which then needs fewer iterations than from a uniform start.
+   That final vector is PageRank itself (same fixed point, same tolerance): BlockRank only changes
+   where iteration starts.
 
 All blocks' local PageRanks are computed at once, as one power iteration over the block-diagonal
 matrix of internal links with per-block teleport and normalisation (np.bincount), so a crawl of
@@ -48,7 +51,21 @@ class BlockRankResult:
     converged: bool
 
 
-def blockrank(
+@dataclass(frozen=True)
+class LocalBlockRank:
+    """Seed 003's rank: local rank x block rank, without the global phase."""
+
+    ranks: np.ndarray  # local * block rank of each page, sums to 1
+    local: np.ndarray
+    block_ranks: np.ndarray
+    blocks: int
+    local_iterations: int
+    block_iterations: int
+    residual: float  # the block graph's last L1 residual
+    converged: bool  # the block graph's PageRank converged (the local phase stops at local_tol or max_iter)
+
+
+def blockrank_local(
     graph: Graph,
     block: np.ndarray,
     *,
@@ -57,8 +74,8 @@ def blockrank(
     local_tol: float = LOCAL_TOLERANCE,
     max_iter: int = MAX_ITERATIONS,
     on_iteration: OnPhaseIteration | None = None,
-) -> BlockRankResult:
-    """BlockRank of `graph` with pages partitioned by `block` (block numbers 0..B-1, one per page)."""
+) -> LocalBlockRank:
+    """Steps 1-3 and the product of step 4: each page's local PageRank times its block's rank."""
     block = np.asarray(block, dtype=np.int64)
     if block.shape != (graph.n,):
         raise ValueError(f"block has shape {block.shape}, expected ({graph.n},)")
@@ -81,16 +98,46 @@ def blockrank(
     blocks = power_iterate(
         bmatrix, size, damping=damping, tol=tol, max_iter=max_iter, teleport=size, on_iteration=phase("block")
     )
-    start = local * blocks.ranks[block] if graph.n else np.zeros(0)
-    final = pagerank(graph, start=start, damping=damping, tol=tol, max_iter=max_iter, on_iteration=phase("global"))
-    return BlockRankResult(
-        ranks=final.ranks,
+    product = local * blocks.ranks[block] if graph.n else np.zeros(0)
+    total = product.sum()
+    return LocalBlockRank(
+        ranks=product / total if total > 0 else product,
         local=local,
         block_ranks=blocks.ranks,
-        start=start / start.sum() if graph.n else start,
         blocks=nblocks,
         local_iterations=local_iterations,
         block_iterations=blocks.iterations,
+        residual=blocks.residual,
+        converged=blocks.converged,
+    )
+
+
+def blockrank(
+    graph: Graph,
+    block: np.ndarray,
+    *,
+    damping: float = DAMPING,
+    tol: float = TOLERANCE,
+    local_tol: float = LOCAL_TOLERANCE,
+    max_iter: int = MAX_ITERATIONS,
+    on_iteration: OnPhaseIteration | None = None,
+) -> BlockRankResult:
+    """BlockRank of `graph` with pages partitioned by `block` (block numbers 0..B-1, one per page): the
+    global PageRank, started from seed 003's local x block rank."""
+    first = blockrank_local(
+        graph, block, damping=damping, tol=tol, local_tol=local_tol, max_iter=max_iter, on_iteration=on_iteration
+    )
+    start = first.ranks
+    on_global = None if on_iteration is None else (lambda k, r: on_iteration("global", k, r))
+    final = pagerank(graph, start=start, damping=damping, tol=tol, max_iter=max_iter, on_iteration=on_global)
+    return BlockRankResult(
+        ranks=final.ranks,
+        local=first.local,
+        block_ranks=first.block_ranks,
+        start=start,
+        blocks=first.blocks,
+        local_iterations=first.local_iterations,
+        block_iterations=first.block_iterations,
         global_iterations=final.iterations,
         residual=final.residual,
         converged=final.converged,

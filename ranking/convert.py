@@ -11,6 +11,10 @@ graph in page IDs.
   community.
 - page: every known URL, fetched or not. Link analysis ranks link targets too: a page that was never
   fetched (or is dead) still receives rank from the pages that link to it; it just gives none.
+  A URL whose content duplicates an earlier page's (same checksum: the extract agent's duplicate mark,
+  seed 003's page dedup) is not a page of its own: it is merged into the page it duplicates. Links to it
+  are links to that page, its links are that page's links (a pair found on both copies counts once), and
+  a link between the two copies is dropped (it names the page itself). It gets no page ID and no rank.
 
 IDs are dense (0..count-1) in a deterministic order — sites by server id, domains and communities by
 name, pages by URL id — so they index numpy arrays directly. They are positions in one run's
@@ -20,11 +24,13 @@ matrices, not stable identities: those are the Url and Server primary keys.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from crawler.scope import registered_domain
+
+from .pagerank import dedupe_edges
 
 BLOCKS = ("site", "domain", "community")
 
@@ -50,6 +56,8 @@ class Converted:
     src: np.ndarray  # int32 page ids, one per link
     dst: np.ndarray  # int32
     dropped_links: int  # links naming a URL that is not in url_ids (deleted between reads)
+    merged_urls: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # duplicate URL ids
+    merged_links: int = 0  # links dropped by the merge: a pair already counted, or one between two copies
 
     @property
     def pages(self) -> int:
@@ -83,9 +91,14 @@ def convert(
     link_from: np.ndarray,
     link_to: np.ndarray,
     *,
+    duplicates: tuple[np.ndarray, np.ndarray] | None = None,
     domain_of: Callable[[str], str] = registered_domain,
 ) -> Converted:
-    """Assign the dense IDs and translate links from Url ids to page ids."""
+    """Assign the dense IDs and translate links from Url ids to page ids.
+
+    `duplicates`: (duplicate Url ids, the Url id of the page each duplicates). Each is merged into the page
+    it names (following chains); a pair naming an unknown URL, or a later URL than the duplicate, is ignored.
+    """
     canonical = canonical_servers(sites)
     url_ids = np.asarray(url_ids, dtype=np.int64)
     url_server = np.asarray(url_server, dtype=np.int64)
@@ -93,6 +106,12 @@ def convert(
     url_ids, url_server = url_ids[order], url_server[order]
     if len(url_ids) > 1 and (np.diff(url_ids) == 0).any():
         raise ValueError("duplicate URL ids")
+    canonical_url = merge_duplicates(url_ids, *(duplicates or (np.zeros(0), np.zeros(0))))
+    kept = canonical_url == url_ids
+    merged_urls = url_ids[~kept]
+    # Every URL (duplicates too) -> the page id of the page it is; pages are the kept URLs in id order.
+    url_page = np.searchsorted(url_ids[kept], canonical_url).astype(np.int32)
+    url_ids, url_server = url_ids[kept], url_server[kept]
 
     # Sites (every known server's canonical server), their domains and communities.
     site_servers = np.array(sorted({s.server_id for s in canonical.values()}), dtype=np.int64)
@@ -113,7 +132,12 @@ def convert(
         raise ValueError("a URL names a server that is not in the server list")
     page_site = server_site[pos].astype(np.int32) if len(servers) else np.zeros(0, dtype=np.int32)
 
-    src, dst, dropped = _to_page_ids(url_ids, np.asarray(link_from, np.int64), np.asarray(link_to, np.int64))
+    src, dst, dropped, merged_links = _to_page_ids(
+        np.concatenate((url_ids, merged_urls)),
+        np.concatenate((np.arange(len(url_ids), dtype=np.int32), url_page[~kept])),
+        np.asarray(link_from, np.int64),
+        np.asarray(link_to, np.int64),
+    )
     return Converted(
         url_ids=url_ids,
         page_server=site_servers[page_site] if len(page_site) else np.zeros(0, dtype=np.int64),
@@ -126,15 +150,55 @@ def convert(
         src=src,
         dst=dst,
         dropped_links=dropped,
+        merged_urls=merged_urls,
+        merged_links=merged_links,
     )
 
 
-def _to_page_ids(url_ids: np.ndarray, link_from: np.ndarray, link_to: np.ndarray):
+def merge_duplicates(url_ids: np.ndarray, dup_from: np.ndarray, dup_to: np.ndarray) -> np.ndarray:
+    """Each of `url_ids` (sorted) -> the Url id of the page it is: itself, or for a duplicate the first page
+    of its chain of duplicate marks. Only marks to an earlier known URL count (the extract agent marks a page
+    as a duplicate of the earliest page with its checksum), so chains end and there are no cycles."""
+    canonical = url_ids.copy()
+    dup_from = np.asarray(dup_from, dtype=np.int64)
+    dup_to = np.asarray(dup_to, dtype=np.int64)
+    if len(url_ids) == 0 or len(dup_from) == 0:
+        return canonical
+    last = len(url_ids) - 1
+    known_from = url_ids[np.minimum(np.searchsorted(url_ids, dup_from), last)] == dup_from
+    known_to = url_ids[np.minimum(np.searchsorted(url_ids, dup_to), last)] == dup_to
+    ok = known_from & known_to & (dup_to < dup_from)
+    target = dict(zip(dup_from[ok].tolist(), dup_to[ok].tolist(), strict=True))
+    resolved: dict[int, int] = {}
+    for start in sorted(target):  # ascending: a chain's earlier links are resolved first
+        first = target[start]
+        resolved[start] = resolved.get(first, first)
+    if resolved:
+        keys = np.fromiter(resolved, dtype=np.int64, count=len(resolved))
+        canonical[np.searchsorted(url_ids, keys)] = np.fromiter(resolved.values(), dtype=np.int64, count=len(keys))
+    return canonical
+
+
+def _to_page_ids(url_ids: np.ndarray, url_page: np.ndarray, link_from: np.ndarray, link_to: np.ndarray):
+    """Links from Url ids to page ids: (src, dst, links naming an unknown URL, links dropped by the merge).
+    `url_ids` need not be sorted; `url_page` is each one's page id."""
     if len(url_ids) == 0 or len(link_from) == 0:
         empty = np.zeros(0, dtype=np.int32)
-        return empty, empty, len(link_from)
+        return empty, empty, len(link_from), 0
+    if len(url_ids) > 1 and (np.diff(url_ids) < 0).any():  # duplicates appended after the pages
+        order = np.argsort(url_ids, kind="stable")
+        url_ids, url_page = url_ids[order], url_page[order]
     src = np.searchsorted(url_ids, link_from)
     dst = np.searchsorted(url_ids, link_to)
     last = len(url_ids) - 1
-    known = (url_ids[np.minimum(src, last)] == link_from) & (url_ids[np.minimum(dst, last)] == link_to)
-    return src[known].astype(np.int32), dst[known].astype(np.int32), int(len(known) - known.sum())
+    src, dst = np.minimum(src, last), np.minimum(dst, last)
+    known = (url_ids[src] == link_from) & (url_ids[dst] == link_to)
+    src, dst = url_page[src[known]], url_page[dst[known]]
+    pages = int(url_page.max()) + 1
+    if len(url_page) == pages:  # one URL per page, nothing merged: the pairs are distinct already
+        return src.astype(np.int32), dst.astype(np.int32), int(len(known) - known.sum()), 0
+    # A link between two copies of one page names the page itself: not a vote (the Link table never holds
+    # a self-link, so every self-pair here comes from the merge). Pairs found on both copies count once.
+    apart = src != dst
+    msrc, mdst = dedupe_edges(src[apart], dst[apart], pages)
+    return msrc, mdst, int(len(known) - known.sum()), int(len(src) - len(msrc))

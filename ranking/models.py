@@ -7,6 +7,10 @@ from django.db import models
 from crawlcore.models import Server, Url
 
 BLOCK_CHOICES = [("site", "Site"), ("domain", "Domain"), ("community", "Community")]
+METHOD_CHOICES = [
+    ("blockrank", "Exact PageRank, started from BlockRank"),
+    ("blockrank-local", "Local rank x block rank (seed 003, no global iteration)"),
+]
 
 
 class PageRank(models.Model):
@@ -32,7 +36,7 @@ class PageRank(models.Model):
     community_id = models.PositiveIntegerField()
     domain = models.CharField(max_length=255, help_text="Registered domain of the site")
     community = models.CharField(max_length=255, help_text="The site's server group, or its domain")
-    rank = models.FloatField(help_text="Global PageRank; all pages' ranks sum to 1")
+    rank = models.FloatField(help_text="The run's rank (its method's); all pages' ranks sum to 1")
     local_rank = models.FloatField(help_text="PageRank inside the page's block (sums to 1 per block)")
     block_rank = models.FloatField(help_text="Rank of the page's block in the block graph")
     computed_at = models.DateTimeField()
@@ -55,7 +59,11 @@ class RankRun(models.Model):
 
     finished_at = models.DateTimeField(db_index=True)
     block = models.CharField(max_length=10, choices=BLOCK_CHOICES)
+    method = models.CharField(max_length=20, choices=METHOD_CHOICES, default="blockrank")
     pages = models.PositiveIntegerField()
+    duplicates = models.PositiveIntegerField(
+        default=0, help_text="URLs whose content duplicates an earlier page: merged into it, no rank of their own"
+    )
     links = models.PositiveBigIntegerField()
     dangling = models.PositiveIntegerField(help_text="Pages without out-links (never fetched, or no links)")
     sites = models.PositiveIntegerField()
@@ -72,7 +80,14 @@ class RankRun(models.Model):
     )
     converged = models.BooleanField()
     residual = models.FloatField()
+    l1_to_exact = models.FloatField(
+        null=True, blank=True, help_text="L1 distance of the stored ranks to exact PageRank (when compared)"
+    )
+    exact_seconds = models.FloatField(
+        null=True, blank=True, help_text="Time of the exact PageRank it was compared with"
+    )
     read_seconds = models.FloatField()
+    convert_seconds = models.FloatField(default=0.0, help_text="Converting: dense IDs, links in page IDs, the graph")
     rank_seconds = models.FloatField()
     write_seconds = models.FloatField()
 
@@ -84,4 +99,8 @@ class RankRun(models.Model):
 
     @property
     def iterations_saved(self) -> int | None:
-        return None if self.uniform_iterations is None else self.uniform_iterations - self.global_iterations
+        """Global iterations the BlockRank start saved against a uniform start (none for blockrank-local, which
+        has no global phase and does not reach PageRank)."""
+        if self.uniform_iterations is None or self.method == "blockrank-local":
+            return None
+        return self.uniform_iterations - self.global_iterations

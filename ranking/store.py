@@ -10,7 +10,8 @@ from datetime import datetime
 import numpy as np
 
 from crawlcore.db.arrays import Advance, Labels, Numbers, int_pairs, table_refill
-from crawlcore.models import Link, Server, Url
+from crawlcore.models import Link, Page, Server, Url
+from crawlcore.selectors import pages_duplicate
 
 from .convert import Converted, Site
 from .models import PageRank
@@ -23,6 +24,7 @@ class RawGraph:
     url_server: np.ndarray  # int64
     link_from: np.ndarray  # int64 Url ids
     link_to: np.ndarray
+    duplicates: tuple[np.ndarray, np.ndarray]  # (Url id of a duplicate page, Url id of the page it duplicates)
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,14 @@ def graph_read(*, on_table: Callable[[str, int], None] | None = None) -> RawGrap
     link_from, link_to = int_pairs(Link._meta.db_table, "from_url_id", "to_url_id")
     if on_table:
         on_table("links", len(link_from))
-    return RawGraph(sites=sites, url_ids=url_ids, url_server=url_server, link_from=link_from, link_to=link_to)
+    # Few rows (the duplicates only): through the ORM.
+    pairs = np.array(
+        Page.objects.filter(pages_duplicate()).values_list("url_id", "duplicate_of__url_id"), dtype=np.int64
+    ).reshape(-1, 2)
+    return RawGraph(
+        sites=sites, url_ids=url_ids, url_server=url_server, link_from=link_from, link_to=link_to,
+        duplicates=(pairs[:, 0], pairs[:, 1]),
+    )
 
 
 def ranks_write(rows: RankRows, *, computed_at: datetime, advance: Advance | None = None) -> int:

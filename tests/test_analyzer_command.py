@@ -66,7 +66,7 @@ def test_analyze_json_gives_the_hand_count(fake_dns):
     r = json.loads(analyze("--json"))
 
     assert r["run"]["analyzed"] == 11 and r["run"]["failed"] == 0
-    assert r["pages"] == {"stored": 11, "analyzed": 11, "pending": 0}
+    assert r["pages"] == {"stored": 11, "analyzed": 11, "pending": 0, "duplicates": 0}
     assert r["language_pages"] == 7
     assert {x["language"]: x["pages"] for x in r["languages"]} == {"ko": 4, "en": 2, "ja": 1}
     assert {x["domain"]: x["pages"] for x in r["domains"]} == {

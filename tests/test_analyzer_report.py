@@ -72,7 +72,7 @@ def test_report_matches_the_hand_count():
     assert (outcome.pages, outcome.failed) == (14, 0)
     r = analysis_report(national_tld="kr")
 
-    assert r["pages"] == {"stored": 14, "analyzed": 14, "pending": 0}
+    assert r["pages"] == {"stored": 14, "analyzed": 14, "pending": 0, "duplicates": 0}
     # Ten pages carry text (HTML): five Korean, three English, one Japanese, one Chinese.
     assert r["language_pages"] == 10
     assert {x["language"]: (x["pages"], x["share"]) for x in r["languages"]} == {

@@ -13,6 +13,8 @@ from django.utils import timezone
 
 from crawlcore.db import locks
 from crawlcore.models import Page, Server, ServerLease, Url
+from crawler.fetch import lookup_many
+from crawler.netguard import forbidden_reason, parse_cidrs
 from crawler.urlnorm import ServerKey
 
 from .leases import lease_deadline
@@ -21,23 +23,74 @@ log = logging.getLogger(__name__)
 
 
 def servers_ensure(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict[ServerKey, Server]:
-    """The Server row of every key, creating the missing ones in one statement."""
+    """The Server row of every key, creating the missing ones in one statement.
+
+    A new server's address is resolved first (servers_resolve) and stored with it; a new server on the
+    address, scheme and port of a known site becomes that site's alias at once (servers_merge_by_address),
+    so none of its URLs is ever dispatched (seed 003: the coordinator turns site URLs into IPs and drops
+    repeated IPs before it hands sites to agents)."""
     keys = set(keys)
     if not keys:
         return {}
     found = _servers_by_key(keys)
     missing = keys - found.keys()
     if missing:
+        addresses = servers_resolve(keys=missing, trusted=trusted)
         Server.objects.bulk_create(
-            [Server(scheme=k.scheme, host=k.host, port=k.port, trusted=trusted) for k in missing],
+            [Server(scheme=k.scheme, host=k.host, port=k.port, trusted=trusted, ip=addresses.get(k)) for k in missing],
             ignore_conflicts=True,
         )
-        found.update(_servers_by_key(missing))
+        created = _servers_by_key(missing)
+        found.update(created)
+        # Rows with an address; one another process created meanwhile may be merged there too (guarded UPDATE).
+        servers_merge_by_address(servers=[s for k, s in created.items() if addresses.get(k) and s.ip])
     if trusted:
         untrusted = [s.id for s in found.values() if not s.trusted]
         if untrusted:
             Server.objects.filter(id__in=untrusted).update(trusted=True)
     return found
+
+
+def servers_resolve(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict[ServerKey, str | None]:
+    """The address each new server's fetches would use (the crawler's resolver, with its private-address guard
+    unless an operator added the server), all names at once within CRAWL_DNS_TIMEOUT; None when unknown. Not
+    asked at all when merging by address is off. The address is what a visit re-reads from robots.txt later."""
+    keys = list(keys)
+    if not (settings.CRAWL_MERGE_HOSTS and settings.CRAWL_MERGE_BY_ADDRESS) or not keys:
+        return {}
+    allowed = parse_cidrs(",".join(settings.CRAWL_ALLOW_PRIVATE))
+    check = None if trusted else (lambda ip: forbidden_reason(ip, allowed))
+    found = lookup_many([(k.host, k.port) for k in keys], timeout=settings.CRAWL_DNS_TIMEOUT, check=check)
+    return {k: found.get((k.host, k.port)) for k in keys}
+
+
+def servers_merge_by_address(*, servers: Iterable[Server]) -> list[Server]:
+    """Site dedup before dispatch (seed 003): each of `servers` (just created, with an address) that shares
+    address, scheme and port with an earlier site becomes its alias, and its URLs are set aside. The in-memory
+    rows are updated too, so URLs inserted with them are stored set aside. Returns the servers made aliases.
+
+    Host names that share an address by name-based virtual hosting are different sites; CRAWL_MERGE_BY_ADDRESS
+    =false leaves them to the home-page check after the first fetch (server_merge_if_alias)."""
+    merged = []
+    for server in servers:
+        twin = (
+            Server.objects.filter(
+                ip=server.ip, scheme=server.scheme, port=server.port, alias_of__isnull=True, id__lt=server.id
+            )
+            .order_by("id")
+            .first()
+        )
+        if twin is None:
+            continue
+        reason = f"alias of {twin.origin}"[:100]
+        # Guarded: only a server nobody has made an alias or set aside meanwhile.
+        if not Server.objects.filter(id=server.id, alias_of__isnull=True).update(alias_of=twin):
+            continue
+        server.alias_of, server.excluded_reason = twin, reason
+        server_exclude(server_id=server.id, reason=reason)
+        log.info("server %s is %s (same address %s, before any fetch)", server.origin, reason, server.ip)
+        merged.append(server)
+    return merged
 
 
 def _servers_by_key(keys: set[ServerKey]) -> dict[ServerKey, Server]:
@@ -129,9 +182,10 @@ def server_robots_lock(*, server_id: int, wait: float) -> Iterator[bool]:
 
 
 def server_merge_if_alias(*, server: Server, home_checksum: str) -> Server | None:
-    """Site dedup by IP (seed 003): two host names on the same address serving the same home page are
-    one site. The later server becomes an alias of the earlier one and its waiting URLs are set aside.
-    Returns the server that was made an alias, or None."""
+    """Site dedup by IP (seed 003), after the home page is fetched: two host names on the same address serving
+    the same home page are one site. The later server becomes an alias of the earlier one and its waiting URLs
+    are set aside. Returns the server that was made an alias, or None. The fallback of servers_merge_by_address
+    for a server whose address was unknown when it was created (or with CRAWL_MERGE_BY_ADDRESS=false)."""
     if not (settings.CRAWL_MERGE_HOSTS and server.ip and home_checksum):
         return None
     twins = (

@@ -1,5 +1,9 @@
-"""`python manage.py rank [--block site|domain|community] [--json] [--compare]`: BlockRank the crawl's link
-graph and store every page's rank (the beat job `tasks.rank.rank_crawl` does the same).
+"""`python manage.py rank [--block site|domain|community] [--method blockrank|blockrank-local] [--json] [--compare]`:
+rank the crawl's link graph and store every page's rank (the beat job `tasks.rank.rank_crawl` does the same).
+
+--method blockrank (default) stores exact PageRank, started from the BlockRank estimate; --method
+blockrank-local stores seed 003's rank (local rank x block rank, no global iteration) and prints its L1
+distance to exact PageRank and both methods' times.
 
 `python manage.py rank --edges edges.csv --out ranks.csv`: rank any graph given as a CSV of `src,dst`
 (URLs or integer IDs), without touching the database; writes `node,rank`, highest first.
@@ -17,7 +21,7 @@ from tqdm import tqdm
 from crawlcore.schema import SchemaOutdated, schema_ensure
 from ranking.convert import BLOCKS
 from ranking.edges import EdgeFileError, edge_file_rank
-from ranking.services import RankAlreadyRunning, rank_crawl, run_summary
+from ranking.services import METHODS, RankAlreadyRunning, rank_crawl, run_summary
 
 
 class TqdmProgress:
@@ -49,6 +53,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--block", choices=BLOCKS, default=None, help="BlockRank blocks (default: RANK_BLOCK)")
+        parser.add_argument(
+            "--method", choices=METHODS, default="blockrank",
+            help="blockrank: exact PageRank started from BlockRank (default); blockrank-local: local x block rank",
+        )
         parser.add_argument("--json", action="store_true", help="Print the summary as JSON")
         parser.add_argument(
             "--compare", action="store_true", help="Also run PageRank from a uniform start and report iterations saved"
@@ -69,7 +77,9 @@ class Command(BaseCommand):
                     raise CommandError("--out, --tol and --damping go with --edges (the crawl uses RANK_* settings)")
                 self._ensure_schema()
                 try:
-                    run = rank_crawl(block=opts["block"], compare=opts["compare"], progress=progress)
+                    run = rank_crawl(
+                        block=opts["block"], method=opts["method"], compare=opts["compare"], progress=progress
+                    )
                 except RankAlreadyRunning as exc:
                     raise CommandError(str(exc)) from None
                 summary = run_summary(run)
@@ -97,6 +107,7 @@ class Command(BaseCommand):
                 tol=tol,
                 max_iter=settings.RANK_MAX_ITERATIONS,
                 local_tol=settings.RANK_LOCAL_TOLERANCE,
+                method=opts["method"],
                 on_iteration=on_iteration,
             )
         except (OSError, EdgeFileError, UnicodeDecodeError) as exc:
@@ -111,13 +122,25 @@ class Command(BaseCommand):
             return
         its = summary["iterations"]
         lines = [f"ranked {summary.get('pages', summary.get('nodes'))} pages, {summary['links']} links"]
+        if summary.get("duplicates_merged"):
+            lines.append(f"{summary['duplicates_merged']} duplicate pages merged into the page they copy")
         if summary.get("block"):
-            lines.append(f"blocks by {summary['block']}")
+            lines.append(f"blocks by {summary['block']}, method {summary.get('method', 'blockrank')}")
         lines.append("iterations: " + ", ".join(f"{k} {v}" for k, v in its.items() if v is not None))
         if not summary["converged"]:
             lines.append(f"NOT converged (residual {summary['residual']:.3g})")
         seconds = summary["seconds"]
-        lines.append(f"seconds: {seconds if not isinstance(seconds, dict) else seconds['total']}")
+        if isinstance(seconds, dict):
+            lines.append("seconds: " + ", ".join(f"{k} {v}" for k, v in seconds.items()))
+        else:
+            lines.append(f"seconds: {seconds}")
+        exact = summary.get("exact_pagerank")
+        if exact:
+            lines.append(
+                f"{summary.get('method', 'blockrank')}: {exact['method_seconds']} s;"
+                f" exact PageRank (uniform start): {exact['seconds']} s, {exact['iterations']} iterations;"
+                f" L1 distance to exact PageRank: {exact['l1_distance']:.3g}"
+            )
         stream.write("\n".join(lines))
 
     def _ensure_schema(self) -> None:

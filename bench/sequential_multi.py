@@ -1,0 +1,391 @@
+"""Seed 001's baseline: the *multi-process sequential* web robot (§II.1.2, figure 2.1; §IV.2.2).
+
+The paper's baseline runs its loader and extractor as several processes over in-memory buffers (ToLoad,
+ToExtract, Extracted, NewExtracted) and a uniqueness checker that keeps only new URLs. Its loader "must
+itself re-check the state changes of the active URLs and the dead-link URLs, and re-load and re-extract
+them" (§IV.2.2): what the multi-agent robot hands to its active and inactive scan agents. So here:
+
+- ``procs`` loader processes share one ToLoad queue. Each, in sequence: does every re-check that is due
+  among the URLs *it* met (one at a time), then takes one new URL: robots.txt, GET, extract, and sends
+  the links to the parent. No process waits for another; none has a helper.
+- The parent is the uniqueness checker: it drops URLs already seen and feeds the rest to ToLoad.
+- Re-checks follow our life-cycle and our timings (``crawler.lifecycle``, ``crawler.recheck``): a Visited
+  URL is re-checked (HEAD, then a conditional GET when needed) ``revisit_after`` seconds after its last
+  check and re-loaded and re-extracted when it changed; a URL without a valid answer is re-tried after
+  ``nr1_backoff`` (NoResponse1) and ``nr2_backoff`` (NoResponse2), then dropped as Dead; one that answers
+  is loaded. Every attempt on a silent host waits out the timeouts, in the loader's own time.
+- robots.txt is read once per server; a silent one is remembered for ``robots_retry`` seconds, as our
+  load agent does (CRAWL_ROBOTS_RETRY), so the baseline is not charged for a memo we have and it lacks.
+
+Only the pure parts our agents use (fetcher, parser, canonicaliser, robots rules, re-check logic): no
+Django, no Celery, no database (the paper's buffers were in memory).
+
+    python -m bench.sequential_multi --seconds 60 --procs 4 http://127.0.0.60:8000/ …   # prints JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import queue as queue_mod
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from urllib.parse import urlsplit
+
+from crawler.fetch import Fetcher, FetchPolicy, FetchResult
+from crawler.lifecycle import Event, event_for_fetch
+from crawler.parse import extract, is_html
+from crawler.recheck import Finding, Known, Outcome, Recheck, Reply, body_checksum
+from crawler.robots import RobotsRules, product_token, rules_from_response
+from crawler.urlnorm import UrlError, canonicalize
+
+__all__ = ["Action", "Loader", "Timings", "run"]
+
+MAX_LINKS_PER_PAGE = 500
+_IDLE_WAIT = 0.05  # seconds a loader waits on an empty ToLoad before looking at its re-checks again
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Our agents' settings, as the baseline uses them (seconds)."""
+
+    connect: float = 15.0
+    header: float = 10.0
+    body: float = 20.0
+    revisit_after: float = 3600.0  # CRAWL_REVISIT_AFTER
+    nr1_backoff: float = 3600.0  # CRAWL_NR1_BACKOFF
+    nr2_backoff: float = 21600.0  # CRAWL_NR2_BACKOFF
+    robots_retry: float = 600.0  # CRAWL_ROBOTS_RETRY
+    max_depth: int = 25
+
+
+@dataclass
+class Action:
+    """One thing a loader did, sent to the parent."""
+
+    t: float  # time.time() when it finished
+    kind: str  # "load" (a new URL) | "active" (re-check of a Visited URL) | "inactive" (of a failing one)
+    url: str
+    outcome: str  # load: visited | failed | excluded; re-checks: Outcome value, "+reload" when re-loaded
+    collected: bool  # this action was the URL's first successful load
+    waited: float  # seconds spent in requests that got no answer
+    requests: int
+
+
+@dataclass
+class _Watch:
+    """A URL this loader met and must keep an eye on."""
+
+    url: str
+    state: str  # "visited" | "nr1" | "nr2"
+    due: float  # time.monotonic()
+    depth: int
+    known: Known
+
+
+class Loader:
+    """One process of the sequential robot. `step()` does one unit of its sequence and says what it did."""
+
+    def __init__(self, policy: FetchPolicy, timings: Timings) -> None:
+        self.timings = timings
+        self.fetcher = Fetcher(policy)
+        self.agent = product_token(policy.user_agent)
+        self._robots: dict[str, RobotsRules] = {}
+        self._robots_silent: dict[str, float] = {}  # origin -> monotonic time until which it counts as down
+        self.watch: list[_Watch] = []
+        self._collected: set[str] = set()
+
+    def close(self) -> None:
+        self.fetcher.close()
+
+    # -- the sequence ------------------------------------------------------------------------------
+
+    def due_recheck(self, now: float) -> _Watch | None:
+        """The most overdue URL among those this loader met, or None."""
+        best = None
+        for w in self.watch:
+            if w.due <= now and (best is None or w.due < best.due):
+                best = w
+        return best
+
+    def load(self, url: str, depth: int) -> tuple[Action, list[tuple[str, int]]]:
+        """A new URL from ToLoad: robots.txt, GET, extract. Returns the action and the links found."""
+        waited, requests = 0.0, 0
+        rules, w, r = self._rules(url)
+        waited, requests = waited + w, requests + r
+        if isinstance(rules, RobotsRules) and not rules.allowed(url, self.agent):
+            return Action(time.time(), "load", url, "excluded", False, waited, requests), []
+        result = None if rules is None else self.fetcher.fetch(url)
+        if result is not None:
+            requests += 1
+            waited += _waited(result)
+        event = event_for_fetch(result.status if result else None, has_retry_after=False)
+        if event == Event.FETCHED:
+            links = self._keep(url, depth, result)
+            first = url not in self._collected
+            self._collected.add(url)
+            return Action(time.time(), "load", url, "visited", first, waited, requests), links
+        if event != Event.GONE:
+            self.watch.append(
+                _Watch(url, "nr1", time.monotonic() + self.timings.nr1_backoff, depth, Known(url, loaded=False))
+            )
+        return Action(time.time(), "load", url, "failed", False, waited, requests), []
+
+    def recheck(self, w: _Watch) -> tuple[Action, list[tuple[str, int]]]:
+        """Re-check one URL in line; re-load and re-extract it when it changed or came back."""
+        kind = "active" if w.state == "visited" else "inactive"
+        waited, requests = 0.0, 0
+        rules, wt, r = self._rules(w.url)
+        waited, requests = waited + wt, requests + r
+        if rules is None:
+            finding = Finding(Outcome.NO_RESPONSE, "robots.txt silent")
+        else:
+            finding, wt, r, got = self._probe(w.known)
+            waited, requests = waited + wt, requests + r
+        links: list[tuple[str, int]] = []
+        outcome = finding.outcome.value
+        collected = False
+        if finding.outcome == Outcome.CHANGED:
+            self.watch.remove(w)
+            result = got if got is not None and got.method == "GET" and got.status == 200 else self.fetcher.fetch(w.url)
+            if result is not got:
+                requests += 1
+                waited += _waited(result)
+            if event_for_fetch(result.status, has_retry_after=False) == Event.FETCHED:
+                links = self._keep(w.url, w.depth, result)
+                collected = w.url not in self._collected
+                self._collected.add(w.url)
+                outcome += "+reload"
+            else:
+                self.watch.append(_Watch(w.url, "nr1", time.monotonic() + self.timings.nr1_backoff, w.depth, w.known))
+        elif finding.outcome == Outcome.UNCHANGED:
+            w.state, w.due = "visited", time.monotonic() + self.timings.revisit_after
+        elif finding.outcome == Outcome.NO_RESPONSE:
+            if w.state == "nr2":
+                self.watch.remove(w)  # Dead
+                outcome = "dead"
+            else:
+                nr2 = w.state == "nr1"
+                w.state = "nr2" if nr2 else "nr1"
+                w.due = time.monotonic() + (self.timings.nr2_backoff if nr2 else self.timings.nr1_backoff)
+        elif finding.outcome == Outcome.GONE:
+            self.watch.remove(w)
+        else:  # BACK_OFF: ask again later, no move
+            w.due = time.monotonic() + self.timings.revisit_after
+        return Action(time.time(), kind, w.url, outcome, collected, waited, requests), links
+
+    # -- parts -------------------------------------------------------------------------------------
+
+    def _probe(self, known: Known) -> tuple[Finding, float, int, FetchResult | None]:
+        check = Recheck(known)
+        waited, requests, result = 0.0, 0, None
+        for _ in range(3):  # HEAD, then at most one GET (crawler.recheck.MAX_REQUESTS)
+            result = self.fetcher.fetch(known.url, method=check.request.method, headers=check.request.headers)
+            requests += 1
+            waited += _waited(result)
+            nxt = check.feed(Reply(result.status, result.headers, result.body if result.method == "GET" else None))
+            if isinstance(nxt, Finding):
+                return nxt, waited, requests, result
+        return Finding(Outcome.NO_RESPONSE, "too many probes"), waited, requests, result
+
+    def _keep(self, url: str, depth: int, result: FetchResult) -> list[tuple[str, int]]:
+        """Remember a loaded page for the active re-check; its links (or a redirect's target)."""
+        headers = result.headers
+        length = headers.get("content-length")
+        known = Known(
+            url,
+            etag=headers.get("etag", ""),
+            last_modified=headers.get("last-modified", ""),
+            content_length=int(length) if length and length.isdigit() else None,
+            checksum=body_checksum(result.body),
+        )
+        self.watch.append(_Watch(url, "visited", time.monotonic() + self.timings.revisit_after, depth, known))
+        status = result.status or 0
+        location = headers.get("location")
+        if 300 <= status < 400 and location:
+            try:
+                return [(canonicalize(location, base=url), depth)]
+            except UrlError:
+                return []
+        if not (200 <= status < 300) or depth >= self.timings.max_depth or not is_html(headers.get("content-type")):
+            return []
+        page = extract(result.body, url, content_type=headers.get("content-type"))
+        if page.nofollow:
+            return []
+        return [(link.url, depth + 1) for link in page.links[:MAX_LINKS_PER_PAGE] if not link.resource]
+
+    def _rules(self, url: str) -> tuple[RobotsRules | None, float, int]:
+        """(rules, seconds waited, requests); rules None: robots.txt is silent, the server counts as down."""
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        if origin in self._robots:
+            return self._robots[origin], 0.0, 0
+        if self._robots_silent.get(origin, 0.0) > time.monotonic():
+            return None, 0.0, 0
+        result = self.fetcher.fetch(f"{origin}/robots.txt")
+        if result.status is None or result.status >= 500:
+            self._robots_silent[origin] = time.monotonic() + self.timings.robots_retry
+            return None, _waited(result), 1
+        rules = rules_from_response(result.status, result.body)
+        self._robots[origin] = rules
+        return rules, 0.0, 1
+
+
+def _waited(result: FetchResult) -> float:
+    return result.timings.total_ms / 1000 if result.status is None else 0.0
+
+
+# --------------------------------------------------------------------------------------------------
+# The processes
+
+
+def _loader_main(policy: FetchPolicy, timings: Timings, to_load, out, go, stop, max_actions: int) -> None:  # noqa: ANN001
+    loader = Loader(policy, timings)
+    out.put(("ready", None))
+    go.wait(60)
+    try:
+        for _ in range(max_actions):  # bounded; stop ends it first
+            if stop.is_set():
+                break
+            w = loader.due_recheck(time.monotonic())
+            if w is not None:
+                action, links = loader.recheck(w)
+            else:
+                try:
+                    url, depth = to_load.get(timeout=_IDLE_WAIT)
+                except queue_mod.Empty:
+                    continue
+                action, links = loader.load(url, depth)
+            out.put(("action", (asdict(action), links)))
+    finally:
+        loader.close()
+        out.put(("exit", None))
+
+
+@dataclass
+class Report:
+    started_at: float
+    seconds: float
+    procs: int
+    actions: list[dict] = field(default_factory=list)
+    queued: int = 0  # URLs the uniqueness checker let through to ToLoad
+
+    def to_json(self) -> dict:
+        kinds = Counter(a["kind"] for a in self.actions)
+        outcomes = Counter(f"{a['kind']}:{a['outcome']}" for a in self.actions)
+        collected = [a["t"] - self.started_at for a in self.actions if a["collected"]]
+        return {
+            "started_at": self.started_at,
+            "seconds": round(self.seconds, 3),
+            "procs": self.procs,
+            "queued": self.queued,
+            "actions": dict(kinds),
+            "outcomes": dict(outcomes),
+            "waited": {k: round(sum(a["waited"] for a in self.actions if a["kind"] == k), 3) for k in kinds},
+            "requests": sum(a["requests"] for a in self.actions),
+            "collected": sorted(round(t, 4) for t in collected),
+        }
+
+
+def run(
+    seeds: list[str], *, seconds: float, procs: int, policy: FetchPolicy, timings: Timings, max_actions: int = 1_000_000
+) -> Report:
+    """Run the robot for `seconds` (after its processes are up) and report what it did."""
+    ctx = mp.get_context("spawn")  # the caller may hold threads (a test web): never fork them
+    to_load, out = ctx.Queue(), ctx.Queue()
+    go, stop = ctx.Event(), ctx.Event()
+    workers = [
+        ctx.Process(target=_loader_main, args=(policy, timings, to_load, out, go, stop, max_actions), daemon=True)
+        for _ in range(procs)
+    ]
+    for p in workers:
+        p.start()
+    for _ in range(procs):
+        kind, _payload = out.get(timeout=120)
+        assert kind == "ready", kind
+    seen: set[str] = set()
+    for seed in seeds:
+        url = canonicalize(seed)
+        if url not in seen:
+            seen.add(url)
+            to_load.put((url, 0))
+    report = Report(started_at=time.time(), seconds=0.0, procs=procs, queued=len(seen))
+    t0 = time.monotonic()
+    go.set()
+    exited = 0
+    while exited < procs:  # bounded: after `seconds`, stop is set and every loader exits after its step
+        if not stop.is_set() and time.monotonic() - t0 >= seconds:
+            stop.set()
+        try:
+            kind, payload = out.get(timeout=0.2)
+        except queue_mod.Empty:
+            if stop.is_set() and time.monotonic() - t0 > seconds + 120:
+                break  # a loader stuck past every timeout: leave it to terminate()
+            continue
+        if kind == "exit":
+            exited += 1
+        elif kind == "action":
+            action, links = payload
+            if action["t"] - report.started_at <= seconds:
+                report.actions.append(action)
+            for url, depth in links:  # the uniqueness checker: only new URLs reach ToLoad
+                if url not in seen:
+                    seen.add(url)
+                    to_load.put((url, depth))
+                    report.queued += 1
+    report.seconds = time.monotonic() - t0
+    for p in workers:
+        p.join(5)
+        if p.is_alive():
+            p.terminate()
+            p.join(5)
+    to_load.cancel_join_thread()
+    return report
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.sequential_multi", description=__doc__.split("\n\n")[0])
+    p.add_argument("seeds", nargs="+")
+    p.add_argument("--seconds", type=float, required=True, help="time budget")
+    p.add_argument("--procs", type=int, default=4, help="loader processes")
+    p.add_argument("--connect-timeout", type=float, default=15.0)
+    p.add_argument("--header-timeout", type=float, default=10.0)
+    p.add_argument("--body-timeout", type=float, default=20.0)
+    p.add_argument("--revisit-after", type=float, default=3600.0, help="as CRAWL_REVISIT_AFTER")
+    p.add_argument("--nr1-backoff", type=float, default=3600.0, help="as CRAWL_NR1_BACKOFF")
+    p.add_argument("--nr2-backoff", type=float, default=21600.0, help="as CRAWL_NR2_BACKOFF")
+    p.add_argument("--robots-retry", type=float, default=600.0, help="as CRAWL_ROBOTS_RETRY")
+    p.add_argument("--user-agent", default="crawladmin/bench-sequential-multi")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.procs < 1 or args.seconds <= 0:
+        raise SystemExit("need --procs >= 1 and --seconds > 0")
+    policy = FetchPolicy(
+        connect_timeout=args.connect_timeout,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        user_agent=args.user_agent,
+    )
+    timings = Timings(
+        connect=args.connect_timeout,
+        header=args.header_timeout,
+        body=args.body_timeout,
+        revisit_after=args.revisit_after,
+        nr1_backoff=args.nr1_backoff,
+        nr2_backoff=args.nr2_backoff,
+        robots_retry=args.robots_retry,
+    )
+    report = run(args.seeds, seconds=args.seconds, procs=args.procs, policy=policy, timings=timings)
+    json.dump(report.to_json(), sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
