@@ -2,17 +2,20 @@
 
     python -m bench.staleness_live [--periods 20] [--period 4] [--servers 4] [--pages 40] [--json]
 
-Prints figures; asserts nothing (DESIGN.md §11). One run: five crawlers side by side, one per recrawl
-policy (CRAWL_RECRAWL_POLICY) — ours (the paper's score with s the expected staleness given the changes
-the scans found, crawlcore.services.staleness), the same score with the paper's plain s, oldest-first
-round robin, and the paper's two baselines, change frequency (Tan et al. 2010) and importance (Khan et
-al. 2013). Each is the real embedded stack (SQLite, the in-process broker and worker threads running the load, extract
-and scan agents, the dispatcher and the active sweep) against its own copy of the same changing web
-(testweb/changing.py: the same pages, sizes, server speeds and change schedule, from the same clock
-origin). Each crawler first loads every page (the warm-up), then all of them start the same recrawl
-cycle at the same second: CRAWL_RECRAWL_CYCLE = periods × period, so T − t runs from T down to 1 as
-in the paper, and the active sweep runs at the start of every period. Every crawler has the same
-capacity: the same worker threads, the same per-server politeness, the same cap on m.
+Prints figures; asserts nothing (DESIGN.md §11). One run: six crawlers side by side, one per recrawl
+policy (CRAWL_RECRAWL_POLICY) — ours (the paper's score with s the expected staleness a check removes,
+crawlcore.services.staleness), the same score with the paper's plain s, oldest-first round robin, the
+paper's two baselines, change frequency (Tan et al. 2010) and importance (Khan et al. 2013) — and an
+oracle that reads the web's schedule (`_oracle_choice`). Each is the real embedded stack (SQLite, the
+in-process broker and worker threads running the load, extract and scan agents, the dispatcher and the
+active sweep) against its own copy of the same changing web (testweb/changing.py: the same pages, sizes,
+server speeds and change schedule, from the same clock origin). Each crawler first tries every page (the
+warm-up); once all have, they start at the same cycle boundary: CRAWL_RECRAWL_CYCLE = periods × period,
+so T − t runs from T down to 1 as in the paper, and the active sweep runs at the start of every period.
+`--burnin` cycles (default 1) run unmeasured first, so each policy is measured from the state its own
+choices left. Every crawler has the same capacity: the same worker threads, the same per-server
+politeness, and the same m each period (the cap less what is still out). Beside the table, the floor
+(scheduling/staleness_bound.py): the least mean staleness any policy could reach with as many fetches.
 
 Staleness is measured from the web's own change log, not from the crawler's view: every half second,
 for every page, if the stored copy (its body's sha1) is no longer the live version, the page has been
@@ -38,13 +41,14 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-POLICIES = ("staleness", "staleness-plain", "round-robin", "change-frequency", "importance")
+POLICIES = ("staleness", "staleness-plain", "round-robin", "change-frequency", "importance", "oracle")
 LABELS = {
     "staleness": "ours: (T-t)·s - p·g, s expected from changes",
     "staleness-plain": "the paper's s (periods since the check)",
     "change-frequency": "change frequency (Tan et al. 2010)",
     "importance": "importance (Khan et al. 2013)",
     "round-robin": "oldest first (round robin)",
+    "oracle": "oracle: knows the schedule (same m, HEADs)",
 }
 PAPER_MIN = {"staleness": 235.4, "change-frequency": 526.5, "importance": 897.7}
 SAMPLE_EVERY = 0.5
@@ -58,13 +62,16 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--servers", type=int, default=4)
     ap.add_argument("--pages", type=int, default=40, help="pages per server (default 40)")
     ap.add_argument("--threads", type=int, default=4, help="worker threads of each crawler (default 4)")
-    ap.add_argument("--cap", type=int, default=12, help="CRAWL_ACTIVE_SCAN_CAPACITY, the cap on m (default 12)")
-    ap.add_argument("--warmup", type=float, default=45.0, help="seconds allowed for the first load (default 45)")
+    ap.add_argument("--cap", type=int, default=12, help="m per period, the same for all (default 12)")
+    ap.add_argument("--warmup", type=float, default=240.0, help="most seconds allowed for the first load (default 240)")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument(
+        "--burnin", type=int, default=1, help="cycles run before the measured one, not measured (default 1)"
+    )
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--_child", help=argparse.SUPPRESS)
     ap.add_argument("--_t0", type=float, help=argparse.SUPPRESS)
-    ap.add_argument("--_start", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--_sync", help=argparse.SUPPRESS)
     return ap
 
 
@@ -93,6 +100,62 @@ def _staleness(web, pages_by_url: dict, at: float) -> tuple[float, int]:
     return (statistics.mean(ages) if ages else 0.0), missing
 
 
+def _held(web, pages_by_url: dict) -> dict[str, float | None]:
+    """For each page we hold ("server/number"), when our copy stops being live (the start of the version
+    after it), as `_staleness` counts it. The bound is computed from these."""
+    from crawlcore.models import Url
+
+    stored = dict(Url.objects.filter(page__isnull=False).values_list("url", "page__checksum"))
+    out = {}
+    for url, page in pages_by_url.items():
+        found = web._checksums.get(stored.get(url) or "")
+        ok = found is not None and found[:2] == (page.server, page.number)
+        if ok:
+            out[f"{page.server}/{page.number}"] = web.version_start(page, found[2] + 1)
+    return out
+
+
+def _oracle_choice(web, now, room: int, args) -> list[int]:
+    """The oracle's m: it reads the web's schedule. Among the Visited URLs the sweep could take, only
+    stale copies, the `room` with the most staleness a fetch now removes over the next cycle H: the
+    age a so far, plus the age the stale copy would accrue over H, less what the fresh copy accrues after
+    the page's next change (r from now): a·H + H²/2 − (H − r)⁺²/2. It checks with the same HEAD and
+    reload as everyone, with the same m."""
+    from django.db.models import Q
+
+    from crawlcore.models import Url
+
+    at = now.timestamp()
+    horizon = args.period * args.periods
+    pages = {web.url(p): p for p in web.pages.values()}
+    rows = (
+        Url.objects.filter(state="visited", exclusion_reason="")
+        .filter(Q(lease_owner="") | Q(lease_expires_at__lt=now))
+        .filter(last_checked_at__lte=now - _timedelta(args.period))
+        .values_list("id", "url", "page__checksum")
+    )
+    scored = []
+    for url_id, url, checksum in rows:
+        page = pages.get(url)
+        found = web._checksums.get(checksum or "")
+        if page is None or found is None or found[:2] != (page.server, page.number):
+            continue
+        live = web.version(page, at)
+        if live == found[2]:
+            continue  # fresh: a check would find nothing
+        age = at - web.version_start(page, found[2] + 1)
+        fresh_for = web.version_start(page, live + 1) - at
+        gain = age * horizon + horizon**2 / 2 - max(0.0, horizon - fresh_for) ** 2 / 2
+        scored.append((-gain, url_id))
+    return [url_id for _, url_id in sorted(scored)[:room]]
+
+
+def _timedelta(seconds: float):
+    from datetime import timedelta
+
+    return timedelta(seconds=seconds)
+
+
 def child(args) -> dict:
     import django
 
@@ -103,8 +166,8 @@ def child(args) -> dict:
     from crawlcore.models import StatusCheck, Url
     from crawlcore.schema import schema_ensure
     from crawlcore.services.dispatch import dispatch_due, reconcile
-    from crawlcore.services.staleness import active_scan_room
-    from crawlcore.services.sweep import scan_sweep
+    from crawlcore.services.staleness import active_scan_outstanding
+    from crawlcore.services.sweep import scan_send, scan_sweep
     from crawler.lifecycle import Agent
     from testweb.changing import ChangingWeb
 
@@ -114,24 +177,43 @@ def child(args) -> dict:
         pages_by_url = {web.url(p): p for p in web.pages.values()}
         crawl_seeds_insert(seeds=list(pages_by_url), scope="host")
         with crawl_workers(threads=args.threads):
-            loaded_at = None
-            while time.time() < args._start:
+            # Warm-up: load every page, say so, and wait for the parent to name the start (a cycle boundary
+            # once every crawler is loaded, so a busy machine delays the start instead of spoiling it).
+            loaded_at, sync = None, Path(args._sync)
+            while not (sync / "start").exists() or time.time() < float((sync / "start").read_text()):
                 dispatch_due()
-                if loaded_at is None and not Url.objects.exclude(state="visited").exists():
+                if loaded_at is None and not Url.objects.filter(state="init").exists():  # every page tried
                     loaded_at = time.time()
+                    (sync / f"ready.{args._child}").write_text("1")
                 time.sleep(DISPATCH_EVERY)
+            args._start = float((sync / "start").read_text())
+            # The burn-in cycles run exactly like the measured one; only the last cycle's samples count, so
+            # every policy is measured from the state its own choices left, not from the warm-up's.
+            cycle = args.periods * args.period
+            measured = args._start + args.burnin * cycle
             samples, per_period, m_sent, t_next_sample = [], [], [], args._start
+            first_cycle, held_at_start = [], {}
             t_reconcile = args._start
-            for k in range(args.periods):
+            for k in range((args.burnin + 1) * args.periods):
                 start = args._start + k * args.period
-                m_sent.append((active_scan_room(now=_aware(time.time())), scan_sweep(agent=Agent.ACTIVE_SCAN)))
+                if k == args.burnin * args.periods:
+                    held_at_start = _held(web, pages_by_url)
+                now = _aware(time.time())
+                # The same m for every policy: the cap, less what is still out. (The sweep's own measured m
+                # counts reloads too, so a policy that finds more changes would get more room.)
+                room = max(0, args.cap - active_scan_outstanding(now=now))
+                if args._child == "oracle":
+                    sent = scan_send(agent=Agent.ACTIVE_SCAN, ids=_oracle_choice(web, now, room, args), now=now)
+                else:
+                    sent = scan_sweep(agent=Agent.ACTIVE_SCAN, now=now, room=room)
+                m_sent.append((room, sent))
                 period_samples = []
                 while time.time() < start + args.period:
                     dispatch_due()
                     now = time.time()
                     if now >= t_next_sample:
                         mean, _ = _staleness(web, pages_by_url, now)
-                        samples.append(mean)
+                        (samples if now >= measured else first_cycle).append(mean)
                         period_samples.append(mean)
                         t_next_sample += SAMPLE_EVERY
                     if now >= t_reconcile + 10:
@@ -141,8 +223,8 @@ def child(args) -> dict:
                 per_period.append(statistics.mean(period_samples) if period_samples else float("nan"))
             final, missing = _staleness(web, pages_by_url, time.time())
             samples.append(final)
-        end = _aware(args._start + args.periods * args.period)
-        begin = _aware(args._start)
+        end = _aware(measured + cycle)
+        begin = _aware(measured)
         checks = dict(
             StatusCheck.objects.filter(checked_at__gte=begin, checked_at__lt=end)
             .values_list("agent")
@@ -151,6 +233,8 @@ def child(args) -> dict:
         return {
             "policy": args._child,
             "mean_seconds": statistics.mean(samples),
+            "burnin_mean_seconds": statistics.mean(first_cycle) if first_cycle else None,
+            "held_at_start": held_at_start,
             "per_period_seconds": [round(v, 2) for v in per_period],
             "warmup_loaded_after_s": None if loaded_at is None else round(loaded_at - args._t0, 1),
             "never_loaded": missing,
@@ -190,7 +274,8 @@ def _child_env(tmp: Path, policy: str, args) -> dict[str, str]:
             "CRAWL_STALENESS_PERIOD": str(args.period),
             "CRAWL_RECRAWL_CYCLE": str(args.period * args.periods),
             "CRAWL_REVISIT_AFTER": str(args.period),
-            "CRAWL_RECRAWL_POLICY": policy,
+            # The oracle picks its own URLs (_oracle_choice); the setting only has to be a valid one.
+            "CRAWL_RECRAWL_POLICY": "round-robin" if policy == "oracle" else policy,
             "CRAWL_ACTIVE_SCAN_CAPACITY": str(args.cap),
             "CRAWL_REDISPATCH_AFTER": "10",
             "CRAWL_LEASE_SECONDS": "30",
@@ -203,29 +288,68 @@ def _child_env(tmp: Path, policy: str, args) -> dict[str, str]:
 def run(args) -> dict:
     cycle = args.period * args.periods
     t0 = time.time()
-    # All of them start the measured cycle at the same second: the first cycle boundary after the warm-up.
-    start = math.ceil((t0 + args.warmup) / cycle) * cycle
     procs = {}
     with tempfile.TemporaryDirectory(prefix="staleness-live-") as tmp:
+        sync = Path(tmp) / "sync"
+        sync.mkdir()
         for policy in POLICIES:
             cmd = [sys.executable, "-m", "bench.staleness_live", "--_child", policy, "--_t0", repr(t0)]
-            cmd += ["--_start", repr(start), "--periods", str(args.periods), "--period", str(args.period)]
+            cmd += ["--_sync", str(sync), "--periods", str(args.periods), "--period", str(args.period)]
             cmd += ["--servers", str(args.servers), "--pages", str(args.pages), "--threads", str(args.threads)]
-            cmd += ["--seed", str(args.seed)]
+            cmd += ["--seed", str(args.seed), "--burnin", str(args.burnin)]
             procs[policy] = subprocess.Popen(
                 cmd, cwd=ROOT, env=_child_env(Path(tmp), policy, args), stdout=subprocess.PIPE, text=True
             )
+        # All of them start at the same second: the first cycle boundary after every crawler has loaded every
+        # page, or after the warm-up allowance if one never does (the table then says so).
+        deadline = t0 + args.warmup
+        while time.time() < deadline and not all((sync / f"ready.{p}").exists() for p in POLICIES):
+            time.sleep(0.5)
+        warmed = sorted(p for p in POLICIES if (sync / f"ready.{p}").exists())
+        start = math.ceil((time.time() + 2.0) / cycle) * cycle
+        (sync / "start.tmp").write_text(repr(start))
+        (sync / "start.tmp").rename(sync / "start")
         results = {}
         for policy, proc in procs.items():
-            out, _ = proc.communicate(timeout=args.warmup + 2 * cycle + 300)
+            out, _ = proc.communicate(timeout=(args.burnin + 2) * cycle + 300)
             if proc.returncode != 0:
                 raise SystemExit(f"the {policy} crawler failed (exit {proc.returncode})")
             results[policy] = json.loads(out.strip().splitlines()[-1])
+    measured = start + args.burnin * cycle
+    for r in results.values():
+        r["bound"] = _bounds(args, t0, r, start=measured, end=measured + cycle)
     return {
         "config": {k: v for k, v in vars(args).items() if not k.startswith("_") and k != "json"},
+        "warmed_before_start": warmed,
         "cycle_seconds": cycle,
         "wall_seconds": round(time.time() - t0, 1),
         "results": results,
+    }
+
+
+def _bounds(args, t0: float, result: dict, *, start: float, end: float) -> dict[str, float]:
+    """The floor under this crawler's measured cycle (scheduling.staleness_bound): from the copies it held
+    at the cycle's start and the web's known change times, the least mean staleness any policy could
+    reach with as many fetches as this crawler made requests (checks and loads: generous, since a check
+    refreshes nothing), and with as many as it made loads."""
+    from scheduling.staleness_bound import PageTimes, bound_mean_staleness
+    from testweb.changing import ChangingWeb
+
+    web = ChangingWeb(_spec(args), t0=t0)  # the same schedule; not served
+    pages = []
+    for key, since in result["held_at_start"].items():
+        server, number = (int(x) for x in key.split("/"))
+        page = web.pages[(server, number)]
+        changes, v = [], web.version(page, start) + 1
+        while (at := web.version_start(page, v)) < end:
+            changes.append(at)
+            v += 1
+        pages.append(PageTimes(since, changes))
+    requests = result["requests"]
+    total = requests["active_scan"] + requests["load"]
+    return {
+        "requests": bound_mean_staleness(pages, start=start, end=end, fetches=total),
+        "loads": bound_mean_staleness(pages, start=start, end=end, fetches=requests["load"]),
     }
 
 
@@ -234,32 +358,52 @@ def report(out: dict) -> str:
     cfg = out["config"]
     ours = res["staleness"]["mean_seconds"]
     lines = [
-        "seed 004 live: mean staleness from the web's change log, five crawlers side by side "
+        "seed 004 live: mean staleness from the web's change log, six crawlers side by side "
         f"({cfg['servers']} servers × {cfg['pages']} pages, T = {cfg['periods']} periods of {cfg['period']:g} s, "
-        f"{cfg['threads']} worker threads each, m ≤ {cfg['cap']}; {out['wall_seconds']:.0f} s wall)",
+        f"{cfg['threads']} worker threads each, m = {cfg['cap']} less what is still out; "
+        f"{out['wall_seconds']:.0f} s wall)",
         "",
         f"{'policy':<42} {'stale (s)':>9} {'×60 (min)':>10} {'paper (min)':>11} {'vs ours':>8} "
-        f"{'rechecks':>9} {'loads':>6}",
+        f"{'rechecks':>9} {'loads':>6} {'floor (s)':>9}",
     ]
-    for p in ("staleness", "change-frequency", "importance", "round-robin", "staleness-plain"):
+    for p in ("staleness", "change-frequency", "importance", "round-robin", "staleness-plain", "oracle"):
         r = res[p]
         paper = f"{PAPER_MIN[p]:.1f}" if p in PAPER_MIN else "-"
         ratio = r["mean_seconds"] / ours if ours else float("nan")
         lines.append(
             f"{LABELS[p]:<42} {r['mean_seconds']:>9.2f} {r['mean_seconds']:>10.1f} {paper:>11} "
             f"{ratio:>7.2f}× {r['requests']['active_scan']:>9} {r['requests']['load']:>6}"
+            f" {r['bound']['requests']:>9.2f}"
         )
     cf, imp, rr = (res[p]["mean_seconds"] for p in ("change-frequency", "importance", "round-robin"))
     half = ours <= 0.5 * cf and ours <= 0.5 * imp
     rr_ok = rr >= 1.2 * ours
+    req, bound = res["staleness"]["requests"], res["staleness"]["bound"]
+    n_ours = req["active_scan"] + req["load"]
     lines += [
         f"(ours without the change signal is {res['staleness-plain']['mean_seconds'] / ours:.2f}× ours.)",
+        f"(the oracle, which knows every change time, is {cf / res['oracle']['mean_seconds']:.2f}× better than"
+        f" change frequency and {rr / res['oracle']['mean_seconds']:.2f}× better than round robin.)",
         "",
         "(×60: one second of the run read as one minute; the paper's column is its table, 10 sites.)",
         f"paper: ours 2.24× better than [Tan], 3.81× than [Khan]; here {cf / ours:.2f}× and {imp / ours:.2f}×,"
         f" and {rr / ours:.2f}× better than round robin.",
         f"goal (ours ≤ half of both baselines): {'met' if half else 'NOT met'}; "
         f"goal (≥ 1.2× better than round robin): {'met' if rr_ok else 'NOT met'}.",
+        f"floor (scheduling/staleness_bound.py): an oracle that knows every change time and fetches at the"
+        f" instant of a change, with ours' {n_ours} requests as fetches, from ours' state at the cycle start:"
+        f" {bound['requests']:.2f} s ({bound['loads']:.2f} s with its {req['load']} loads);"
+        f" half of change frequency is {cf / 2:.2f} s.",
+    ]
+    if len(out["warmed_before_start"]) < len(POLICIES):
+        late = ", ".join(p for p in POLICIES if p not in out["warmed_before_start"])
+        lines.append(f"WARNING: not every page was loaded before the start by: {late} (a busy machine?)")
+    if cfg["burnin"] and all(res[p]["burnin_mean_seconds"] is not None for p in POLICIES):
+        lines.append(
+            f"burn-in ({cfg['burnin']} unmeasured cycle(s) first), mean staleness there: "
+            + ", ".join(f"{p} {res[p]['burnin_mean_seconds']:.2f}" for p in POLICIES)
+        )
+    lines += [
         "",
         "mean staleness (s) per period:",
     ]

@@ -84,8 +84,10 @@ def _load() -> dict:
         "CRAWL_OFFSITE_DEPTH": env.integer("CRAWL_OFFSITE_DEPTH", 25, minimum=0, maximum=10_000),
         "CRAWL_MAX_URL_LENGTH": env.integer("CRAWL_MAX_URL_LENGTH", 2048, minimum=64, maximum=65536),
         "CRAWL_MERGE_HOSTS": env.boolean("CRAWL_MERGE_HOSTS", True),
-        # Seed 003's site dedup before dispatch: a new server's address is resolved when it is created, and one on
-        # the address, scheme and port of a known site is that site (false: only the home-page check after fetch).
+        # Seed 003's site dedup before dispatch: a new server's address is resolved when it is created; one on the
+        # address, scheme and port of a known site fetches its home page alone first, and the same home page (same
+        # checksum) makes it that site's alias before its other URLs are fetched; a different one (virtual hosting)
+        # leaves two sites. False: no lookup at creation, only the home-page check whenever a home page is stored.
         "CRAWL_MERGE_BY_ADDRESS": env.boolean("CRAWL_MERGE_BY_ADDRESS", True),
         # Link reports (issue 20): record and check the images, stylesheets and scripts of pages (never parsed);
         # honour rel=nofollow on a link (it is recorded either way, with the reason); which #fragments must

@@ -273,6 +273,15 @@ class StatusCheck(models.Model):
             models.Index(fields=["server", "checked_at"], name="check_server_time_idx"),
             # The reconciler looks only at requests still waiting for their outcome.
             models.Index(fields=["checked_at"], name="check_pending_idx", condition=Q(category="pending")),
+            # The active sweep's throughput by server and hour of day (crawlcore.services.staleness) reads
+            # the GETs with a body of the last CRAWL_THROUGHPUT_DAYS every period: a range of this index,
+            # and on PostgreSQL an index-only scan (the columns it sums are included).
+            models.Index(
+                fields=["checked_at"],
+                name="check_get_throughput_idx",
+                condition=Q(method="GET", bytes__gt=0, latency_ms__gt=0),
+                include=["server", "bytes", "latency_ms", "category"],
+            ),
         ]
 
 

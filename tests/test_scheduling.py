@@ -189,6 +189,45 @@ def test_schedule_table_from_unseen_profiles_is_the_papers_construction(tmp_path
         assert sorting[str(h)] == sorted(names, key=lambda s: (profiles[s][h], s))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_schedule_table_command_line_on_unseen_float_profiles_with_missing_hours(tmp_path, seed):
+    """`python manage.py schedule_table --profiles F.csv --policy hybrid|sorting --json`, the real command
+    line, on profiles no other test uses: float loads (one decimal, so equal loads occur), some hours with
+    no row (they take the mean of the server's other hours), names that sort differently from their order
+    in the file."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rng = random.Random(7000 + seed)
+    names = [f"{rng.choice('zyxw')}{rng.randrange(1000)}.example.{i}" for i in range(rng.randint(5, 30))]
+    filled, rows = {}, []
+    for name in names:
+        loads = [round(rng.uniform(0.5, 4.0), 1) for _ in range(24)]
+        missing = set(rng.sample(range(24), rng.randint(0, 5)))
+        known = [v for h, v in enumerate(loads) if h not in missing]
+        mean = sum(known) / len(known)
+        filled[name] = [mean if h in missing else v for h, v in enumerate(loads)]
+        rows += [f"{name},{h},{v}" for h, v in enumerate(loads) if h not in missing]
+    rng.shuffle(rows)
+    path = tmp_path / "unseen.csv"
+    path.write_text("server,hour,load\n" + "\n".join(rows) + "\n")
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DATABASE_URL")}
+    env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"  # the command reads only the CSV
+
+    def table(policy: str) -> dict[str, list[str]]:
+        cmd = [sys.executable, "manage.py", "schedule_table", "--profiles", str(path), "--policy", policy, "--json"]
+        out = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=120, check=True)
+        return json.loads(out.stdout)
+
+    assert table("hybrid") == _paper_hybrid(filled)
+    sorting = table("sorting")
+    assert sorting == {str(h): sorted(names, key=lambda s, h=h: (filled[s][h], s)) for h in range(24)}
+
+
 def test_schedule_table_hand_example_with_ties(tmp_path):
     # b and c both have their least load (1) in hour 2 and 5; the earliest, 2, is their best hour.
     # In hour 2 they come first, equal loads by name (b before c); a (load 1 there too) follows.

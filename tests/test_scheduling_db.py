@@ -499,6 +499,9 @@ def test_an_operators_edit_survives_a_second_migrate():
 
 
 def test_changes_found_make_a_page_count_as_staler(settings):
+    """ours: s_j the staleness a check removes over what is left of the cycle, λ by Cho & Garcia-Molina's
+    estimator from the URL's checks, cost the reload's seconds times the chance it is needed; computed here
+    again in Python."""
     import math
 
     from crawlcore.models import UrlEvent
@@ -508,15 +511,30 @@ def test_changes_found_make_a_page_count_as_staler(settings):
     server = _server(1)
     rng = random.Random(5)
     urls, expected = [], {}
+    horizon = HORIZON * PERIOD
     for n in range(30):
         tau = rng.uniform(60, 7200)
         url = _url(server, n, state="visited", last_checked_at=NOW - timedelta(seconds=tau))
-        changes = rng.choice([0, 0, 1, 3, 8])
-        for _ in range(changes):
-            UrlEvent.objects.create(url=url, from_state="visited", to_state="init", agent="active_scan", at=NOW)
-        rate = (changes + 1) / (86400 + 3600)  # first seen a day ago, plus the prior of one cycle
-        stale = tau - (1 - math.exp(-rate * tau)) / rate
-        expected[url.id] = HORIZON * stale / PERIOD - 16 * 1024 / 100_000  # no throughput seen: 100 KB/s
+        checks = rng.choice([0, 0, 1, 3, 8, 12])
+        changes = rng.randint(0, checks)
+        for k in range(checks):
+            to = "init" if k < changes else "visited"
+            UrlEvent.objects.create(url=url, from_state="visited", to_state=to, agent="active_scan", at=NOW)
+        # The first load (an hour after it was first seen, a day ago) starts the time the checks cover; a
+        # later reload does not, and neither is a check.
+        for hours in (23, 2):
+            load = {"from_state": "init", "to_state": "visited", "agent": "load"}
+            UrlEvent.objects.create(url=url, at=NOW - timedelta(hours=hours), **load)
+        prior = 1 / 3600
+        if checks:
+            interval = (23 * 3600 - tau) / checks  # first loaded 23 h ago, last checked tau ago
+            estimate = -math.log((checks - changes + 0.5) / (checks + 0.5)) / interval
+            rate = (checks * estimate + prior) / (checks + 1)
+        else:
+            rate = prior
+        removed = tau - (1 - math.exp(-rate * tau)) * (1 - math.exp(-rate * horizon)) / (rate * rate * horizon)
+        reload = (1 - math.exp(-rate * tau)) * 16 * 1024 / 100_000  # no throughput seen: 100 KB/s
+        expected[url.id] = HORIZON * removed / PERIOD - reload
         urls.append(url)
     Url.objects.update(created_at=NOW - timedelta(days=1))
     best = sorted(expected, key=lambda i: (-expected[i], i))

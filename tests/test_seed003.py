@@ -188,25 +188,75 @@ def test_analyzer_leaves_out_a_copy_marked_after_it_was_analysed():
     assert pages_analyse().pages == 0
 
 
-# -- site dedup by address, before dispatch ---------------------------------------------------------------
+# -- site dedup by address and home page, before dispatch -----------------------------------------------
 
 
 @pytest.mark.django_db
-def test_a_new_name_on_a_known_address_is_an_alias_before_any_fetch(settings):
+def test_a_new_name_on_a_known_address_fetches_its_home_page_alone_first(settings):
+    from crawlcore.services.sites import server_home_first, server_twin
+    from crawlcore.services.urls import NewUrl, urls_claim, urls_insert
+
+    settings.CRAWL_ALLOW_PRIVATE = ("127.0.0.0/8",)
+    urls_insert(urls=[NewUrl("http://127.0.0.1:8765/", depth=0)])
+    urls_insert(urls=[NewUrl("http://localhost:8765/a", depth=2), NewUrl("http://localhost:8765/b", depth=1)])
+    site, later = Server.objects.get(host="127.0.0.1"), Server.objects.get(host="localhost")
+    assert (site.ip, later.ip) == ("127.0.0.1", "127.0.0.1")
+    # Not merged on the address alone (virtual hosting): a suspect, its URLs waiting as usual.
+    assert later.alias_of is None and later.excluded_reason == ""
+    assert server_twin(server=later) == site and server_twin(server=site) is None
+    assert set(Url.objects.filter(server=later).values_list("exclusion_reason", flat=True)) == {""}
+    # Its home page, unknown until now, is added (depth and scope of its shallowest due URL) and claimed alone.
+    home_id = server_home_first(server=later)
+    home = Url.objects.get(id=home_id)
+    assert (home.url, home.state, home.depth) == ("http://localhost:8765/", "init", 1)
+    assert [u.url for u in urls_claim(server_id=later.id, owner="w", limit=25, only=home_id)] == [home.url]
+    # Leased by us now: a second claimer gets nothing, not the other URLs.
+    assert urls_claim(server_id=later.id, owner="x", limit=25, only=home_id) == []
+    # The earlier site and another port on the address claim as usual.
+    assert server_home_first(server=site) is None
+    urls_insert(urls=[NewUrl("http://localhost:8766/", depth=0)])
+    assert server_home_first(server=Server.objects.get(host="localhost", port=8766)) is None
+
+
+@pytest.mark.django_db
+def test_a_suspect_whose_home_page_was_tried_claims_as_usual(settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from crawlcore.services.sites import server_home_first
     from crawlcore.services.urls import NewUrl, urls_insert
 
     settings.CRAWL_ALLOW_PRIVATE = ("127.0.0.0/8",)
     urls_insert(urls=[NewUrl("http://127.0.0.1:8765/", depth=0)])
     ids = urls_insert(urls=[NewUrl("http://localhost:8765/", depth=0), NewUrl("http://localhost:8765/a", depth=1)]).ids
-    site, alias = Server.objects.get(host="127.0.0.1"), Server.objects.get(host="localhost")
-    assert (site.ip, alias.ip) == ("127.0.0.1", "127.0.0.1")
-    assert alias.alias_of == site and alias.excluded_reason == "alias of http://127.0.0.1:8765"
-    # Its URLs are stored set aside: never due, so never dispatched.
-    rows = Url.objects.filter(id__in=ids.values())
-    assert {(r.exclusion_reason, r.next_check_at) for r in rows} == {("alias of http://127.0.0.1:8765", None)}
-    # Another port on the address is another site.
-    urls_insert(urls=[NewUrl("http://localhost:8766/", depth=0)])
-    assert Server.objects.get(host="localhost", port=8766).alias_of is None
+    later = Server.objects.get(host="localhost")
+    home = Url.objects.filter(id=ids["http://localhost:8765/"])
+    assert server_home_first(server=later) == home.get().id
+    # It failed (a step towards Dead), or waits out a back-off or a failed attempt, or robots.txt disallows it.
+    for change in (
+        dict(state="noresponse1", next_check_at=timezone.now() + timedelta(hours=1)),
+        dict(state="init", next_check_at=timezone.now() + timedelta(minutes=5)),
+        dict(state="init", next_check_at=None, exclusion_reason="robots.txt"),
+        dict(state="visited", next_check_at=None, exclusion_reason=""),
+    ):
+        home.update(**change)
+        assert server_home_first(server=later) is None, change
+    # And with site dedup by address switched off there are no suspects.
+    home.update(state="init", next_check_at=timezone.now(), exclusion_reason="")
+    settings.CRAWL_MERGE_BY_ADDRESS = False
+    assert server_home_first(server=later) is None
+
+
+@pytest.mark.django_db
+def test_robots_txt_out_of_reach_keeps_the_address_resolved_at_creation():
+    from crawlcore.services.servers import server_save_robots
+
+    server = Server.objects.create(scheme="http", host="a.example", port=80, ip="192.0.2.7")
+    server_save_robots(server_id=server.id, kind="unreachable", text="timeout||", crawl_delay=None, ip=None)
+    assert Server.objects.get(id=server.id).ip == "192.0.2.7"
+    server_save_robots(server_id=server.id, kind="allow", text="", crawl_delay=None, ip="192.0.2.8")
+    assert Server.objects.get(id=server.id).ip == "192.0.2.8"
 
 
 @pytest.mark.django_db

@@ -7,6 +7,8 @@ sites on 127.0.0.x loopback IPs, never the internet (DESIGN.md §11).
   monitor        a server answering 500, one that flaps on command, an address that refuses
   generated      the throughput benchmark's static web, written to disk and served by nginx
   sitemaps       a site publishing sitemaps (gzip index, nested, text, bad ones) with orphan and duplicate pages
+  duplicates     one site serving pages under two URLs (seed 003's page dedup)
+  vhosts         two host names on one address and port, one site or two by the Host header (seed 003's site dedup)
   cluster        the harness of real services: PostgreSQL databases, redis-server, celery processes
 
 from testweb import SiteSpec, TestWebServer

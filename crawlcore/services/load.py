@@ -32,6 +32,7 @@ from .checks import FINISHED, checks_finish_write
 from .queue import enqueue_extract_on_commit
 from .servers import server_merge_if_alias
 from .sitemaps import sitemaps_read
+from .sites import server_home_first
 from .urls import MOVED, Claimed, Move, new_url_from, transition_writes, urls_claim, urls_insert, urls_transition
 from .visit import Gate, ServerVisit
 
@@ -78,7 +79,9 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         self.home = f"{visit.server.origin}/"
 
     def claim(self) -> list[Claimed]:
-        return urls_claim(server_id=self.visit.server.id, owner=self.owner, limit=settings.CRAWL_BATCH_SIZE)
+        # Seed 003: a server on a known site's address fetches its home page alone first, to compare (sites.py).
+        only = server_home_first(server=self.visit.server)
+        return urls_claim(server_id=self.visit.server.id, owner=self.owner, limit=settings.CRAWL_BATCH_SIZE, only=only)
 
     def state_of(self, url: Claimed) -> State:
         return State.INIT

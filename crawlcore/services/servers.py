@@ -25,10 +25,10 @@ log = logging.getLogger(__name__)
 def servers_ensure(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict[ServerKey, Server]:
     """The Server row of every key, creating the missing ones in one statement.
 
-    A new server's address is resolved first (servers_resolve) and stored with it; a new server on the
-    address, scheme and port of a known site becomes that site's alias at once (servers_merge_by_address),
-    so none of its URLs is ever dispatched (seed 003: the coordinator turns site URLs into IPs and drops
-    repeated IPs before it hands sites to agents)."""
+    A new server's address is resolved first (servers_resolve) and stored with it. A new server on the address,
+    scheme and port of an earlier site is not merged here: name-based virtual hosting puts different sites on
+    one address. It is a suspect, whose home page the load agent fetches alone first and compares with the
+    earlier site's (seed 003's site dedup before dispatch: crawlcore.services.sites.server_home_first)."""
     keys = set(keys)
     if not keys:
         return {}
@@ -40,10 +40,7 @@ def servers_ensure(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict[
             [Server(scheme=k.scheme, host=k.host, port=k.port, trusted=trusted, ip=addresses.get(k)) for k in missing],
             ignore_conflicts=True,
         )
-        created = _servers_by_key(missing)
-        found.update(created)
-        # Rows with an address; one another process created meanwhile may be merged there too (guarded UPDATE).
-        servers_merge_by_address(servers=[s for k, s in created.items() if addresses.get(k) and s.ip])
+        found.update(_servers_by_key(missing))
     if trusted:
         untrusted = [s.id for s in found.values() if not s.trusted]
         if untrusted:
@@ -54,7 +51,7 @@ def servers_ensure(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict[
 def servers_resolve(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict[ServerKey, str | None]:
     """The address each new server's fetches would use (the crawler's resolver, with its private-address guard
     unless an operator added the server), all names at once within CRAWL_DNS_TIMEOUT; None when unknown. Not
-    asked at all when merging by address is off. The address is what a visit re-reads from robots.txt later."""
+    asked at all when merging by address is off. A visit stores the address its robots.txt came from later."""
     keys = list(keys)
     if not (settings.CRAWL_MERGE_HOSTS and settings.CRAWL_MERGE_BY_ADDRESS) or not keys:
         return {}
@@ -62,35 +59,6 @@ def servers_resolve(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict
     check = None if trusted else (lambda ip: forbidden_reason(ip, allowed))
     found = lookup_many([(k.host, k.port) for k in keys], timeout=settings.CRAWL_DNS_TIMEOUT, check=check)
     return {k: found.get((k.host, k.port)) for k in keys}
-
-
-def servers_merge_by_address(*, servers: Iterable[Server]) -> list[Server]:
-    """Site dedup before dispatch (seed 003): each of `servers` (just created, with an address) that shares
-    address, scheme and port with an earlier site becomes its alias, and its URLs are set aside. The in-memory
-    rows are updated too, so URLs inserted with them are stored set aside. Returns the servers made aliases.
-
-    Host names that share an address by name-based virtual hosting are different sites; CRAWL_MERGE_BY_ADDRESS
-    =false leaves them to the home-page check after the first fetch (server_merge_if_alias)."""
-    merged = []
-    for server in servers:
-        twin = (
-            Server.objects.filter(
-                ip=server.ip, scheme=server.scheme, port=server.port, alias_of__isnull=True, id__lt=server.id
-            )
-            .order_by("id")
-            .first()
-        )
-        if twin is None:
-            continue
-        reason = f"alias of {twin.origin}"[:100]
-        # Guarded: only a server nobody has made an alias or set aside meanwhile.
-        if not Server.objects.filter(id=server.id, alias_of__isnull=True).update(alias_of=twin):
-            continue
-        server.alias_of, server.excluded_reason = twin, reason
-        server_exclude(server_id=server.id, reason=reason)
-        log.info("server %s is %s (same address %s, before any fetch)", server.origin, reason, server.ip)
-        merged.append(server)
-    return merged
 
 
 def _servers_by_key(keys: set[ServerKey]) -> dict[ServerKey, Server]:
@@ -161,9 +129,10 @@ def server_exclude(*, server_id: int, reason: str) -> int:
 
 
 def server_save_robots(*, server_id: int, kind: str, text: str, crawl_delay: float | None, ip: str | None) -> None:
-    Server.objects.filter(id=server_id).update(
-        robots_kind=kind, robots_txt=text, crawl_delay=crawl_delay, robots_fetched_at=timezone.now(), ip=ip
-    )
+    """Cache the server's robots.txt and the address it came from. No address (robots.txt unreachable) keeps
+    the one known: the address resolved at creation is what site dedup compares (server_home_first)."""
+    fields = dict(robots_kind=kind, robots_txt=text, crawl_delay=crawl_delay, robots_fetched_at=timezone.now())
+    Server.objects.filter(id=server_id).update(**fields, **({"ip": ip} if ip else {}))
 
 
 @contextmanager
@@ -182,10 +151,16 @@ def server_robots_lock(*, server_id: int, wait: float) -> Iterator[bool]:
 
 
 def server_merge_if_alias(*, server: Server, home_checksum: str) -> Server | None:
-    """Site dedup by IP (seed 003), after the home page is fetched: two host names on the same address serving
-    the same home page are one site. The later server becomes an alias of the earlier one and its waiting URLs
-    are set aside. Returns the server that was made an alias, or None. The fallback of servers_merge_by_address
-    for a server whose address was unknown when it was created (or with CRAWL_MERGE_BY_ADDRESS=false)."""
+    """Site dedup by IP (seed 003), when a home page is stored: two host names on the same address, scheme and
+    port serving the same home page (same checksum) are one site. The later server becomes an alias of the
+    earlier one and its waiting URLs are set aside. Returns the server that was made an alias, or None.
+
+    A suspect (a later server on a known site's address) fetches its home page alone first
+    (sites.server_home_first), so when the earlier site's home page is stored already, this runs before any
+    other URL of the suspect is fetched. When it is not stored yet, the comparison happens when it is (this
+    function, called for the earlier server, finds the later one's home page): the merge then comes after
+    some of the later server's URLs were fetched. So it does for a server whose address was unknown until
+    its first robots.txt, and with CRAWL_MERGE_BY_ADDRESS=false."""
     if not (settings.CRAWL_MERGE_HOSTS and server.ip and home_checksum):
         return None
     twins = (
@@ -197,8 +172,11 @@ def server_merge_if_alias(*, server: Server, home_checksum: str) -> Server | Non
         if not Page.objects.filter(url__url=f"{twin.origin}/", checksum=home_checksum).exists():
             continue
         alias, keep = (server, twin) if twin.id < server.id else (twin, server)
-        Server.objects.filter(id=alias.id).update(alias_of=keep)
+        # Guarded: only a server nobody has made an alias meanwhile (the two home pages may be stored at once).
+        if not Server.objects.filter(id=alias.id, alias_of__isnull=True).update(alias_of=keep):
+            return None
         alias.alias_of = keep
         server_exclude(server_id=alias.id, reason=f"alias of {keep.origin}"[:100])
+        log.info("server %s is an alias of %s (address %s, same home page)", alias.origin, keep.origin, server.ip)
         return alias
     return None

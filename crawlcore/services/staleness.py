@@ -55,8 +55,8 @@ import statistics
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Case, Count, F, FloatField, OuterRef, QuerySet, Subquery, Sum, Value, When
-from django.db.models.functions import Coalesce, Exp, ExtractHour, Floor, Greatest
+from django.db.models import Case, Count, F, FloatField, Min, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
+from django.db.models.functions import Coalesce, Exp, ExtractHour, Floor, Greatest, Ln
 from django.utils import timezone
 
 from crawlcore.db.functions import AgeSeconds
@@ -130,27 +130,75 @@ def _changes_found():
     return Coalesce(Subquery(found), Value(0), output_field=FloatField())
 
 
-def _expected_stale_periods(now: datetime):
-    """s_j(t) from the change signal: the expected time the stored copy has been stale, in periods.
+def _change_rate(now: datetime):
+    """λ_j, changes per second: Cho & Garcia-Molina's estimator (2003) from the URL's check history.
 
-    With changes at rate λ_j (Poisson), a copy checked τ ago has been stale for τ − (1 − e^(−λτ))/λ on
-    average: 0 right after the check, growing by at most one period per period, and by almost exactly
-    one once a change is all but certain — eq. 1's s_j, weighted by how likely the copy is stale. λ_j is
-    (changes found + 1) over the time since the URL was first seen plus one recrawl cycle (the prior: a
-    page is taken to change about once a cycle until the scans have seen it change)."""
+    n active-scan checks at a mean interval I, X of which found a change: λ̂ = −ln((n − X + 0.5)/(n + 0.5)) / I.
+    Unlike X/(n·I) it counts the changes a check cannot see (several between two checks): a page found
+    changed at every check gets a rate that grows with the evidence, not one stuck at 1/I. I is the time
+    from the URL's first load to its last check (W), over n. The prior, one change a recrawl cycle,
+    weighs as one check: λ = (n·λ̂ + 1/cycle)/(n + 1) = (−ln(…)·n²/W + 1/cycle)/(n + 1); a URL never
+    checked has the prior. Two subqueries per URL over event_url_time_idx: −ln(…)·n² and n."""
+    checks = (
+        UrlEvent.objects.filter(url=OuterRef("pk"), agent=Agent.ACTIVE_SCAN.value, from_state=State.VISITED.value)
+        .filter(to_state__in=[State.VISITED.value, State.INIT.value])
+        .values("url")
+        .annotate(n=Count("id", output_field=FloatField()), x=Count("id", filter=Q(to_state=State.INIT.value)))
+    )
+    n, x = F("n"), F("x")
+    evidence = checks.annotate(e=-Ln((n - x + Value(0.5)) / (n + Value(0.5))) * n * n).values("e")
+    count = Coalesce(Subquery(checks.values("n")), Value(0.0), output_field=FloatField())
+    evidence = Coalesce(Subquery(evidence), Value(0.0), output_field=FloatField())
+    prior = Value(1.0 / settings.CRAWL_RECRAWL_CYCLE)
+    return (evidence / Greatest(_watched(now), Value(1.0)) + prior) / (count + Value(1.0))
+
+
+def _watched(now: datetime):
+    """Seconds from the URL's first load to its last check: the time its n checks cover (reads the
+    `first_loaded_at` annotation of `staleness_scored`). Not from its first sighting: a URL can wait long
+    in Init before its first load, and that wait is no interval between checks."""
+    return AgeSeconds(now, "first_loaded_at") - AgeSeconds(now, "last_checked_at")
+
+
+def _first_loaded():
+    """When the load agent first moved the URL to Visited (else when it was first seen)."""
+    first = (
+        UrlEvent.objects.filter(url=OuterRef("pk"), agent=Agent.LOAD.value, to_state=State.VISITED.value)
+        .values("url")
+        .annotate(first=Min("at"))
+        .values("first")
+    )
+    return Coalesce(Subquery(first), F("created_at"))
+
+
+def _expected_stale_periods(now: datetime, *, rate, horizon: float):
+    """s_j(t) from the change signal: the staleness a check now removes, per period of what is left of the
+    cycle, in periods (see the module docstring for the derivation).
+
+    With changes at rate λ (Poisson), a copy last checked τ ago is stale by τ − (1 − e^(−λτ))/λ on average; a
+    fetch now instead of never in the H seconds left takes away, integrated over them,
+    B = H·τ − (1 − e^(−λτ))·(1 − e^(−λH)) / λ². s_j = B / H: 0 right after a check, never more than the
+    periods since it (so the pruning bound holds), and nearly all of them for a page that changes often."""
     tau = AgeSeconds(now, "last_checked_at")
-    seen = AgeSeconds(now, "created_at")
-    rate = (_changes_found() + Value(1.0)) / (Greatest(seen, Value(0.0)) + Value(float(settings.CRAWL_RECRAWL_CYCLE)))
-    expected = tau - (Value(1.0) - Exp(-rate * tau)) / rate
-    return Greatest(expected, Value(0.0)) / Value(float(settings.CRAWL_STALENESS_PERIOD))
+    h = Value(float(horizon))
+    removed = tau - (Value(1.0) - Exp(-rate * tau)) * (Value(1.0) - Exp(-rate * h)) / (rate * rate * h)
+    return Greatest(removed, Value(0.0)) / Value(float(settings.CRAWL_STALENESS_PERIOD))
 
 
 def staleness_scored(qs: QuerySet, *, now: datetime, signal: bool = True) -> QuerySet:
     """`qs` (Url rows) annotated with `staleness_score`, the seed 004 score of this period; `signal`: s_j is
-    the expected staleness given the changes found (the default), else the periods since the last check."""
+    the expected staleness a check removes given the change rate and the cost the expected seconds of the
+    reload (the default), else the paper's plain s (periods since the last check) and cost p_j·g_i(t)."""
     remaining = float(horizon_remaining(now=now))
-    periods = _expected_stale_periods(now) if signal else _periods(now)
-    return qs.annotate(staleness_score=Value(remaining) * periods - _cost_seconds(now=now))
+    if not signal:
+        return qs.annotate(staleness_score=Value(remaining) * _periods(now) - _cost_seconds(now=now))
+    qs = qs.annotate(first_loaded_at=_first_loaded())
+    rate = _change_rate(now)
+    horizon = remaining * settings.CRAWL_STALENESS_PERIOD
+    periods = _expected_stale_periods(now, rate=rate, horizon=horizon)
+    # The reload happens only when the check finds a change, with probability 1 − e^(−λτ).
+    changed = Value(1.0) - Exp(-rate * AgeSeconds(now, "last_checked_at"))
+    return qs.annotate(staleness_score=Value(remaining) * periods - changed * _cost_seconds(now=now))
 
 
 def baseline_scored(qs: QuerySet, *, now: datetime, policy: str) -> QuerySet:
@@ -192,6 +240,12 @@ def staleness_top(qs: QuerySet, *, now: datetime, limit: int, policy: str = "sta
     return list(scored.order_by(F("staleness_score").desc(), "id").values_list("id", flat=True)[:limit])
 
 
+def active_scan_outstanding(*, now: datetime) -> int:
+    """Visited URLs still out with the active scan (leased, the lease not expired)."""
+    visited = Url.objects.filter(state=State.VISITED.value)
+    return visited.exclude(lease_owner="").filter(lease_expires_at__gte=now).count()
+
+
 def active_scan_room(*, now: datetime) -> int:
     """m for this period, less what is still out: how many URLs to send the active-scan workers now.
 
@@ -204,7 +258,7 @@ def active_scan_room(*, now: datetime) -> int:
     """
     cap = settings.CRAWL_ACTIVE_SCAN_CAPACITY
     visited = Url.objects.filter(state=State.VISITED.value)
-    outstanding = visited.exclude(lease_owner="").filter(lease_expires_at__gte=now).count()
+    outstanding = active_scan_outstanding(now=now)
     since = now - timedelta(seconds=settings.CRAWL_STALENESS_PERIOD)
     done = visited.filter(last_checked_at__gte=since, last_checked_at__lte=now).count()
     if outstanding:

@@ -60,17 +60,27 @@ def inactive_candidates(*, now: datetime, limit: int) -> list[int]:
     return list(rows.values_list("id", flat=True)[:limit])
 
 
-def scan_sweep(*, agent: Agent, now: datetime | None = None) -> int:
+def scan_sweep(*, agent: Agent, now: datetime | None = None, room: int | None = None) -> int:
     """Reserve the URLs due for `agent` and send one scan message per server. Returns the URLs sent.
+
+    `room`: how many the active scan may take now; default the measured m less what is still out
+    (`active_scan_room`). The live benchmark passes the same fixed m to every policy it compares.
+    """
+    now = now or timezone.now()
+    if agent == Agent.ACTIVE_SCAN:
+        ids = active_candidates(now=now, limit=active_scan_room(now=now) if room is None else room)
+    else:
+        ids = inactive_candidates(now=now, limit=settings.CRAWL_INACTIVE_SCAN_CAPACITY)
+    return scan_send(agent=agent, ids=ids, now=now)
+
+
+def scan_send(*, agent: Agent, ids: list[int], now: datetime) -> int:
+    """Reserve `ids` for `agent` and send one scan message per server; the URLs sent (those still in the
+    agent's states and free).
 
     The reservation is a lease under a sweep owner, so the next sweep does not send them again while
     the message waits in the queue; if it is lost, the lease expires and a later sweep sends them.
     """
-    now = now or timezone.now()
-    if agent == Agent.ACTIVE_SCAN:
-        ids = active_candidates(now=now, limit=active_scan_room(now=now))
-    else:
-        ids = inactive_candidates(now=now, limit=settings.CRAWL_INACTIVE_SCAN_CAPACITY)
     if not ids:
         return 0
     owner = f"{sweep_owner_prefix(agent)}{uuid.uuid4().hex[:12]}"

@@ -136,13 +136,18 @@ class Claimed:
 _CLAIMED = [f.name for f in dataclasses.fields(Claimed)]
 
 
-def urls_claim(*, server_id: int, owner: str, limit: int, now: datetime | None = None) -> list[Claimed]:
-    """Lease up to `limit` due Init URLs of one server, shallowest first."""
+def urls_claim(
+    *, server_id: int, owner: str, limit: int, only: int | None = None, now: datetime | None = None
+) -> list[Claimed]:
+    """Lease up to `limit` due Init URLs of one server, shallowest first; with `only`, that URL alone if due."""
     now = now or timezone.now()
+    if only is not None:
+        limit = 1
     if features.skip_locked_claims():
-        return _urls_claim_pg(server_id, owner, limit, now)
+        return _urls_claim_pg(server_id, owner, limit, now, only)
     free = Q(lease_owner="") | Q(lease_expires_at__lt=now)
     due = Url.objects.filter(server_id=server_id, state=State.INIT.value, next_check_at__lte=now).filter(free)
+    due = due if only is None else due.filter(id=only)
     ids = list(due.order_by("depth", "id").values_list("id", flat=True)[:limit])
     if not ids:
         return []
@@ -155,7 +160,7 @@ def urls_claim(*, server_id: int, owner: str, limit: int, now: datetime | None =
     return [Claimed(*row) for row in rows]
 
 
-def _urls_claim_pg(server_id: int, owner: str, limit: int, now: datetime) -> list[Claimed]:
+def _urls_claim_pg(server_id: int, owner: str, limit: int, now: datetime, only: int | None) -> list[Claimed]:
     """One statement: pick the due rows through url_claim_idx, skip those another claimer is locking right
     now, lease them and return them. Two claimers never get the same row and never wait on each other."""
     table = Url._meta.db_table
@@ -164,12 +169,12 @@ def _urls_claim_pg(server_id: int, owner: str, limit: int, now: datetime) -> lis
         WHERE id IN (
             SELECT id FROM {table}
             WHERE server_id = %s AND state = %s AND next_check_at <= %s
-              AND (lease_owner = '' OR lease_expires_at < %s)
+              AND (lease_owner = '' OR lease_expires_at < %s) AND (%s::bigint IS NULL OR id = %s)
             ORDER BY depth, id LIMIT %s
             FOR UPDATE SKIP LOCKED
         )
         RETURNING {", ".join(_CLAIMED)}"""
-    params = [owner, lease_deadline(now), server_id, State.INIT.value, now, now, limit]
+    params = [owner, lease_deadline(now), server_id, State.INIT.value, now, now, only, only, limit]
     # One statement is its own transaction: no BEGIN and COMMIT around it.
     with connection.cursor() as cur:
         cur.execute(sql, params)

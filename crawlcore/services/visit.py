@@ -253,7 +253,7 @@ class ServerVisit:
             rules = RobotsRules(kind=DISALLOW_ALL)
         delay = rules.crawl_delay(self.user_agent)
         server_save_robots(server_id=s.id, kind=rules.kind, text=rules.text, crawl_delay=delay, ip=result.peer_ip)
-        s.crawl_delay, s.ip = delay, result.peer_ip
+        s.crawl_delay, s.ip = delay, result.peer_ip or s.ip
         if delay is not None:
             # The robots.txt request itself was spaced by the default delay; the next one must respect
             # the delay the site just asked for.
