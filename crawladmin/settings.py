@@ -149,9 +149,25 @@ def _load() -> dict:
         "MONITOR_ROLLUP_RETENTION_DAYS": env.number(
             "MONITOR_ROLLUP_RETENTION_DAYS", 366.0, minimum=1.0, maximum=36600.0
         ),
+        # Raw status checks of every agent (crawl and monitor) are kept this long; on PostgreSQL the table is
+        # partitioned by check time (CHECK_PARTITION_DAYS days a partition) and retention drops whole
+        # partitions, the beat job keeping CHECK_PARTITIONS_AHEAD days of partitions ready ahead of time.
+        "CHECK_RETENTION_DAYS": env.number(
+            "CHECK_RETENTION_DAYS",
+            env.number("MONITOR_RAW_RETENTION_DAYS", 14.0, minimum=1.0, maximum=36600.0),
+            minimum=1.0,
+            maximum=36600.0,
+        ),
+        "CHECK_PARTITION_DAYS": env.integer("CHECK_PARTITION_DAYS", 1, minimum=1, maximum=366),
+        "CHECK_PARTITIONS_AHEAD": env.integer("CHECK_PARTITIONS_AHEAD", 7, minimum=1, maximum=366),
         "MONITOR_PROFILE_DAYS": env.integer("MONITOR_PROFILE_DAYS", 28, minimum=1, maximum=366),
         "MONITOR_BATCH_SIZE": env.integer("MONITOR_BATCH_SIZE", 50, minimum=1, maximum=1000),
         "MONITOR_THREADS": env.integer("MONITOR_THREADS", 16, minimum=1, maximum=256),
+        # Seed 002's retry count (crawler.retry.count=3): a check that ends in disconnect or delay is tried
+        # again at once, in the same round, up to this many times, before it counts. The round's one record is
+        # the last try (its `tries` column says how many). Filters blips of seconds; MONITOR_FAIL_AFTER then
+        # asks for that many failed *rounds* in a row before a server is confirmed down (monitoring/confirm.py).
+        "MONITOR_RETRIES": env.integer("MONITOR_RETRIES", 3, minimum=0, maximum=10),
         # Ranking (ranking app, issue 6): BlockRank blocks, damping, L1 residual thresholds, iteration cap.
         "RANK_BLOCK": env.choice("RANK_BLOCK", "site", ("site", "domain", "community")),
         "RANK_DAMPING": env.number("RANK_DAMPING", 0.85, minimum=0.0, maximum=0.99),
@@ -243,12 +259,12 @@ EMBEDDED = DATABASE_URL.startswith("sqlite")
 CELERY_BROKER_URL: str = _cfg["CELERY_BROKER_URL"]
 CELERY_EMBEDDED = CELERY_BROKER_URL.startswith("memory")
 
-# Every CRAWL_* and MONITOR_* value (and CRAWLER_NUM) becomes a setting of the same name: settings.CRAWL_MAX_DEPTH ...
+# Every CRAWL_*, MONITOR_* and CHECK_* value (and CRAWLER_NUM) becomes a setting of the same name.
 globals().update(
     {
         name: value
         for name, value in _cfg.items()
-        if name.startswith(("CRAWL", "MONITOR_", "RANK_", "ANALYZER_", "ALERTS_", "EMAIL_"))
+        if name.startswith(("CRAWL", "MONITOR_", "CHECK_", "RANK_", "ANALYZER_", "ALERTS_", "EMAIL_"))
     }
 )
 

@@ -48,6 +48,10 @@ BEAT_JOBS: tuple[BeatJob, ...] = (
         60,
         Queue.HOUSEKEEPING,
     ),
+    # crawl core (crawlcore/migrations 0012): status-check partitions made ahead of time (PostgreSQL)
+    BeatJob(
+        "crawladmin: status-check partitions ahead", "tasks.housekeeping.check_partitions", 3600, Queue.HOUSEKEEPING
+    ),
     # monitoring (monitoring/migrations 0002)
     BeatJob("monitoring: dispatch due server checks", "tasks.monitor.dispatch", 10, Queue.MONITOR),
     BeatJob("monitoring: hourly rollups", "tasks.monitor.rollup", 300, Queue.MONITOR),

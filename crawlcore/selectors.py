@@ -2,17 +2,37 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
+from crawlcore.db import partitions
 from crawlcore.models import Link, Page, Server, ServerLease, StatusCheck, Url
 from crawler import notfollowed
 from crawler.lifecycle import State
 from crawler.status import Category
+
+_PARTITIONED_TTL = 300.0  # seconds: the table becomes partitioned by a migration, i.e. at a deploy
+_partitioned: dict[str, tuple[float, bool]] = {}
+
+
+def check_time_floor(at: datetime) -> datetime | None:
+    """A lower bound on checked_at for a read of the checks at or after `at`: on a table partitioned by time,
+    the first instant of the partition that holds `at`, so PostgreSQL leaves every older partition out of
+    the plan and an index scan inside the others never meets a row the bound filters out; None on a plain
+    table, where a bound would only be one more filter. Adding `checked_at >= floor` never hides a row at
+    or after `at`, whatever partitions exist."""
+    key = StatusCheck._meta.db_table
+    seen = _partitioned.get(key)
+    if seen is None or time.monotonic() - seen[0] > _PARTITIONED_TTL:
+        seen = (time.monotonic(), partitions.is_partitioned(key))
+        _partitioned[key] = seen
+    return partitions.span_start(at, settings.CHECK_PARTITION_DAYS) if seen[1] else None
 
 
 def _counts(qs, field: str) -> dict[str, int]:

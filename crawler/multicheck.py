@@ -8,8 +8,10 @@ Python only sees a few callbacks per check.
 
 It keeps the ``Fetcher`` guarantees that matter for monitoring, and returns the same ``FetchResult``:
 
-* phase budgets from ``FetchPolicy``: connect (libcurl's CONNECTTIMEOUT, which includes the name
-  lookup; the Fetcher leaves getaddrinfo unbounded), headers (a deadline from
+* phase budgets from ``FetchPolicy``: DNS (``dns_timeout``: a host name is looked up first by
+  crawler.lookup, on its own deadline, and libcurl is handed the addresses with CURLOPT_RESOLVE; libcurl's
+  own lookup would be bounded only by CONNECTTIMEOUT and reported as a connect timeout), connect
+  (libcurl's CONNECTTIMEOUT), headers (a deadline from
   "connected, request about to go" to the end of the response headers) and body (a deadline from the
   end of the headers, however slowly it trickles). Header and body deadlines are enforced by this loop,
   which aborts the transfer; libcurl's own total TIMEOUT is only a backstop;
@@ -43,6 +45,7 @@ import pycurl
 
 from .certs import certificate_from_curl
 from .fetch import FailureKind, FetchPolicy, FetchResult, Timings
+from .lookup import Lookup, Lookups, lookup_name, resolve_entry
 from .sanitize import MAX_HEADER_NAME, MAX_HEADER_VALUE, clean_line
 
 __all__ = ["CheckRequest", "MultiChecker", "TimedResult"]
@@ -51,6 +54,7 @@ AddressCheck = Callable[[str], "str | None"]
 
 _BACKSTOP_S = 1.0  # libcurl's total timeout is the sum of the phase budgets plus this
 _MAX_WAIT_S = 0.05  # longest select() wait, so a deadline is noticed within this even if libcurl sleeps
+_LOOKUP_POLL_S = 0.005  # longest wait while name lookups are out: their threads can't wake select()
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,7 @@ class _Transfer:
     received: int = 0
     deadline: float | None = None  # the header or body deadline currently armed (monotonic)
     flag: tuple[FailureKind, str] | None = None  # set by a callback that aborted the transfer
+    lookup: Lookup | None = None  # the name lookup done before the transfer (None: an IP literal)
     forbidden: str | None = None  # why address_check refused the (last) address
 
     # -- libcurl callbacks (C calls them inside perform()) -----------------------------------------
@@ -176,9 +181,10 @@ class MultiChecker:
         heap: list[tuple[float, int, _Transfer]] = []
         waiting = list(reversed(range(len(requests))))
         active: dict[pycurl.Curl, _Transfer] = {}
+        lookups = Lookups(self.policy.dns_timeout)
         try:
-            while waiting or active:
-                self._step(requests, results, heap, waiting, active)
+            while waiting or active or lookups:
+                self._step(requests, results, heap, waiting, active, lookups)
         finally:
             # Only on an exception from outside (e.g. the task's time limit): leave no transfer attached
             # to the multi handle, or the next call would read messages about handles it doesn't know.
@@ -195,15 +201,23 @@ class MultiChecker:
         heap: list[tuple[float, int, _Transfer]],
         waiting: list[int],
         active: dict[pycurl.Curl, _Transfer],
+        lookups: Lookups,
     ) -> None:
-        """Start what fits, let libcurl work, collect what ended, enforce deadlines, wait a little."""
+        """Start what fits (a name is looked up first), let libcurl work, collect what ended, enforce
+        deadlines, wait a little."""
         multi = self._multi
-        while waiting and len(active) < self.max_parallel:
+        while waiting and len(active) + len(lookups) < self.max_parallel:
             index = waiting.pop()
-            easy = self._idle.pop() if self._idle else pycurl.Curl()
-            t = _Transfer(index, requests[index], self.policy, heap, easy)
-            if self._start(t, results):
-                active[easy] = t
+            name = lookup_name(requests[index].url)
+            if name is not None:
+                lookups.start(index, *name)
+            else:
+                self._begin(index, requests, results, heap, active, None)
+        for index, found in lookups.ended():
+            if found.addresses:
+                self._begin(index, requests, results, heap, active, found)
+            else:
+                results[index] = _lookup_failed(requests[index].url, found)
         while True:
             ret, _ = multi.perform()
             if ret != pycurl.E_CALL_MULTI_PERFORM:
@@ -233,8 +247,27 @@ class MultiChecker:
             curl_wait = multi.timeout()
             if curl_wait >= 0:
                 wait = min(wait, curl_wait / 1000)
+            if lookups:  # select() does not see a lookup's thread finish: look again soon
+                wait = min(wait, _LOOKUP_POLL_S)
             if wait > 0:
                 multi.select(wait)
+        elif lookups:
+            deadline = lookups.next_deadline()
+            lookups.wait(min(_MAX_WAIT_S, max(0.0, deadline - now) if deadline is not None else _MAX_WAIT_S))
+
+    def _begin(
+        self,
+        index: int,
+        requests: Sequence[CheckRequest],
+        results: list[TimedResult | None],
+        heap: list[tuple[float, int, _Transfer]],
+        active: dict[pycurl.Curl, _Transfer],
+        found: Lookup | None,
+    ) -> None:
+        easy = self._idle.pop() if self._idle else pycurl.Curl()
+        t = _Transfer(index, requests[index], self.policy, heap, easy, lookup=found)
+        if self._start(t, results):
+            active[easy] = t
 
     # -- one transfer -----------------------------------------------------------------------------
 
@@ -243,7 +276,7 @@ class MultiChecker:
         policy = self.policy
         easy = t.easy
         t.started = time.monotonic()
-        t.started_wall = time.time()
+        t.started_wall = time.time() if t.lookup is None else t.lookup.started_wall  # the check began with its lookup
         if self.keep_body or t.request.keep_body:
             t.body = bytearray()
         try:
@@ -254,6 +287,10 @@ class MultiChecker:
             easy.setopt(pycurl.FRESH_CONNECT, 1)
             easy.setopt(pycurl.FORBID_REUSE, 1)
             easy.setopt(pycurl.DNS_CACHE_TIMEOUT, 0)
+            if t.lookup is not None:
+                # Dial what the lookup found (every address still passes on_opensocket's check). The entry
+                # stays in the multi handle's cache, but every transfer to this name sets its own first.
+                easy.setopt(pycurl.RESOLVE, [resolve_entry(t.lookup)])
             easy.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_1_1)
             easy.setopt(pycurl.USERAGENT, policy.user_agent)
             easy.setopt(pycurl.HTTPHEADER, ["Connection: close"])
@@ -357,6 +394,9 @@ class MultiChecker:
 
         lookup = ms(pycurl.NAMELOOKUP_TIME_T)
         dns_ms = lookup if lookup is not None else (0.0 if t.connected_at is not None else None)
+        before = 0.0  # our own lookup, done before libcurl's clock started
+        if t.lookup is not None:
+            dns_ms, before = t.lookup.ms, t.lookup.ms
         connect_ms = first_byte_ms = body_ms = None
         if t.connected_at is not None:
             connected = ms(pycurl.APPCONNECT_TIME_T) or ms(pycurl.CONNECT_TIME_T)
@@ -373,8 +413,26 @@ class MultiChecker:
             connect_ms=connect_ms,
             first_byte_ms=first_byte_ms,
             body_ms=body_ms,
-            total_ms=total if total is not None else (ended - t.started) * 1000,
+            total_ms=before + (total if total is not None else (ended - t.started) * 1000),
         )
+
+
+def _lookup_failed(url: str, found: Lookup) -> TimedResult:
+    """The result of a check whose name lookup failed or ran out of time: a DNS failure, never dialled."""
+    result = FetchResult(
+        url=url,
+        method="GET",
+        status=None,
+        headers={},
+        body=b"",
+        failure=FailureKind.DNS,
+        detail=clean_line(found.detail, 500),
+        truncated=False,
+        bytes_received=0,
+        timings=Timings(None, None, None, None, found.ms),
+        peer_ip=None,
+    )
+    return TimedResult(found.started_wall, result)
 
 
 _TLS_CODES = frozenset(

@@ -7,14 +7,22 @@ from datetime import datetime
 from django.db.models import Model
 
 
-def first_id_since(model: type[Model], field: str, since: datetime, *, window: int = 32) -> int | None:
+def first_id_since(
+    model: type[Model], field: str, since: datetime, *, window: int = 32, floor: datetime | None = None
+) -> int | None:
     """The smallest id whose `field` is at or after `since`, for append-mostly tables whose ids grow with
     `field` (StatusCheck.checked_at). Gallops back from the newest row, then bisects: a few dozen short
     index range reads of the primary key, however big the table. Rows are not written in perfect order
     (a check is stamped when it started, written when it ended), so each probe looks at the newest of
     the `window` rows at or before it, and one late row cannot hide the recent ones. Approximate at the
-    edge, which is good enough for a rate. None: no recent row."""
+    edge, which is good enough for a rate. None: no recent row.
+
+    `floor` (at or before `since`): rows older than it are left out of every probe. On a table partitioned
+    by `field`, the start of the partition that holds `since` (crawlcore.selectors.check_time_floor): each
+    probe then plans and reads only that partition and the newer ones, not every partition of the table."""
     qs = model.objects.order_by("-pk")
+    if floor is not None:
+        qs = qs.filter(**{f"{field}__gte": floor})
 
     def newest_at_or_before(pk: int | None):
         rows = qs if pk is None else qs.filter(pk__lte=pk)

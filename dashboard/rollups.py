@@ -35,7 +35,7 @@ from django.utils import timezone
 
 from crawlcore.db import locks, transactions
 from crawlcore.models import Link, Server, StatusCheck, Url
-from crawlcore.selectors import check_category_counts, crawl_summary
+from crawlcore.selectors import check_category_counts, check_time_floor, crawl_summary
 from crawler.lifecycle import State
 from crawler.status import Category
 from monitoring.selectors import uptime_counts
@@ -56,6 +56,7 @@ DEAD_LINKS = "dead_links"
 # count of the newer ones, so a check still being written is never left out of both.
 CHECKS_SETTLE = timedelta(minutes=5)
 CHECK_TOTALS_RECOUNT = timedelta(hours=1)
+LATE_CHECK = timedelta(days=1)  # a check is written at most this long after its stamp (checks_after)
 DEAD_LINK_SITES_SHOWN = 1000
 SAMPLE_MIN_GAP = timedelta(seconds=1)  # two computations closer than this (beat's and a crawl's) leave one
 SAMPLE_KEEP = timedelta(days=30)
@@ -161,7 +162,8 @@ def check_totals_compute(*, now: datetime | None = None) -> dict:
     whole table when those are older than CHECK_TOTALS_RECOUNT, which also takes out the checks deleted
     since (the daily prune of old monitor checks)."""
     now = now or timezone.now()
-    first_recent = first_id_since(StatusCheck, "checked_at", now - CHECKS_SETTLE)
+    settled = now - CHECKS_SETTLE
+    first_recent = first_id_since(StatusCheck, "checked_at", settled, floor=check_time_floor(settled))
     if first_recent is None:  # nothing recent: every check has settled
         through = StatusCheck.objects.aggregate(top=Max("id"))["top"] or 0
     else:
@@ -169,12 +171,26 @@ def check_totals_compute(*, now: datetime | None = None) -> dict:
     stored = _stored(CHECK_TOTALS)
     previous = stored.data if stored is not None else {}
     recounted = datetime.fromisoformat(previous["recounted_at"]) if "recounted_at" in previous else None
+    mark = {"through_id": through, "through_at": settled.isoformat()}
     if recounted is None or now - recounted >= CHECK_TOTALS_RECOUNT or through < previous["through_id"]:
         counts = check_category_counts(StatusCheck.objects.filter(pk__lte=through))
-        return {"through_id": through, "categories": counts, "recounted_at": now.isoformat()}
-    added = check_category_counts(StatusCheck.objects.filter(pk__gt=previous["through_id"], pk__lte=through))
+        return {**mark, "categories": counts, "recounted_at": now.isoformat()}
+    added = check_category_counts(checks_after(previous).filter(pk__lte=through))
     counts = {k: previous["categories"].get(k, 0) + added.get(k, 0) for k in {*previous["categories"], *added}}
-    return {"through_id": through, "categories": counts, "recounted_at": previous["recounted_at"]}
+    return {**mark, "categories": counts, "recounted_at": previous["recounted_at"]}
+
+
+def checks_after(totals: dict):
+    """The checks written after those a check-totals rollup counted (ids above its `through_id`). On a table
+    partitioned by time, only the partitions from a day before its `through_at` are read: a check is
+    written within its request's timeouts of its stamp, and one written later than a day after is counted
+    at the next hourly recount."""
+    qs = StatusCheck.objects.filter(pk__gt=totals["through_id"])
+    if "through_at" in totals:
+        floor = check_time_floor(datetime.fromisoformat(totals["through_at"]) - LATE_CHECK)
+        if floor is not None:
+            qs = qs.filter(checked_at__gte=floor)
+    return qs
 
 
 def broken_links_rebuild() -> tuple[int, int]:
@@ -252,7 +268,7 @@ def server_figures_compute(*, server_ids: Sequence[int] | None = None, now: date
     if server_ids is not None:
         urls, checks = urls.filter(server_id__in=server_ids), checks.filter(server_id__in=server_ids)
     else:
-        first = first_id_since(StatusCheck, "checked_at", since)
+        first = first_id_since(StatusCheck, "checked_at", since, floor=check_time_floor(since))
         checks = checks.filter(pk__gte=first) if first is not None else checks.none()
     out: dict[int, dict] = defaultdict(lambda: {"url_states": {}, "failing_url_kinds": [], "check_failure_kinds": []})
     # As crawl_summary counts them (crawlcore.selectors): an excluded URL (robots.txt, scope) is counted by

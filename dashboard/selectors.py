@@ -26,7 +26,7 @@ from django.utils.timesince import timesince
 
 from crawlcore.db import estimates, features, raw
 from crawlcore.models import Page, Server, StatusCheck, Url
-from crawlcore.selectors import check_category_counts
+from crawlcore.selectors import check_category_counts, check_time_floor
 from crawlcore.services.schedule import schedule_table
 from crawlcore.templatetags.times import when_text
 from crawler.lifecycle import Agent, State
@@ -85,7 +85,7 @@ def recent_checks(*, seconds: float, now: datetime | None = None):
     """StatusCheck rows of the last `seconds`, as a queryset bounded by an id range."""
     now = now or timezone.now()
     since = now - timedelta(seconds=seconds)
-    first = first_id_since(StatusCheck, "checked_at", since)
+    first = first_id_since(StatusCheck, "checked_at", since, floor=check_time_floor(since))
     if first is None:
         return StatusCheck.objects.none()
     return StatusCheck.objects.filter(pk__gte=first, checked_at__gte=since)
@@ -125,7 +125,7 @@ def check_totals() -> dict[str, int]:
     ones (an id range: the last few minutes of checks, whatever the table's size)."""
     rollup = rollups.figures(rollups.CHECK_TOTALS, max_age=CHECK_TOTALS_MAX_AGE, compute=rollups.check_totals_compute)
     totals = dict(rollup.data["categories"])
-    for category, n in check_category_counts(StatusCheck.objects.filter(pk__gt=rollup.data["through_id"])).items():
+    for category, n in check_category_counts(rollups.checks_after(rollup.data)).items():
         totals[category] = totals.get(category, 0) + n
     return totals
 
@@ -424,6 +424,31 @@ def server_shown_status(*, server_id: int, now: datetime | None = None) -> tuple
     return row["grid_status"], tile_note(status=row["grid_status"], row=row, now=now)
 
 
+LAST_CHECK_WINDOW = timedelta(days=2)
+
+
+def _newest_check(floor: datetime | None) -> Subquery:
+    """The id of a server's newest finished check (at or after `floor`, when given), for Subquery."""
+    answers = StatusCheck.objects.filter(server=OuterRef("pk"), category__in=SERVER_ANSWERS)
+    if floor is not None:
+        answers = answers.filter(checked_at__gte=floor)
+    return Subquery(answers.order_by("-checked_at").values("pk")[:1])
+
+
+def _older_newest_checks(rows: list[dict]) -> list[int]:
+    """For the grid rows with no check since the window's floor: their newest check from any time, set on
+    the row; returns those ids."""
+    missing = {r["id"]: r for r in rows if not r["last_check_id"]}
+    if not missing:
+        return []
+    found = list(
+        Server.objects.filter(id__in=list(missing)).annotate(last=_newest_check(None)).values_list("id", "last")
+    )
+    for sid, last in found:
+        missing[sid]["last_check_id"] = last
+    return [last for _, last in found if last]
+
+
 def grid_tiles(
     *,
     status: str = "",
@@ -448,13 +473,13 @@ def grid_tiles(
     severity = Case(
         *(When(grid_status=s, then=Value(i)) for i, s in enumerate(GRID_STATUSES)), output_field=IntegerField()
     )
-    newest = (
-        StatusCheck.objects.filter(server=OuterRef("pk"), category__in=SERVER_ANSWERS)
-        .order_by("-checked_at")
-        .values("pk")[:1]
-    )
+    # On a table partitioned by time the newest check is looked for in the partitions of the last
+    # LAST_CHECK_WINDOW first (a probe per partition per tile otherwise), then, for the tiles with none
+    # there, in every partition.
+    floor = check_time_floor(now - LAST_CHECK_WINDOW)
+    newest = _newest_check(floor)
     rows = list(
-        qs.annotate(severity=severity, last_check_id=Subquery(newest))
+        qs.annotate(severity=severity, last_check_id=newest)
         .order_by("severity", "host", "port", "id")
         .values(
             "id",
@@ -473,12 +498,14 @@ def grid_tiles(
             "monitor__fail_after",
         )[offset : offset + limit]
     )
-    checks = {
-        c["id"]: c
-        for c in StatusCheck.objects.filter(id__in=[r["last_check_id"] for r in rows if r["last_check_id"]]).values(
-            "id", "checked_at", "category", "latency_ms", "status_code"
-        )
-    }
+    recent_ids = [r["last_check_id"] for r in rows if r["last_check_id"]]
+    older_ids = _older_newest_checks(rows) if floor is not None else []
+    recent = StatusCheck.objects.filter(id__in=recent_ids)
+    queries = [recent.filter(checked_at__gte=floor) if floor is not None else recent]
+    if older_ids:
+        queries.append(StatusCheck.objects.filter(id__in=older_ids))
+    fields = ("id", "checked_at", "category", "latency_ms", "status_code")
+    checks = {c["id"]: c for qs in queries for c in qs.values(*fields)}
     monitored = [r["id"] for r in rows if r["grid_status"] != UNMONITORED] if details else []
     bars = tile_bars(server_ids=monitored, now=now)
     uptimes = uptime_counts(server_ids=monitored, now=now)
@@ -621,12 +648,18 @@ def server_latency_chart(*, server_id: int, range_name: str, now: datetime | Non
 def server_recent_checks(*, server_id: int, limit: int = 60) -> list[dict]:
     """The server's newest checks, oldest first (the bar reads left to right): each a dict of the check's
     fields, plus `latency` formatted and `summary`, the line its bar segment shows on hover."""
-    rows = raw.fetch(
+    sql = (
         "SELECT checked_at, status_code, category, failure_kind, detail, latency_ms, agent, requested_url"
-        f" FROM {raw.table(StatusCheck)} WHERE server_id = %s ORDER BY checked_at DESC, id DESC LIMIT %s",
-        [server_id, limit],
-        datetimes=["checked_at"],
+        f" FROM {raw.table(StatusCheck)} WHERE server_id = %s {{since}} ORDER BY checked_at DESC, id DESC LIMIT %s"
     )
+    # Partitioned by time: the last LAST_CHECK_WINDOW's partitions first, every partition only when they
+    # do not hold `limit` checks of the server.
+    floor = check_time_floor(timezone.now() - LAST_CHECK_WINDOW)
+    rows = []
+    if floor is not None:
+        rows = raw.fetch(sql.format(since="AND checked_at >= %s"), [server_id, floor, limit], datetimes=["checked_at"])
+    if len(rows) < limit:
+        rows = raw.fetch(sql.format(since=""), [server_id, limit], datetimes=["checked_at"])
     rows.reverse()
     for c in rows:  # formatted here once: the page shows each check twice, and template filters cost more
         # A check with no answer has no latency (latency_ms is how long we waited): never "2003 ms".

@@ -93,7 +93,12 @@ class StatusChange(models.Model):
     to_status = models.CharField(max_length=12, choices=STATUS_CHOICES)
     at = models.DateTimeField()
     reason = models.CharField(max_length=200, blank=True)
-    status_check = models.ForeignKey(StatusCheck, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # No database foreign key: the status-check table is partitioned by time on PostgreSQL (its key is (id,
+    # checked_at), so `id` alone has no unique constraint to reference), and retention drops its old
+    # partitions whole; a change then keeps its row and shows no check.
+    status_check = models.ForeignKey(
+        StatusCheck, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
 
     class Meta:
         indexes = [models.Index(fields=["server", "at"], name="change_server_time_idx")]

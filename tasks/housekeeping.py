@@ -1,9 +1,10 @@
-"""Beat jobs (queue `housekeeping`): the dispatcher and the reconciler."""
+"""Beat jobs (queue `housekeeping`): the dispatcher, the reconciler, the status-check partitions."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
+from crawlcore.services.check_history import check_partitions_ensure
 from crawlcore.services.dispatch import dispatch_due, reconcile
 
 from .retry import skip_without_database
@@ -27,3 +28,8 @@ def _reconcile() -> dict:
 @shared_task(name="tasks.housekeeping.reconcile")
 def reconcile_leases() -> dict | None:
     return skip_without_database("reconcile", _reconcile)
+
+
+@shared_task(name="tasks.housekeeping.check_partitions")
+def check_partitions() -> list[str] | None:
+    return skip_without_database("check partitions", check_partitions_ensure)

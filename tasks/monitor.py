@@ -45,7 +45,7 @@ def load_profiles() -> int | None:
 
 def _prune() -> dict:
     out = history_prune()
-    return {"checks": out.checks, "rollups": out.rollups}
+    return {"checks": out.checks, "rollups": out.rollups, "partitions": out.partitions}
 
 
 @shared_task(name="tasks.monitor.prune")

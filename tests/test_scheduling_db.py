@@ -298,14 +298,20 @@ def test_a_paused_server_is_released_rather_than_leave_the_workers_idle(settings
 
 
 def _working(server: Server, now: datetime) -> None:
-    """A load worker claimed the server (its dispatch is consumed) and holds a batch of its Init URLs."""
-    Server.objects.filter(id=server.id).update(dispatched_at=None)
+    """A load worker took a slot of the server, as its visit does (its dispatch is consumed), and holds a
+    batch of its Init URLs."""
+    from crawlcore.services.servers import server_claim
+
+    assert server_claim(server_id=server.id, owner="w1", agent="load", now=now) is not None
     lease = {"lease_owner": "w1", "lease_expires_at": now + timedelta(minutes=5)}
     Url.objects.filter(server=server, state="init").update(**lease)
 
 
 def _done(server: Server) -> None:
+    from crawlcore.services.servers import server_release
+
     Url.objects.filter(server=server).update(state="visited", lease_owner="", lease_expires_at=None)
+    server_release(server_id=server.id, owner="w1")
 
 
 def test_servers_are_handed_out_by_capacity_in_column_order(settings, sent):
@@ -431,6 +437,7 @@ def test_schedule_table_json_names_live_servers_in_column_order(settings, capsys
 BEAT_MIGRATIONS = [
     ("crawladmin", "0002_periodic_tasks"),
     ("crawladmin", "0003_scan_periodic_tasks"),
+    ("crawladmin", "0014_check_partitions_beat"),
     ("monitoring", "0002_periodic_tasks"),
     ("ranking", "0002_periodic_task"),
     ("dashboard", "0003_periodic_tasks"),
@@ -438,6 +445,7 @@ BEAT_MIGRATIONS = [
 BEAT_TASKS = {
     "tasks.housekeeping.dispatch",
     "tasks.housekeeping.reconcile",
+    "tasks.housekeeping.check_partitions",
     "tasks.scan.sweep_active",
     "tasks.scan.sweep_inactive",
     "tasks.monitor.dispatch",
@@ -543,3 +551,17 @@ def test_changes_found_make_a_page_count_as_staler(settings):
     settings.CRAWL_RECRAWL_POLICY = "staleness-plain"
     periods = {u.id: int((NOW - u.last_checked_at).total_seconds() // PERIOD) for u in urls}
     assert active_candidates(now=NOW, limit=30) == sorted(periods, key=lambda i: (-periods[i], i))
+
+
+def test_only_the_load_agents_visits_count_as_busy_robots(settings, sent):
+    from crawlcore.services.dispatch import load_capacity
+    from crawlcore.services.servers import server_claim
+
+    settings.CRAWL_LOAD_SLOTS, settings.CRAWL_LOAD_PREFETCH = 2, 0
+    scanned, loading = _server(1, [1.0] * 24), _server(2, [1.0] * 24)
+    assert server_claim(server_id=scanned.id, owner="s1", agent="active_scan", now=NOW) is not None
+    assert load_capacity(now=NOW).busy == 0  # a scan's visit holds no load robot
+    _working(loading, NOW)
+    assert load_capacity(now=NOW).busy == 1
+    _done(loading)
+    assert load_capacity(now=NOW).busy == 0

@@ -22,6 +22,7 @@ def _lost(*args, **kwargs):
 BEAT_JOBS = [
     (tasks.housekeeping.dispatch, tasks.housekeeping, "dispatch_due"),
     (tasks.housekeeping.reconcile_leases, tasks.housekeeping, "reconcile"),
+    (tasks.housekeeping.check_partitions, tasks.housekeeping, "check_partitions_ensure"),
     (tasks.scan.sweep_active, tasks.scan, "scan_sweep"),
     (tasks.scan.sweep_inactive, tasks.scan, "scan_sweep"),
     (tasks.monitor.dispatch, tasks.monitor, "monitors_dispatch_due"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -70,3 +71,86 @@ def refusing_url(host: str) -> str:
     port = s.getsockname()[1]
     s.close()
     return f"http://{host}:{port}/"
+
+
+class FailingFirst:
+    """A server on loopback whose first `k` connections fail (k=None: every one), then answers 200 (MONITOR_RETRIES).
+
+    `how` says how a connection fails: "drop" reads the request and closes without a word (libcurl: empty
+    reply, a disconnect), "stall" reads it and says nothing until the client gives up (a header timeout, a
+    disconnect), "slow" answers 200 after `slow_s` seconds (a delay). `connections` counts what it accepted,
+    `accepted_at` says when.
+    """
+
+    def __init__(self, host: str, k: int | None, how: str = "drop", slow_s: float = 0.5) -> None:
+        if how not in ("drop", "stall", "slow"):
+            raise ValueError(how)
+        self.k, self.how, self.slow_s = k, how, slow_s
+        self.connections = 0
+        self.accepted_at: list[float] = []  # time.monotonic() of each accepted connection
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._listener = socket.create_server((host, 0), backlog=128)
+        self._listener.settimeout(0.05)  # lets the accept loop notice stop()
+        self.host, self.port = host, self._listener.getsockname()[1]
+        self._thread = threading.Thread(target=self._accept_loop, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/"
+
+    def _accept_loop(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with self._lock:
+                self.connections += 1
+                self.accepted_at.append(time.monotonic())
+                failing = self.k is None or self.connections <= self.k
+            threading.Thread(target=self._serve, args=(conn, failing), daemon=True).start()
+
+    def _serve(self, conn: socket.socket, failing: bool) -> None:
+        try:
+            conn.settimeout(5)
+            data = b""
+            while b"\r\n\r\n" not in data and len(data) < 65536:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                data += chunk
+            if failing and self.how == "drop":
+                return
+            if failing and self.how == "stall":
+                self.stopping.wait(30)  # bounded: the client's header timeout ends it first
+                return
+            if failing:
+                self.stopping.wait(self.slow_s)
+            body = b"ok\n"
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self._listener.close()
+        self._thread.join(2)
+
+
+@contextmanager
+def failing_first(host: str, k: int | None, how: str = "drop", slow_s: float = 0.5) -> Iterator[FailingFirst]:
+    server = FailingFirst(host, k, how, slow_s)
+    try:
+        yield server
+    finally:
+        server.stop()

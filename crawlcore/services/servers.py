@@ -70,9 +70,10 @@ def _servers_by_key(keys: set[ServerKey]) -> dict[ServerKey, Server]:
     return found
 
 
-def server_claim(*, server_id: int, owner: str, now: datetime | None = None) -> int | None:
+def server_claim(*, server_id: int, owner: str, agent: str = "", now: datetime | None = None) -> int | None:
     """Take one of the server's CRAWL_SERVER_CONCURRENCY slots; the slot number, or None when all are
-    held (or the server is disabled or excluded). Cluster-wide: the slots are rows, taken by guarded UPDATE."""
+    held (or the server is disabled or excluded). Cluster-wide: the slots are rows, taken by guarded UPDATE.
+    `agent` marks what holds it (the dispatcher counts the load agent's, its busy robots)."""
     now = now or timezone.now()
     if not Server.objects.filter(id=server_id, enabled=True, excluded_reason="").exists():
         return None
@@ -82,7 +83,7 @@ def server_claim(*, server_id: int, owner: str, now: datetime | None = None) -> 
         changed = (
             ServerLease.objects.filter(server_id=server_id, slot=n)
             .filter(Q(owner="") | Q(expires_at__lt=now))
-            .update(owner=owner, expires_at=lease_deadline(now))
+            .update(owner=owner, agent=agent, expires_at=lease_deadline(now))
         )
         if changed:
             # The dispatch that sent us is consumed: with free slots left, the dispatcher may send another.

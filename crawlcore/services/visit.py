@@ -103,7 +103,7 @@ class ServerVisit:
     @classmethod
     def open(cls, *, server_id: int, owner: str, agent: Agent, gate: Gate | None = None) -> ServerVisit | None:
         """Take a slot of the server; None when all are taken or the server is not to be crawled."""
-        if server_claim(server_id=server_id, owner=owner) is None:
+        if server_claim(server_id=server_id, owner=owner, agent=agent.value) is None:
             return None
         return cls(Server.objects.get(id=server_id), owner, agent, gate)
 

@@ -6,6 +6,11 @@ redelivered or duplicated message claims nothing and writes nothing. A worker ki
 loses that one check slot; the lease (next_check_at pushed forward) then expires and the server is due
 again. Records are never lost once fetched: rows are written in bulk in the same transaction that moves
 the confirmation state, so a check and its effect on the status stand or fall together.
+
+Retries (MONITOR_RETRIES, seed 002's retry count): a check that ends in disconnect or delay is tried again
+at once, within the round, before it counts; the round still writes one row per server (its `tries` say how
+many requests it took). The checks that answered are written first, so a hanging server's retries hold up
+no other server's status. The confirmation rule (monitoring/confirm.py) then counts rounds, not tries.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -130,6 +136,7 @@ class Checked:
     check_id: int | None = None
     failure: str = ""  # set by the monitor's own verdict (content); else the fetch's failure kind
     detail: str = ""
+    tries: int = 1  # requests this check took (MONITOR_RETRIES); the result is the last one's
 
     @property
     def server_id(self) -> int:
@@ -174,11 +181,55 @@ def _guard(trusted: bool):
     return lambda ip: forbidden_reason(ip, allowed)
 
 
-def checks_fetch(*, targets: Sequence[Target]) -> list[Checked]:
+def checks_fetch(*, targets: Sequence[Target], retries: int | None = None) -> list[Checked]:
     """Fetch every target's health URL in parallel; nothing is written. Every check is a fresh
     connection (no keep-alive), so each one measures DNS, connect, first byte and body, as a check
     five minutes later would anyway. A target with unusable settings is not fetched: its check is an
-    error whose detail says why."""
+    error whose detail says why. A disconnect or delay is tried again up to `retries` times
+    (MONITOR_RETRIES when None): see checks_retry."""
+    checked = _fetch_once(targets)
+    retries = settings.MONITOR_RETRIES if retries is None else retries
+    again = [c for c in checked if retry_wanted(c)] if retries else []
+    if not again:
+        return checked
+    retried = {id(c.target): c for c in checks_retry(checked=again, retries=retries)}
+    return [retried.get(id(c.target), c) for c in checked]
+
+
+# Seed 002 tries a site again when it is disconnected or slow ("재확인", re-confirmation); a server that
+# answers with an error answered, and one more request would only say so again.
+RETRIED = frozenset({Category.DISCONNECT.value, Category.DELAY.value})
+
+
+def retry_wanted(c: Checked) -> bool:
+    return c.category in RETRIED and not c.target.problem
+
+
+def checks_retry(*, checked: Sequence[Checked], retries: int, started: float | None = None) -> list[Checked]:
+    """Try the disconnected and delayed checks again at once, all of them together through the client (one
+    slow server holds up no other), at most `retries` more times each; a try that comes back normal or error
+    ends that check. Each check keeps the time of its first try and the result of its last, with `tries`.
+
+    Bounded: no new try starts once the round has run CRAWL_TASK_BUDGET seconds (from `started`, a
+    time.monotonic(); now if None), so with the request deadlines the task stays inside its time limit
+    however many servers hang; a check cut short so counts as failed with the tries it had.
+    """
+    started = time.monotonic() if started is None else started
+    out = {id(c.target): c for c in checked}
+    pending = [c for c in checked if retry_wanted(c)]
+    for _ in range(retries):
+        if not pending or time.monotonic() - started >= settings.CRAWL_TASK_BUDGET:
+            break
+        again = _fetch_once([c.target for c in pending])
+        for first, last in zip(pending, again, strict=True):
+            last.checked_at, last.tries = first.checked_at, first.tries + 1
+            out[id(first.target)] = last
+        pending = [c for c in again if retry_wanted(c)]
+    return [out[id(c.target)] for c in checked]
+
+
+def _fetch_once(targets: Sequence[Target]) -> list[Checked]:
+    """One request per target (no retries), as checks_fetch describes."""
     fetchable = [t for t in targets if not t.problem]
     guards = {trusted: _guard(trusted) for trusted in {t.trusted for t in fetchable}}
     requests = [CheckRequest(t.url, guards[t.trusted], keep_body=bool(t.content)) for t in fetchable]
@@ -228,6 +279,7 @@ def _check_values(c: Checked) -> dict:
         bytes=r.bytes_received,
         agent=Agent.MONITOR.value,
         crawler_num=settings.CRAWLER_NUM,
+        tries=c.tries,
     )
 
 
@@ -462,9 +514,16 @@ def _located_claim(server_ids: Sequence[int], token: str, now: datetime, due: Q)
 def monitors_check(*, server_ids: Sequence[int], claim: bool = True) -> list[Checked]:
     """One round of checks of these servers. With claim=False (an operator's "check now") the servers
     are checked whether due or not; their schedule then restarts from this check."""
-    now = timezone.now()
+    now, started = timezone.now(), time.monotonic()
     monitors = monitors_claim(server_ids=server_ids, now=now) if claim else list(_monitors(server_ids))
     if not monitors:
         return []
-    checked = checks_fetch(targets=[target_of(m) for m in monitors])
-    return checks_record(checked=checked, claimed_at=now)
+    checked = checks_fetch(targets=[target_of(m) for m in monitors], retries=0)
+    again = [c for c in checked if retry_wanted(c)] if settings.MONITOR_RETRIES else []
+    # The servers that answered are written before the others are tried again: their status does not
+    # wait (up to the retries' request deadlines) for a server that hangs.
+    done = checks_record(checked=[c for c in checked if not (again and retry_wanted(c))], claimed_at=now)
+    if again:
+        retried = checks_retry(checked=again, retries=settings.MONITOR_RETRIES, started=started)
+        done += checks_record(checked=retried, claimed_at=now)
+    return done

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from crawlcore.models import Server, StatusCheck
+from crawlcore.services.check_history import checks_prune, retention_cutoff
 from crawler.lifecycle import Agent
 
 from ..load_profile import load_profile
@@ -76,6 +77,7 @@ def rollups_build(*, since: datetime | None = None, now: datetime | None = None)
 class Pruned:
     checks: int = 0
     rollups: int = 0
+    partitions: int = 0  # status-check partitions dropped (PostgreSQL)
 
 
 def _delete_in_chunks(qs) -> int:
@@ -89,13 +91,13 @@ def _delete_in_chunks(qs) -> int:
 
 
 def history_prune(*, now: datetime | None = None) -> Pruned:
-    """Drop monitor checks older than MONITOR_RAW_RETENTION_DAYS and rollups older than
-    MONITOR_ROLLUP_RETENTION_DAYS. The rollups of an hour are long built when its raw checks go."""
+    """Drop status checks older than CHECK_RETENTION_DAYS (every agent's: whole partitions on PostgreSQL,
+    crawlcore.services.check_history) and rollups older than MONITOR_ROLLUP_RETENTION_DAYS. The rollups of
+    an hour are long built when its raw checks go."""
     now = now or timezone.now()
-    raw_cutoff = now - timedelta(days=settings.MONITOR_RAW_RETENTION_DAYS)
     rollup_cutoff = now - timedelta(days=settings.MONITOR_ROLLUP_RETENTION_DAYS)
-    out = Pruned()
-    out.checks = _delete_in_chunks(StatusCheck.objects.filter(agent=Agent.MONITOR.value, checked_at__lt=raw_cutoff))
+    checks = checks_prune(before=retention_cutoff(now=now))
+    out = Pruned(checks=checks.rows, partitions=len(checks.partitions))
     out.rollups = _delete_in_chunks(HourlyRollup.objects.filter(hour__lt=hour_floor(rollup_cutoff)))
     return out
 

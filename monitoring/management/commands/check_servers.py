@@ -39,6 +39,7 @@ def as_dict(c: Checked, origin: str, group: str, crawler_num: int | None) -> dic
         "bytes": r.bytes_received,
         "failure": r.failure.value if r.failure else None,
         "detail": r.detail,
+        "tries": c.tries,
     }
 
 
@@ -82,6 +83,7 @@ class Command(BaseCommand):
             code = d["status_code"] if d["status_code"] is not None else "---"
             change = f"  ({d['changed_from']} -> {d['status']})" if d["changed_from"] else ""
             why = f"  {d['failure']}" if d["failure"] else ""
+            why += f"  ({d['tries']} tries)" if d["tries"] > 1 else ""
             self.stdout.write(
                 f"{d['server']:<40} {code:>3} {d['category']:<10} {d['latency_ms']:>9.1f} ms"
                 f"  status {d['status']}{change}{why}"
