@@ -47,7 +47,8 @@ import threading
 import time
 import uuid
 from collections import Counter
-from contextlib import ExitStack, closing
+from collections.abc import Iterator
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -101,12 +102,15 @@ def parse_workers(text: str) -> list[WorkerSpec]:
 
 
 def default_workers(servers: int, slots: int) -> str:
-    # Fetching is I/O: one thread per server slot. Parsing is CPU, but an extract process also waits on
-    # PostgreSQL (its writes of URLs and links): two per core keep the cores busy meanwhile. With one per
-    # core the machine was 64-95 % busy and the load agent starved at the end while extraction caught up
-    # (pages/s 179-262 over six runs); with two, 98 % (see README "Performance"). The dispatcher gets its
-    # own small worker so it never waits behind a long extract task.
-    return f"load:threads:{servers * slots},extract:prefork:{2 * (os.cpu_count() or 2)},housekeeping:threads:2"
+    # Fetching is I/O: one thread per server slot. Parsing is CPU, but lxml parses with the GIL released and
+    # an extract task also waits on PostgreSQL (its writes of URLs and links): threads of ONE process keep a
+    # core busy, where a prefork pool of 2 per core held 2 × cores + 1 copies of Django, lxml and tldextract
+    # (~575 of the workers' ~920 MB RSS at the start of a crawl, ~700 at its end). One process can use one
+    # core for Python: on this 2-core machine that is more than extraction needs (its ~3 ms a page at 300
+    # pages/s is 0.9 of a core); on a bigger machine, give extract a prefork pool (--workers). The beat jobs
+    # (dispatcher, reconciler, sweeps) share that process: extract tasks last tens of milliseconds, so a
+    # dispatch never waits long behind them, and two threads more than extraction's are theirs.
+    return f"load:threads:{servers * slots},extract+housekeeping:threads:{2 * (os.cpu_count() or 2) + 2}"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -166,6 +170,22 @@ def tree_rss(pid: int) -> int:
     return total
 
 
+def tree_pss(pid: int) -> int:
+    """Proportional set size of a process tree: each page shared by n processes counts 1/n in each, so a
+    prefork pool's copy-on-write pages count once in the sum (RSS counts them in every child)."""
+    total = 0
+    for p in tree(pid):
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except OSError:
+            pass
+    return total
+
+
 def machine_cpu() -> tuple[float, float]:
     """(busy, all) CPU seconds of the whole machine since boot."""
     with open("/proc/stat") as f:
@@ -192,18 +212,24 @@ class RssSampler:
         self.groups, self.interval = groups, interval
         self.peak: dict[str, int] = dict.fromkeys(groups, 0)
         self.peak_total = 0
+        self.peak_pss_total = 0
         self.series: list[tuple[float, int]] = []  # (seconds since start, total bytes)
+        self.pss_series: list[tuple[float, int]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _sample(self, t0: float) -> None:
-        total = 0
+        total = pss = 0
         for name, pid in self.groups.items():
             rss = tree_rss(pid)
             self.peak[name] = max(self.peak[name], rss)
             total += rss
+            pss += tree_pss(pid)
         self.peak_total = max(self.peak_total, total)
-        self.series.append((time.monotonic() - t0, total))
+        self.peak_pss_total = max(self.peak_pss_total, pss)
+        now = time.monotonic() - t0
+        self.series.append((now, total))
+        self.pss_series.append((now, pss))
 
     def _run(self) -> None:
         t0 = time.monotonic()
@@ -220,12 +246,13 @@ class RssSampler:
         self._stop.set()
         self._thread.join(10)
 
-    def at_fraction(self, frac: float) -> int:
-        """Total RSS at this fraction of the sampled time."""
-        if not self.series:
+    def at_fraction(self, frac: float, *, pss: bool = False) -> int:
+        """Total RSS (or PSS) at this fraction of the sampled time."""
+        series = self.pss_series if pss else self.series
+        if not series:
             return 0
-        end = self.series[-1][0]
-        return next((rss for t, rss in self.series if t >= frac * end), self.series[-1][1])
+        end = series[-1][0]
+        return next((rss for t, rss in series if t >= frac * end), series[-1][1])
 
 
 _PG_BACKGROUND = ("checkpointer", "background writer", "walwriter", "launcher", "archiver", "stats collector")
@@ -329,15 +356,36 @@ def run_timed(cmd: list[str], *, env: dict | None, log: Path, timeout: float, wa
 # PostgreSQL
 
 
+# A private cluster (the default, --pg private) as durable as the shared server (fsync and synchronous commit
+# on, 128 MB of shared buffers), with pg_stat_statements loaded: it counts every statement our database runs.
+PRIVATE_PG = {
+    "fsync": "on",
+    "synchronous_commit": "on",
+    "full_page_writes": "on",
+    "shared_preload_libraries": "'pg_stat_statements'",
+    "pg_stat_statements.track_utility": "on",
+    "pg_stat_statements.max": 10000,
+}
+# The benchmark's own queries, not the crawl's.
+_BENCH_QUERY = re.compile(r"pg_stat_|pg_backend_pid|current_database\(\)|pg_database", re.I)
+_WORD = re.compile(r"[a-z_][a-z0-9_$]*")
+_WRITE = re.compile(r"\b(INSERT\s+INTO|(?<!DO )UPDATE|DELETE\s+FROM)\s+\"?(\w+)", re.I)  # not an upsert's
+
+
+FK_CHECK = "(FK check, per row) of"
+
+
 def pg_snapshot(db_url: str) -> dict:
-    """Rows written per table in the benchmark database; transactions of every other database."""
+    """Rows written per table in the benchmark database (inserts, updates, deletes); transactions of every
+    other database; and, when pg_stat_statements is there, the calls of each statement of our database."""
     import psycopg2
 
     with closing(psycopg2.connect(db_url)) as con:
         con.autocommit = True
         with con.cursor() as cur:
-            cur.execute("SELECT relname, n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables")
-            tables = dict(cur.fetchall())
+            cur.execute("SELECT relname, n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_user_tables")
+            split = {name: (ins, upd, dele) for name, ins, upd, dele in cur.fetchall()}
+            tables = {name: sum(v) for name, v in split.items()}
             cur.execute(
                 "SELECT datname, xact_commit + xact_rollback, sessions FROM pg_stat_database WHERE datname IS NOT NULL"
             )
@@ -348,8 +396,91 @@ def pg_snapshot(db_url: str) -> dict:
             (ours,) = cur.fetchone()
             cur.execute("SELECT pg_backend_pid()")
             (backend,) = cur.fetchone()
-    postmaster = int(_stat(backend)[1]) if _stat(backend) else None  # our backend's parent
-    return {"tables": tables, "xacts": xacts, "sessions": sessions, "database": ours, "postmaster": postmaster}
+            fields = _stat(backend)  # read once, while the backend lives
+            postmaster = int(fields[1]) if fields else None  # our backend's parent
+            statements = None
+            cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'")
+            if cur.fetchone():
+                cur.execute(
+                    "SELECT queryid, query, calls, rows FROM pg_stat_statements"
+                    " WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                )
+                statements = {
+                    (qid, query): (calls, n)
+                    for qid, query, calls, n in cur.fetchall()
+                    if not _BENCH_QUERY.search(query)
+                }
+    return {
+        "tables": tables,
+        "tables_split": split,
+        "xacts": xacts,
+        "sessions": sessions,
+        "database": ours,
+        "postmaster": postmaster,
+        "statements": statements,
+    }
+
+
+def statement_kind(query: str, tables: set[str]) -> str:
+    """`VERB table` of a statement as pg_stat_statements normalised it: the verb of its data statement (a
+    WITH's main statement), the table named first in it (an INSERT's or UPDATE's target, a SELECT's first
+    FROM: Django qualifies columns by their table); transaction control and settings under their verb."""
+    head = query.lstrip().split(None, 1)
+    verb = head[0].upper().rstrip(";") if head else "?"
+    if verb == "WITH":
+        writes = [f"{v.split()[0].upper()} {t.removeprefix('crawladmin_')}" for v, t in _WRITE.findall(query)]
+        if len(writes) > 1:  # several writes in one statement (crawlcore.db.chain)
+            return "one statement: " + " + ".join(writes)
+        verb = writes[0].split()[0] if writes else "SELECT"
+    if verb in ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "START", "END"):
+        return "transaction control (BEGIN/COMMIT/SAVEPOINT/RELEASE/ROLLBACK)"
+    table = next((w for w in _WORD.findall(query.lower()) if w in tables), None)
+    if table is not None and "FOR KEY SHARE OF x" in query:
+        # PostgreSQL's own foreign-key check, one per row written, at commit (Django's constraints are
+        # deferred): not a statement any client sent.
+        return f"{FK_CHECK} {table.removeprefix('crawladmin_')}"
+    if table is None:  # no table: name what it runs (an advisory lock, set_config, …)
+        return " ".join(query.split())[:60]
+    return f"{verb} {table.removeprefix('crawladmin_')}"
+
+
+def pg_statements(before: dict, after: dict) -> dict[str, tuple[int, int]] | None:
+    """Statements of our database between two snapshots, by statement_kind: (calls, rows)."""
+    if after["statements"] is None:
+        return None
+    tables = set(after["tables"])
+    out: dict[str, list[int]] = {}
+    for key, (calls, n) in after["statements"].items():
+        c0, n0 = (before["statements"] or {}).get(key, (0, 0))
+        if calls - c0:
+            kind = out.setdefault(statement_kind(key[1], tables), [0, 0])
+            kind[0] += calls - c0
+            kind[1] += n - n0
+    return {k: (c, n) for k, (c, n) in sorted(out.items(), key=lambda kv: -kv[1][0])}
+
+
+def pg_top_statements(before: dict, after: dict, n: int = 40) -> list[tuple[int, int, str]]:
+    """The `n` statements of our database called most often between two snapshots: (calls, rows, text)."""
+    if after["statements"] is None:
+        return []
+    old = before["statements"] or {}
+    out = []
+    for key, (calls, rows) in after["statements"].items():
+        c0, r0 = old.get(key, (0, 0))
+        if calls - c0:
+            out.append((calls - c0, rows - r0, " ".join(key[1].split())[:400]))
+    return sorted(out, reverse=True)[:n]
+
+
+def pg_rows_split(before: dict, after: dict) -> dict[str, tuple[int, int, int]]:
+    """Rows inserted, updated and deleted per table between two snapshots."""
+    out = {}
+    for table, now in sorted(after["tables_split"].items()):
+        then = before["tables_split"].get(table, (0, 0, 0))
+        delta = tuple(a - b for a, b in zip(now, then, strict=True))
+        if any(delta):
+            out[table.removeprefix("crawladmin_")] = delta
+    return out
 
 
 def pg_xacts(before: dict, after: dict) -> tuple[int, int]:
@@ -461,15 +592,17 @@ def _ours_env(args, db: str, broker: str, tmp: Path) -> dict[str, str]:
 def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
     """One crawl of ours (step 2 of the module docstring). `after(env)`, if given, runs in the crawl's database
     once the crawl is done and counted (bench.seed003 ranks it there); its result is returned under "after"."""
-    from bench.pgdb import fresh_database, manage
+    from bench.pgdb import manage
     from testweb.cluster import Processes, redis_server
 
     workers = parse_workers(args.workers)
-    with fresh_database("tput") as db, redis_server(tmp) as broker:
+    with _database(args, tmp) as db, redis_server(tmp) as broker:
         env = _ours_env(args, db, broker, tmp)
         t = time.perf_counter()
         manage(env, "migrate", "--noinput")
         migrate_s = time.perf_counter() - t
+        if _pg_mode(args) == "private":
+            _statements_on(db)
         with Processes(env, tmp) as procs:
             names = [f"w{i}-{w.name}" for i, w in enumerate(workers)]
             pids = {
@@ -509,8 +642,14 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
     seconds = summary["seconds"]
     pages = found["pages"]
     rows = pg_rows(pg0, pg1)
+    statements = pg_statements(pg0, pg1)
+    sent = None if statements is None else sum(c for k, (c, _) in statements.items() if not k.startswith(FK_CHECK))
     counted = sum(v for k, v in cpu.items() if k != "nginx")
     pg_split = backends.breakdown(cpu.get("postgres", 0.0))
+    if _pg_mode(args) == "private":
+        # Every process of a private cluster is ours, autovacuum workers included (their titles do not name the
+        # database as a backend's does, so the sampler would count them as "others").
+        pg_split["ours_estimate"] = cpu.get("postgres", 0.0)
     ours_only = counted - cpu.get("postgres", 0.0) + pg_split["ours_estimate"]
     return {
         "crawler": "ours",
@@ -530,7 +669,21 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
             n: {"start": rss_start[n] / MB, "peak": sampler.peak[n] / MB, "end": rss_end[n] / MB} for n in pids
         },
         "rss_workers_mb_at": {f"{int(f * 100)}%": sampler.at_fraction(f) / MB for f in (0.1, 0.5, 1.0)},
+        "peak_pss_mb": sampler.peak_pss_total / MB,
+        "pss_workers_mb_at": {f"{int(f * 100)}%": sampler.at_fraction(f, pss=True) / MB for f in (0.1, 0.5, 1.0)},
         "rows_written": sum(rows.values()),
+        "rows_per_page": sum(rows.values()) / pages if pages else None,
+        "rows_by_table_split": pg_rows_split(pg0, pg1),
+        "statements": statements,
+        "top_statements": pg_top_statements(pg0, pg1),  # in --json only
+        "statements_total": sent,
+        "statements_per_page": sent / pages if sent is not None and pages else None,
+        "fk_checks_per_page": (
+            sum(c for k, (c, _) in statements.items() if k.startswith(FK_CHECK)) / pages
+            if statements is not None and pages
+            else None
+        ),
+        "transactions_per_page": pg_xacts(pg0, pg1)[0] / pages if pages else None,
         "rows_per_s": sum(rows.values()) / seconds if seconds else 0.0,
         "rows_by_table": rows,
         "our_db_transactions": pg_xacts(pg0, pg1)[0],
@@ -542,6 +695,37 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
         "log_errors": {n: len(re.findall(r"Traceback|\bERROR\b", t)) for n, t in logs.items()},
         "after": after_result,
     }
+
+
+def _pg_mode(args) -> str:
+    """--pg; "private" for a caller that builds its own arguments (bench.seed003)."""
+    return getattr(args, "pg", "private")
+
+
+@contextmanager
+def _database(args, tmp: Path) -> Iterator[str]:
+    """The crawl's database: on a private cluster of its own (--pg private) or a fresh one on the shared
+    server (--pg shared, CRAWLADMIN_TEST_PG)."""
+    if _pg_mode(args) == "shared":
+        from bench.pgdb import fresh_database
+
+        with fresh_database("tput") as db:
+            yield db
+        return
+    from testweb.cluster import private_postgres
+
+    with private_postgres(tmp, conf=PRIVATE_PG) as pg:
+        yield pg.url
+
+
+def _statements_on(db: str) -> None:
+    import psycopg2
+
+    with closing(psycopg2.connect(db)) as con:
+        con.autocommit = True
+        with con.cursor() as cur:
+            cur.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            cur.execute("SELECT pg_stat_statements_reset()")
 
 
 def _busy_share(before: tuple[float, float], after: tuple[float, float]) -> float | None:
@@ -677,7 +861,8 @@ def _fmt(v, spec: str) -> str:
 
 def summarize(results: dict[str, list[dict]]) -> dict:
     keys = ("pages", "seconds", "pages_per_s", "cpu_s_per_page", "cpu_s_per_page_our_backends", "peak_rss_mb")
-    keys += ("rows_per_s",)
+    keys += ("peak_pss_mb", "rows_per_s", "rows_per_page", "statements_per_page", "fk_checks_per_page")
+    keys += ("transactions_per_page",)
     med = {name: {k: _median(runs, k) for k in keys} for name, runs in results.items() if runs}
     ratios = {}
     if "ours" in med and "scrapy" in med:
@@ -700,13 +885,45 @@ def print_table(summary: dict, runs: int) -> None:
         ("CPU ms/page", "cpu_s_per_page", ".2f", "cpu_s_per_page"),
         ("  pg: our db (est.)", "cpu_s_per_page_our_backends", ".2f", "cpu_s_per_page_our_backends"),
         ("peak RSS MB", "peak_rss_mb", ",.0f", None),
+        ("peak PSS MB", "peak_pss_mb", ",.0f", None),
         ("DB rows written/s", "rows_per_s", ",.0f", None),
+        ("DB rows/page", "rows_per_page", ",.1f", None),
+        ("DB statements/page", "statements_per_page", ",.2f", None),
+        ("  FK checks/page", "fk_checks_per_page", ",.2f", None),
+        ("DB transactions/page", "transactions_per_page", ",.2f", None),
     )
     for label, key, spec, ratio in rows:
         scale = 1000 if key.startswith("cpu_s_per_page") else 1
         cells = "".join(f"{_fmt(None if med[c][key] is None else med[c][key] * scale, spec):>14}" for c in cols)
         r = f"{_fmt(ratios.get(ratio), '.2f') + '×':>16}" if ratio and ratio in ratios else ""
         print(f"{label:<22}{cells}{r}")
+
+
+def print_writes(r: dict) -> None:
+    """Rows and statements per page, by table and by statement."""
+    pages = r["pages"] or 1
+    print(
+        f"   rows per page {r['rows_written'] / pages:.2f} (inserted/updated/deleted): "
+        + ", ".join(
+            f"{t} {'/'.join(f'{x / pages:.2f}' for x in v)}"
+            for t, v in sorted(r["rows_by_table_split"].items(), key=lambda kv: -sum(kv[1]))
+        )
+    )
+    statements = r["statements"]
+    if statements is None:
+        print(f"   statements: not counted (--pg shared); transactions per page {r['transactions_per_page']:.2f}")
+        return
+    print(
+        f"   statements sent {r['statements_total']:,} = {r['statements_total'] / pages:.2f} per page "
+        f"(pg_stat_statements; and PostgreSQL's own foreign-key checks {r['fk_checks_per_page']:.2f} per page), "
+        f"transactions per page {r['transactions_per_page']:.2f}; per page (rows per statement):"
+    )
+    for kind, (calls, rows) in statements.items():
+        if calls / pages >= 0.005:
+            print(f"      {calls / pages:7.3f}  {kind} ({rows / calls:,.1f})")
+    rest = [(c, n) for k, (c, n) in statements.items() if c / pages < 0.005]
+    if rest:
+        print(f"      {sum(c for c, _ in rest) / pages:7.3f}  {len(rest)} other kinds, each under 0.005 per page")
 
 
 def print_run(r: dict, problems: list[str], n: int) -> None:
@@ -722,6 +939,7 @@ def print_run(r: dict, problems: list[str], n: int) -> None:
             f"   rows written {r['rows_written']:,} = {r['rows_per_s']:,.0f}/s: "
             + ", ".join(f"{k.removeprefix('crawladmin_')} {v:,}" for k, v in r["rows_by_table"].items())
         )
+        print_writes(r)
         print(
             "   worker RSS MB (start/peak/end): "
             + ", ".join(
@@ -729,6 +947,9 @@ def print_run(r: dict, problems: list[str], n: int) -> None:
             )
             + "; all workers at 10/50/100 % of the crawl: "
             + "/".join(f"{v:.0f}" for v in r["rss_workers_mb_at"].values())
+            + " (PSS, shared pages counted once: "
+            + "/".join(f"{v:.0f}" for v in r["pss_workers_mb_at"].values())
+            + f", peak {r['peak_pss_mb']:.0f})"
         )
         others = r["other_db_transactions"]
         print(
@@ -803,12 +1024,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--workers",
         help="ours: QUEUES:POOL:N,… (default: load:threads:<servers×slots>,"
-        "extract:prefork:<2×cores>,housekeeping:threads:2)",
+        "extract+housekeeping:threads:<2×cores+2>; before issue 25 ...,extract:prefork:<2×cores>,"
+        "housekeeping:threads:2)",
     )
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="ours: extra settings")
     ap.add_argument("--dispatch-only", action="store_true", help="ours: the crawl command leaves dispatching to beat")
     ap.add_argument("--nginx-workers", type=int, default=1)
     ap.add_argument("--max-seconds", type=float, default=3600, help="a crawl stops here (and counts as failed)")
+    ap.add_argument(
+        "--pg",
+        choices=("private", "shared"),
+        default="private",
+        help="ours: a private PostgreSQL cluster with pg_stat_statements (statements per page), or a fresh "
+        "database on the shared server (CRAWLADMIN_TEST_PG; no statement counts)",
+    )
     ap.add_argument("--no-frontier", action="store_true", help="skip the 1,000,000-URL frontier figures")
     ap.add_argument("--frontier-urls", type=int, default=1_000_000)
     ap.add_argument("--json", type=Path, help="write every figure here")

@@ -7,14 +7,16 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from ranking.services import RankAlreadyRunning, rank_crawl, run_summary
-
 from .retry import skip_without_database
 
 logger = logging.getLogger("tasks")
 
 
 def _rank(block: str | None) -> dict:
+    # Imported here, not with the module: the ranking's numpy and scipy (~30 MB) are loaded by the one worker
+    # that ranks, not by every worker that merely registers the task (every celery worker imports them all).
+    from ranking.services import RankAlreadyRunning, rank_crawl, run_summary
+
     try:
         return run_summary(rank_crawl(block=block))
     except RankAlreadyRunning:

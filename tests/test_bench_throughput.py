@@ -12,7 +12,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from bench.throughput import check_ours, check_scrapy, parse_workers
+from bench.throughput import FK_CHECK, check_ours, check_scrapy, parse_workers, pg_rows_split, pg_statements
 from testweb.generated import ROBOTS_TXT, NginxWeb, Web, WebSpec, ensure_written, find_nginx
 
 from .conftest import skip_or_fail
@@ -177,3 +177,46 @@ def test_nginx_serves_the_generated_web(tmp_path):
     assert [(a, m, p, st) for a, m, p, st, _ua in logged][-1] == (web.hosts[1], "GET", "/p/7.html", 200)
     assert len(logged) == 2 * spec.servers + 1
     assert nginx.proc is not None and nginx.proc.poll() is not None  # stopped by its PID
+
+
+def test_statements_are_counted_by_verb_and_table_and_fk_checks_apart():
+    no_wait = "WITH no_wait AS (SELECT set_config($1, $2, $3)) INSERT INTO crawladmin_statuscheck (a) SELECT 1"
+    fk = 'SELECT $2 FROM ONLY "public"."crawladmin_url" x WHERE "id" OPERATOR(pg_catalog.=) $1 FOR KEY SHARE OF x'
+    tables = {"crawladmin_url": 0, "crawladmin_urlevent": 0, "crawladmin_statuscheck": 0, "crawladmin_page": 0}
+    before = {"statements": {(1, "INSERT INTO crawladmin_urlevent (a) VALUES ($1)"): (10, 10)}, "tables": tables}
+    after = {
+        "tables": tables,
+        "statements": {
+            # A table whose name starts with another's is still itself.
+            (1, "INSERT INTO crawladmin_urlevent (a) VALUES ($1)"): (14, 40),
+            (2, 'INSERT INTO "crawladmin_url" (a) VALUES ($1)'): (3, 30),
+            (3, no_wait): (5, 5),
+            (
+                4,
+                "WITH v AS (SELECT 1), c AS (UPDATE crawladmin_statuscheck SET a = v.a FROM v), p AS (INSERT INTO "
+                "crawladmin_page (a) SELECT 1 ON CONFLICT (url_id) DO UPDATE SET a = excluded.a) SELECT 1",
+            ): (2, 0),
+            (5, fk): (7, 7),
+            (6, "COMMIT"): (4, 0),
+            (7, "BEGIN"): (4, 0),
+            (8, "SELECT pg_try_advisory_lock($1)"): (1, 1),
+            (9, "SELECT 1 FROM crawladmin_page"): (0, 0),  # not called in between: left out
+        },
+    }
+    got = pg_statements(before, after)
+    assert got == {
+        f"{FK_CHECK} url": (7, 7),
+        "transaction control (BEGIN/COMMIT/SAVEPOINT/RELEASE/ROLLBACK)": (8, 0),
+        "INSERT statuscheck": (5, 5),
+        "INSERT urlevent": (4, 30),
+        "INSERT url": (3, 30),
+        "one statement: UPDATE statuscheck + INSERT page": (2, 0),
+        "SELECT pg_try_advisory_lock($1)": (1, 1),
+    }
+    assert pg_statements(before, {**after, "statements": None}) is None
+
+
+def test_rows_are_split_into_inserts_updates_and_deletes_per_table():
+    before = {"tables_split": {"crawladmin_url": (1, 2, 0), "crawladmin_link": (5, 0, 0)}}
+    after = {"tables_split": {"crawladmin_url": (4, 8, 1), "crawladmin_link": (5, 0, 0), "crawladmin_page": (2, 2, 0)}}
+    assert pg_rows_split(before, after) == {"page": (2, 2, 0), "url": (3, 6, 1)}

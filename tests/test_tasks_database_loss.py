@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.db import OperationalError
 
+import ranking.services
 import tasks.dashboard
 import tasks.housekeeping
 import tasks.monitor
@@ -28,7 +29,8 @@ BEAT_JOBS = [
     (tasks.monitor.rollup, tasks.monitor, "rollups_build"),
     (tasks.monitor.load_profiles, tasks.monitor, "load_profiles_build"),
     (tasks.monitor.prune, tasks.monitor, "history_prune"),
-    (tasks.rank.rank_crawl_task, tasks.rank, "rank_crawl"),
+    # The ranking task imports its service when it runs (numpy and scipy stay out of the other workers).
+    (tasks.rank.rank_crawl_task, ranking.services, "rank_crawl"),
     (tasks.dashboard.refresh_rollups, tasks.dashboard.rollups, "rollups_refresh"),
     (tasks.dashboard.refresh_dead_links, tasks.dashboard.rollups, "dead_links_refresh"),
 ]

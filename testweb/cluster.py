@@ -197,8 +197,9 @@ class PrivatePostgres:
     be restarted without touching the shared server. PostgreSQL refuses to run as root: as root, the
     cluster belongs to the `postgres` user and every pg_ctl runs through `runuser`."""
 
-    def __init__(self, bindir: Path, root: Path, port: int, as_user: list[str]):
+    def __init__(self, bindir: Path, root: Path, port: int, as_user: list[str], conf: dict | None = None):
         self.bindir, self.root, self.port, self.as_user = bindir, root, port, as_user
+        self.conf_overrides = dict(conf or {})
         self.datadir = root / "data"
         self.logfile = root / "postgres.log"
         self.url = f"postgres://postgres@127.0.0.1:{port}/crawladmin"
@@ -226,7 +227,7 @@ class PrivatePostgres:
             "synchronous_commit": "off",
             "full_page_writes": "off",
             "shared_buffers": "'128MB'",
-        }
+        } | self.conf_overrides
         with open(self.datadir / "postgresql.conf", "a") as f:
             f.write("".join(f"\n{k} = {v}" for k, v in conf.items()) + "\n")
 
@@ -247,8 +248,10 @@ class PrivatePostgres:
 
 
 @contextmanager
-def private_postgres(tmp: Path) -> Iterator[PrivatePostgres]:
-    """A private PostgreSQL cluster with an empty database `crawladmin`; `.url`, `.restart()`.
+def private_postgres(tmp: Path, *, conf: dict | None = None) -> Iterator[PrivatePostgres]:
+    """A private PostgreSQL cluster with an empty database `crawladmin`; `.url`, `.restart()`. `conf`
+    overrides postgresql.conf settings (the defaults trade durability for speed; a benchmark that measures
+    PostgreSQL's work turns fsync and synchronous_commit back on).
 
     `tmp` is unused for the cluster's files when running as root: the `postgres` user needs a directory
     it can reach, so the cluster lives in its own directory under the system temp dir (removed after)."""
@@ -268,7 +271,7 @@ def private_postgres(tmp: Path) -> Iterator[PrivatePostgres]:
             raise ServiceMissing("running as root without runuser: cannot start PostgreSQL as the postgres user")
         shutil.chown(root, "postgres", "postgres")
         as_user = [runuser, "-u", "postgres", "--"]
-    pg = PrivatePostgres(bindir, root, _free_port(), as_user)
+    pg = PrivatePostgres(bindir, root, _free_port(), as_user, conf)
     try:
         pg.init()
         pg.start()

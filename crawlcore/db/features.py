@@ -17,3 +17,9 @@ def json_aggregates() -> bool:
     """`json_agg(… ORDER BY …)` and numeric `round(x, n)` exist: a series can leave the database as finished
     JSON text (PostgreSQL). Elsewhere the series is built and encoded in Python."""
     return is_postgres()
+
+
+def write_chains() -> bool:
+    """Data-modifying CTEs over `unnest`ed arrays (crawlcore.db.chain): a batch's dependent writes — guarded
+    moves, then the rows of what moved — in one statement (PostgreSQL). Elsewhere one statement per write."""
+    return is_postgres()

@@ -23,6 +23,7 @@ from django.db import connection
 from django.utils import timezone
 
 from crawlcore.db.bulk import insert_unsynced, update_by_id
+from crawlcore.db.chain import Update
 from crawlcore.models import StatusCheck
 from crawler.fetch import FetchResult
 from crawler.lifecycle import Agent
@@ -121,6 +122,23 @@ def checks_finish(*, outcomes: Sequence[tuple[int, FetchResult, int | None]]) ->
         values = _outcome(result)
         rows.append((check_id, url_id, *(values[name] for name, _ in _OUTCOME_COLUMNS[1:])))
     return set(update_by_id(StatusCheck._meta.db_table, _OUTCOME_COLUMNS, rows))
+
+
+FINISHED = "finished_checks"  # the chain write of checks_finish_write, returning the check ids written
+
+
+def checks_finish_write(
+    outcomes: Sequence[tuple[int | None, FetchResult, int | None]],
+) -> tuple[list[tuple[str, str]], list[tuple], Update]:
+    """checks_finish as one write of a crawlcore.db.chain: its input columns (prefixed `c_`), one row per
+    outcome in order, and the UPDATE (named FINISHED). The caller records the checks it did not return."""
+    columns = [("c_id", "bigint"), *((f"c_{name}", kind) for name, kind in _OUTCOME_COLUMNS)]
+    rows = []
+    for check_id, result, url_id in outcomes:
+        values = _outcome(result)
+        rows.append((check_id, url_id, *(values[name] for name, _ in _OUTCOME_COLUMNS[1:])))
+    write = Update(FINISHED, StatusCheck._meta.db_table, key="c_id", set={n: f"c_{n}" for n, _ in _OUTCOME_COLUMNS})
+    return columns, rows, write
 
 
 def check_finish(*, check_id: int, result: FetchResult, url_id: int | None) -> bool:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Min
 from django.utils import timezone
 
+from crawlcore.db import features
 from crawlcore.db.bulk import insert_ignore, update_by_id
+from crawlcore.db.chain import Const, Input, Insert, Sql, Update, chain
 from crawlcore.models import Link, Page, Url
 from crawler import notfollowed
 from crawler.lifecycle import State
@@ -92,7 +95,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
     with transaction.atomic():
         inserted = urls_insert(urls=list(new.values()))
         ids = inserted.ids
-        lifted = _lift_exclusions({ids[url]: depth for url, depth in followed.items() if url in ids})
+        depths = {ids[url]: depth for url, depth in followed.items() if url in ids}
         links = {
             (page.url_id, ids[link.url]): (link.text, link.element, link.nofollow, _fragments(link))
             for page, ex in parsed
@@ -100,27 +103,81 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
             for link in reversed(ex.links)  # reversed: the first occurrence on the page is the one kept
             if link.url in ids and ids[link.url] != page.url_id
         }
-        insert_ignore(Link._meta.db_table, LINK_COLUMNS, [(*key, *links[key]) for key in sorted(links)])
+        link_rows = [(*key, *links[key]) for key in sorted(links)]
+        page_rows = [
+            (page.id, ex.title if ex else "", ex.description if ex else "", "\n".join(ex.anchors) if ex else None)
+            for page, ex in parsed
+        ]
         now = timezone.now()
-        update_by_id(
-            Page._meta.db_table,
-            (("title", "text"), ("description", "text"), ("anchors", "text"), ("extracted_at", "timestamptz")),
-            [
-                (
-                    page.id,
-                    ex.title if ex else "",
-                    ex.description if ex else "",
-                    "\n".join(ex.anchors) if ex else None,
-                    now,
-                )
-                for page, ex in parsed
-            ],
-            where="t.extracted_at IS NULL",
-        )
-        _mark_duplicates(pages)
+        if features.write_chains():
+            lifted = _record_chained(depths, link_rows, page_rows, now)
+        else:
+            lifted = _lift_exclusions(depths)
+            insert_ignore(Link._meta.db_table, LINK_COLUMNS, link_rows)
+            update_by_id(
+                Page._meta.db_table,
+                (("title", "text"), ("description", "text"), ("anchors", "text"), ("extracted_at", "timestamptz")),
+                [(*row, now) for row in page_rows],
+                where="t.extracted_at IS NULL",
+            )
+            _mark_duplicates(pages)
         servers_dispatch_with_due_work(server_ids=inserted.server_ids | lifted)
     outcome.pages, outcome.links, outcome.new_urls = len(pages), len(links), len(new)
     return outcome
+
+
+def _record_chained(depths: dict[int, int], link_rows: list[tuple], page_rows: list[tuple], now: datetime) -> set[int]:
+    """The batch's writes after its new URLs, in one statement (crawlcore.db.chain): the exclusions lifted
+    (as _lift_exclusions), the links (as insert_ignore), the pages' extraction and their duplicate mark (as
+    _mark_duplicates: the earliest page of the same checksum). The servers of the URLs lifted."""
+    url, page = Url._meta.db_table, Page._meta.db_table
+    liftable = ", ".join(f"'{reason}'" for reason in notfollowed.LIFTABLE)
+    first = f"(SELECT min(p.id) FROM {page} p WHERE p.checksum = {page}.checksum)"
+    writes = [
+        Update(
+            "lifted",
+            url,
+            key="id",
+            set={"exclusion_reason": Const("", "text"), "depth": "depth", "next_check_at": Const(now, "timestamptz")},
+            where=Sql(f"{url}.exclusion_reason IN ({liftable}) AND {url}.state = '{State.INIT.value}'"),
+            returning=("server_id",),
+            source="lift",
+        ),
+        Insert("linked", Link._meta.db_table, {c: c for c in LINK_COLUMNS}, ignore_conflicts=True, source="links"),
+        Update(
+            "extracted",
+            page,
+            key="id",
+            set={
+                "title": "title",
+                "description": "description",
+                "anchors": "anchors",
+                "extracted_at": Const(now, "timestamptz"),
+                # A page whose body has the same checksum as an earlier page is a duplicate of the earliest one.
+                "duplicate_of_id": Sql(f"CASE WHEN {page}.checksum <> '' THEN NULLIF({first}, {page}.id) END"),
+            },
+            where=Sql(f"{page}.extracted_at IS NULL"),
+            returning=(),
+            source="pages",
+        ),
+    ]
+    inputs = {
+        "lift": Input((("id", "bigint"), ("depth", "integer")), sorted(depths.items())),
+        "links": Input(
+            (
+                ("from_url_id", "bigint"),
+                ("to_url_id", "bigint"),
+                ("anchor_text", "text"),
+                ("element", "text"),
+                ("nofollow", "boolean"),
+                ("fragments", "text"),
+            ),
+            link_rows,
+        ),
+        "pages": Input((("id", "bigint"), ("title", "text"), ("description", "text"), ("anchors", "text")), page_rows),
+    }
+    out = chain(inputs, writes)
+    return {server_id for (server_id,) in out["lifted"]}
 
 
 def _fragments(link: Found) -> str:

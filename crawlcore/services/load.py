@@ -10,14 +10,17 @@ import hashlib
 import logging
 import zlib
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
-from django.db import DataError, transaction
+from django.db import DataError, connection, transaction
 from django.utils import timezone
 
+from crawlcore.db import features
 from crawlcore.db.bulk import upsert
+from crawlcore.db.chain import Input, Insert, chain, column_types
 from crawlcore.models import Link, Page
 from crawler.fetch import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, event_for_fetch
@@ -25,11 +28,12 @@ from crawler.parse import is_html
 from crawler.urlnorm import UrlError, canonicalize
 
 from .agent import AgentBatch, AgentOutcome, response_fields
+from .checks import FINISHED, checks_finish_write
 from .queue import enqueue_extract_on_commit
 from .servers import server_merge_if_alias
 from .sitemaps import sitemaps_read
 from .sites import server_home_first
-from .urls import Claimed, Move, new_url_from, urls_claim, urls_insert, urls_transition
+from .urls import MOVED, Claimed, Move, new_url_from, transition_writes, urls_claim, urls_insert, urls_transition
 from .visit import Gate, ServerVisit
 
 log = logging.getLogger(__name__)
@@ -154,7 +158,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
     def write_one(self, url: Claimed, result: FetchResult, event: Event) -> None:
         """Record one fetch and move its URL in a transaction of its own; a response the database refuses
         is classified instead (poisoned)."""
-        before = len(self.outcome.page_ids)
+        before, fetched = len(self.outcome.page_ids), self.outcome.fetched
         try:
             with transaction.atomic():
                 self.visit.record(result, url.id)
@@ -165,7 +169,8 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
                     else:
                         self.fail(url, event, result, reason=result.detail, latency_ms=result.timings.total_ms)
         except POISON as exc:
-            del self.outcome.page_ids[before:]  # rolled back with the rest
+            del self.outcome.page_ids[before:]  # rolled back with the rest, and so was the move it counted
+            self.outcome.fetched = fetched
             self.poisoned(url, result, exc)
         self.pending.pop(url.id, None)
 
@@ -205,23 +210,28 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             for url, result in fetched
         ]
         try:
-            with transaction.atomic():
-                self.visit.record_many([(result, url.id) for url, result in fetched])
-                moved = set(
-                    urls_transition(
-                        moves=moves,
-                        expected=State.INIT,
-                        event=Event.FETCHED,
-                        agent=Agent.LOAD,
-                        owner=self.owner,
-                        now=now,
+            if features.write_chains():
+                moved, page_ids = self._record_chained(fetched, checksums, moves, now)
+            else:
+                with transaction.atomic():
+                    self.visit.record_many([(result, url.id) for url, result in fetched])
+                    moved = set(
+                        urls_transition(
+                            moves=moves,
+                            expected=State.INIT,
+                            event=Event.FETCHED,
+                            agent=Agent.LOAD,
+                            owner=self.owner,
+                            now=now,
+                        )
                     )
-                )
-                done = [(url, result) for url, result in fetched if url.id in moved]
-                # A resource is checked, not kept: no page, nothing to extract.
-                page_ids = pages_store(
-                    [(url.id, result, checksums[url.id]) for url, result in done if not url.resource], now=now
-                )
+                    # A resource is checked, not kept: no page, nothing to extract.
+                    page_ids = pages_store(
+                        [(url.id, result, checksums[url.id]) for url, result in fetched
+                         if url.id in moved and not url.resource],
+                        now=now,
+                    )  # fmt: skip
+            done = [(url, result) for url, result in fetched if url.id in moved]
         except POISON:
             # One page of the group can't be stored: write them one by one, so only that one is classified
             # (fetch_one's own fallback) and the others are kept.
@@ -232,6 +242,52 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             self.pending.pop(url.id, None)
         self.outcome.fetched += len(done)
         self.outcome.page_ids.extend(page_ids)
+
+    def _record_chained(
+        self, fetched: list[tuple[Claimed, FetchResult]], checksums: dict[int, str], moves: list[Move], now: datetime
+    ) -> tuple[set[int], list[int]]:
+        """flush()'s writes in one statement (crawlcore.db.chain): the checks' outcomes, the guarded moves to
+        Visited and their events, the pages of the URLs that moved (not of resources). The moved ids and the
+        HTML pages' ids. One statement is one transaction of its own (no BEGIN, no COMMIT to send); inside a
+        caller's transaction, a savepoint, so a refused value leaves that transaction usable. Checks whose
+        intent row is gone are recorded after it, as record() does."""
+        check_columns, check_rows, finish = checks_finish_write([(r.check_id, r, u.id) for u, r in fetched])
+        move_columns, move_rows, move_writes = transition_writes(
+            moves=moves, expected=State.INIT, event=Event.FETCHED, agent=Agent.LOAD, owner=self.owner, now=now
+        )
+        page_columns = [(f"p_{c}", kind) for c, kind in column_types(Page, _PAGE_COLUMNS)]
+        page_rows, html = [], set()
+        for url, result in fetched:
+            row, is_html_page = page_row(url.id, result, checksums[url.id], now=now)
+            page_rows.append((*row, not url.resource))  # a resource is checked, not kept
+            if is_html_page:
+                html.add(url.id)
+        store = Insert(
+            "stored_pages",
+            Page._meta.db_table,
+            values={c: f"p_{c}" for c in _PAGE_COLUMNS},
+            after=(MOVED, "u_id"),
+            where="p_keep",
+            conflict="url_id",
+            update=_page_update(),
+            returning=("id", "url_id"),
+        )
+        with transaction.atomic() if connection.in_atomic_block else nullcontext():
+            given = Input(
+                [*check_columns, *move_columns, *page_columns, ("p_keep", "boolean")],
+                [(*c, *m, *p) for c, m, p in zip(check_rows, move_rows, page_rows, strict=True)],
+            )
+            out = chain({"v": given}, [finish, *move_writes, store])
+        finished = {check_id for (check_id,) in out[FINISHED]}
+        for url, result in fetched:
+            if result.check_id not in finished:
+                self.visit.record(result, url.id)
+        moved = {url_id for (url_id,) in out[MOVED]}
+        for move in moves:
+            if move.url_id not in moved:
+                log.info("url %s: not in %s under %s any more; another agent got there first", move.url_id,
+                         State.INIT, self.owner)  # fmt: skip
+        return moved, [page_id for page_id, url_id in out["stored_pages"] if url_id in html]
 
     def _store(self, url: Claimed, result: FetchResult) -> None:
         body = result.body

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from crawlcore.db import features
 from crawlcore.db.bulk import update_by_id
+from crawlcore.db.chain import Const, Insert, Update, column_types
 from crawlcore.models import Url, UrlEvent
 from crawler.lifecycle import Agent, Event, InvalidTransition, State, next_state
 from crawler.scope import Scope
@@ -174,7 +175,8 @@ def _urls_claim_pg(server_id: int, owner: str, limit: int, now: datetime, only: 
         )
         RETURNING {", ".join(_CLAIMED)}"""
     params = [owner, lease_deadline(now), server_id, State.INIT.value, now, now, only, only, limit]
-    with transaction.atomic(), connection.cursor() as cur:
+    # One statement is its own transaction: no BEGIN and COMMIT around it.
+    with connection.cursor() as cur:
         cur.execute(sql, params)
         rows = [Claimed(*row) for row in cur.fetchall()]
     rows.sort(key=lambda u: (u.depth, u.id))
@@ -319,6 +321,61 @@ def urls_transition(
         ]
     )
     return [m.url_id for m in moves if m.url_id in moved]
+
+
+MOVED = "moved_urls"  # the chain write of transition_writes, returning the URL ids moved
+
+
+def transition_writes(
+    *,
+    moves: Sequence[Move],
+    expected: State,
+    event: Event,
+    agent: Agent,
+    owner: str,
+    now: datetime,
+) -> tuple[list[tuple[str, str]], list[tuple], list[Update | Insert]]:
+    """urls_transition of moves that all set the same fields, as writes of a crawlcore.db.chain: the input
+    columns (prefixed `u_`), one row per move in order, and the guarded UPDATE (named MOVED) followed by the
+    INSERT of the events of the URLs it moved. The same guard and the same event as urls_transition."""
+    new = next_state(expected, event, agent)  # InvalidTransition: the caller's bug, as a table error
+    names = sorted(moves[0].fields) if moves else []
+    if any(sorted(m.fields) != names for m in moves):
+        raise ValueError("transition_writes: every move must set the same fields")
+    types = dict(zip(names, (kind for _, kind in column_types(Url, names)), strict=True))
+    columns = [("u_id", "bigint"), ("u_status", "integer"), ("u_latency", "double precision"), ("u_reason", "text")]
+    columns += [(f"u_{n}", types[n]) for n in names]
+    rows = [(m.url_id, m.http_status, m.latency_ms, m.reason[:100], *(m.fields[n] for n in names)) for m in moves]
+    fixed = {
+        "state": Const(new.value, "text"),
+        "lease_owner": Const("", "text"),
+        "lease_expires_at": Const(None, "timestamptz"),
+        "last_checked_at": Const(now, "timestamptz"),
+    }
+    move = Update(
+        MOVED,
+        Url._meta.db_table,
+        key="u_id",
+        set=fixed | {_column(n)[0]: f"u_{n}" for n in names},
+        guards={"state": Const(expected.value, "text"), "lease_owner": Const(owner, "text")},
+    )
+    record = Insert(
+        "url_events",
+        UrlEvent._meta.db_table,
+        values={
+            "url_id": "u_id",
+            "from_state": Const(expected.value, "text"),
+            "to_state": Const(new.value, "text"),
+            "agent": Const(agent.value, "text"),
+            "crawler_num": Const(settings.CRAWLER_NUM, "integer"),
+            "at": Const(now, "timestamptz"),
+            "http_status": "u_status",
+            "latency_ms": "u_latency",
+            "reason": "u_reason",
+        },
+        after=(MOVED, "u_id"),
+    )
+    return columns, rows, [move, record]
 
 
 def url_transition(

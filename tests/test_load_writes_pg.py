@@ -1,0 +1,175 @@
+"""The load agent's group write on real PostgreSQL (crawlcore.db.chain): a group of fetched pages is recorded
+in ONE statement — the checks' outcomes, the guarded moves to Visited with their events, the pages — and
+keeps every guarantee of the step-by-step path: a URL another owner took is not moved and gets no event or
+page (its check is still recorded), a resource gets no page, a value the database refuses falls back to one
+by one so only that page is classified. Through `manage.py shell` against a fresh database."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from testweb.cluster import manage, postgres_database
+
+pytestmark = pytest.mark.integration
+
+FLUSH = """
+import hashlib, json
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from crawlcore.models import Page, Server, StatusCheck, Url, UrlEvent
+from crawlcore.services.checks import check_begin
+from crawlcore.services.load import LoadBatch
+from crawlcore.services.urls import urls_claim
+from crawlcore.services.visit import ServerVisit
+from crawler.fetch import FetchResult, Timings
+from crawler.lifecycle import Agent
+
+server = Server.objects.create(scheme="http", host="a.example", port=80)
+paths = ["/a", "/b", "/taken", "/logo.png", "/bad"]
+for p in paths:
+    u = f"http://a.example{p}"
+    Url.objects.create(url=u, url_hash=hashlib.sha1(u.encode()).hexdigest(), server=server, state="init",
+                       next_check_at=timezone.now(), resource=p.endswith(".png"))
+claimed = {c.url.rsplit("/", 1)[1]: c for c in urls_claim(server_id=server.id, owner="me", limit=10)}
+Url.objects.filter(url="http://a.example/taken").update(lease_owner="someone else")  # lost its lease meanwhile
+
+def result(c, *, content_type="text/html"):
+    check_id = check_begin(server_id=server.id, requested_url=c.url, method="GET", agent=Agent.LOAD)
+    return FetchResult(url=c.url, method="GET", status=200, headers={"content-type": content_type},
+                       body=f"<html><title>{c.url}</title></html>".encode(), failure=None, detail="",
+                       truncated=False, bytes_received=40, timings=Timings(1.0, 2.0, 3.0, 4.0, 10.0),
+                       peer_ip="127.0.0.1", check_id=check_id, request_head="GET / HTTP/1.1",
+                       response_head="HTTP/1.1 200")
+
+batch = LoadBatch(ServerVisit(server, "me", Agent.LOAD))
+batch.pending = dict.fromkeys(c.id for c in claimed.values())
+batch.fetched = [(claimed[n], result(claimed[n])) for n in ("a", "b", "taken")]
+batch.fetched.append((claimed["logo.png"], result(claimed["logo.png"], content_type="image/png")))
+with CaptureQueriesContext(connection) as good:
+    batch.flush()
+first_pages = list(batch.outcome.page_ids)
+# A NUL in a header value is refused by the driver: the group falls back to one by one.
+batch.fetched = [(claimed["bad"], result(claimed["bad"], content_type="text/html\\x00evil"))]
+batch.flush()
+
+def state(n):
+    return Url.objects.get(url=f"http://a.example/{n}").state
+print(json.dumps({
+    "statements": len(good.captured_queries),
+    "states": {n: state(n) for n in claimed},
+    "events": sorted(UrlEvent.objects.values_list("url__url", "from_state", "to_state", "http_status")),
+    "pages": sorted(Page.objects.values_list("url__url", flat=True)),
+    "page_ids": sorted(first_pages) == sorted(Page.objects.filter(content_type="text/html").values_list("id",
+                                                                                                    flat=True)),
+    "pending_checks": StatusCheck.objects.filter(category="pending").count(),
+    "checks": sorted(StatusCheck.objects.values_list("requested_url", "status_code", "url__url")),
+    "bad_failure": Url.objects.get(url="http://a.example/bad").failure_kind,
+    "leases": sorted(Url.objects.exclude(lease_owner="").values_list("url", "lease_owner")),
+    "fetched": batch.outcome.fetched,
+}))
+"""
+
+
+def test_a_group_of_pages_is_one_statement_and_keeps_every_guarantee(tmp_path):
+    with postgres_database() as url:
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t", "CRAWLADMIN_DATA_DIR": str(tmp_path)}
+        manage(env, "migrate", "--verbosity", "0")
+        out = json.loads(manage(env, "shell", "-c", FLUSH).stdout.strip().splitlines()[-1])
+    a = "http://a.example"
+    assert out["statements"] == 1
+    assert out["states"] == {
+        "a": "visited",
+        "b": "visited",
+        "taken": "init",
+        "logo.png": "visited",
+        "bad": "noresponse1",
+    }
+    # One event per move, none for the URL another owner holds.
+    assert out["events"] == [
+        [f"{a}/a", "init", "visited", 200],
+        [f"{a}/b", "init", "visited", 200],
+        [f"{a}/bad", "init", "noresponse1", 200],
+        [f"{a}/logo.png", "init", "visited", 200],
+    ]
+    # Pages of what moved, not of the resource (checked, not kept) nor of the URL not ours any more.
+    assert out["pages"] == [f"{a}/a", f"{a}/b"]
+    assert out["page_ids"]
+    # Every request is on the record, finished with its URL, including the one whose move lost.
+    assert out["pending_checks"] == 0
+    assert sorted(c[0] for c in out["checks"]) == sorted(f"{a}/{n}" for n in ("a", "b", "taken", "logo.png", "bad"))
+    assert all(c[1] == 200 and c[2] == c[0] for c in out["checks"])
+    assert out["bad_failure"] == "bad_response"
+    assert out["leases"] == [[f"{a}/taken", "someone else"]]
+    assert out["fetched"] == 3
+
+
+EXTRACT = """
+import json, zlib
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from crawlcore.models import Link, Page, Url
+from crawlcore.services.extract import pages_extract
+from crawlcore.services.load import pages_store
+from crawlcore.services.urls import NewUrl, urls_insert
+from crawler.fetch import FetchResult, Timings
+from crawler.notfollowed import TOO_DEEP
+
+a = "http://a.example"
+ids = urls_insert(urls=[NewUrl(f"{a}/p1", 0), NewUrl(f"{a}/p2", 0), NewUrl(f"{a}/known", 1),
+                        NewUrl(f"{a}/deep", 9, exclusion_reason=TOO_DEEP)]).ids
+Url.objects.filter(url__in=[f"{a}/p1", f"{a}/p2"]).update(state="visited", next_check_at=None)
+html = (b'<html><head><title>T</title></head><body><a href="/new">first</a> <a href="/new">second</a>'
+        b'<a href="/known">k</a> <a href="/deep">d</a></body></html>')
+
+def fetched(path):
+    return FetchResult(url=f"{a}/{path}", method="GET", status=200, headers={"content-type": "text/html"}, body=html,
+                       failure=None, detail="", truncated=False, bytes_received=len(html),
+                       timings=Timings(None, None, None, None, 1.0), peer_ip=None)
+now = timezone.now()
+page_ids = pages_store([(ids[f"{a}/p1"], fetched("p1"), "same"), (ids[f"{a}/p2"], fetched("p2"), "same")], now=now)
+with CaptureQueriesContext(connection) as seen:
+    outcome = pages_extract(page_ids=page_ids)
+again = pages_extract(page_ids=page_ids)  # a redelivered message: nothing to do
+deep = Url.objects.get(url=f"{a}/deep")
+p1, p2 = (Page.objects.get(url__url=f"{a}/{p}") for p in ("p1", "p2"))
+links = sorted(Link.objects.values_list("from_url__url", "to_url__url", "anchor_text"))
+print(json.dumps({
+    "links": links,
+    "new": Url.objects.filter(url=f"{a}/new", state="init", exclusion_reason="").exists(),
+    "deep": [deep.exclusion_reason, deep.depth, deep.next_check_at is not None],
+    "titles": [p1.title, p2.title],
+    "extracted": [p1.extracted_at is not None, p2.extracted_at is not None],
+    "duplicate_of": [p1.duplicate_of_id, p2.duplicate_of_id == p1.id],
+    "outcome": [outcome.pages, outcome.links, again.pages],
+    "link_writes": [q["sql"][:20] for q in seen.captured_queries if "crawladmin_link" in q["sql"]],
+    "one_statement": any("crawladmin_link" in q["sql"] and "UPDATE crawladmin_page" in q["sql"]
+                         and "UPDATE crawladmin_url" in q["sql"] for q in seen.captured_queries),
+}))
+"""
+
+
+def test_an_extract_batch_writes_lifts_links_and_pages_in_one_statement(tmp_path):
+    with postgres_database() as url:
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t", "CRAWLADMIN_DATA_DIR": str(tmp_path)}
+        manage(env, "migrate", "--verbosity", "0")
+        out = json.loads(manage(env, "shell", "-c", EXTRACT).stdout.strip().splitlines()[-1])
+    a = "http://a.example"
+    # Each page's links once, the first occurrence's anchor text kept; both pages link the same targets.
+    assert out["links"] == [
+        [f"{a}/p{n}", f"{a}/{target}", text]
+        for n in (1, 2)
+        for target, text in (("deep", "d"), ("known", "k"), ("new", "first"))
+    ]
+    assert out["new"]
+    # Found again through a followed link: no longer set aside, due, at the new depth.
+    assert out["deep"] == ["", 1, True]
+    assert out["titles"] == ["T", "T"] and out["extracted"] == [True, True]
+    # The same body: the later page is a duplicate of the earlier one.
+    assert out["duplicate_of"] == [None, True]
+    assert out["outcome"] == [2, 6, 0]
+    assert len(out["link_writes"]) == 1 and out["one_statement"]
