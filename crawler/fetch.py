@@ -26,10 +26,8 @@ import enum
 import http.client
 import io
 import ipaddress
-import os
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +50,7 @@ from urllib3.exceptions import (
 from urllib3.util.connection import create_connection
 
 from .certs import Certificate
+from .lookup import resolver_pool
 from .sanitize import clean_head, clean_headers, clean_line, header_int
 
 __all__ = ["FailureKind", "FetchPolicy", "FetchResult", "Fetcher", "Timings", "resolve_checked"]
@@ -456,28 +455,6 @@ class _Outcome:
 
 
 _DEFAULT = object()  # marks 'use the fetcher's own address_check'
-_RESOLVER_THREADS = 8
-_resolver: concurrent.futures.ThreadPoolExecutor | None = None
-_resolver_lock = threading.Lock()
-
-
-def _resolver_pool() -> concurrent.futures.ThreadPoolExecutor:
-    """The process's resolver threads, shared by every Fetcher, created on first use."""
-    global _resolver
-    if _resolver is None:
-        with _resolver_lock:
-            if _resolver is None:
-                _resolver = concurrent.futures.ThreadPoolExecutor(_RESOLVER_THREADS, thread_name_prefix="resolve")
-    return _resolver
-
-
-def _forget_resolver() -> None:
-    # A forked child (a prefork worker) inherits the pool object but not its threads: start afresh.
-    global _resolver
-    _resolver = None
-
-
-os.register_at_fork(after_in_child=_forget_resolver)
 
 
 def lookup_many(
@@ -487,7 +464,7 @@ def lookup_many(
     order), or None when the name does not resolve, resolves only to forbidden addresses, or has not answered
     within `timeout` seconds of the call (all names are asked at once, on the fetcher's resolver threads, so
     a hung resolver costs `timeout` once, not once per name)."""
-    pool = _resolver_pool()
+    pool = resolver_pool()
     futures = {
         (host, port): pool.submit(socket.getaddrinfo, host.strip("[]"), port, type=socket.SOCK_STREAM)
         for host, port in dict.fromkeys(names)
@@ -720,7 +697,7 @@ def _resolve_into(outcome: _Outcome, host: str, port: int, check, dns_timeout: f
         try:
             literal = ipaddress.ip_address(host)
         except ValueError:
-            future = _resolver_pool().submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
+            future = resolver_pool().submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
             infos = future.result(timeout=dns_timeout)
             addresses = tuple(dict.fromkeys(str(info[4][0]) for info in infos))
         else:

@@ -24,7 +24,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-__all__ = ["Lookup", "Lookups", "lookup_name", "resolve_entry"]
+__all__ = ["Lookup", "Lookups", "lookup_name", "resolve_entry", "resolver_pool"]
 
 # What a lookup calls. Tests replace it (a resolver that hangs): there is no internet, and the system's
 # resolver cannot be pointed elsewhere without root.
@@ -89,7 +89,7 @@ class Lookups:
         return len(self._pending)
 
     def start(self, key: Hashable, host: str, port: int) -> None:
-        future = _pool().submit(_resolve, host, port)
+        future = resolver_pool().submit(_resolve, host, port)
         self._pending[key] = (future, host, port, time.monotonic(), time.time())
 
     def ended(self) -> list[tuple[Hashable, Lookup]]:
@@ -127,17 +127,19 @@ _executor: concurrent.futures.ThreadPoolExecutor | None = None
 _executor_lock = threading.Lock()
 
 
-def _pool() -> concurrent.futures.ThreadPoolExecutor:
+def resolver_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The process's resolver threads, created on first use: the monitor's lookups here and the crawler's
+    (crawler.fetch) share them."""
     global _executor
     if _executor is None:
         with _executor_lock:
             if _executor is None:
-                _executor = concurrent.futures.ThreadPoolExecutor(_THREADS, thread_name_prefix="lookup")
+                _executor = concurrent.futures.ThreadPoolExecutor(_THREADS, thread_name_prefix="resolve")
     return _executor
 
 
 def _forget_pool() -> None:
-    """A forked child has none of its parent's threads: it starts its own pool."""
+    """A forked child (a prefork worker) has none of its parent's threads: it starts its own pool."""
     global _executor
     _executor = None
 
