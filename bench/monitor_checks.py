@@ -66,6 +66,29 @@ def _stop(proc: subprocess.Popen, timeout: float = 15.0) -> None:
             proc.wait(5)
 
 
+
+def worker_env(*, database: str, broker: str, workdir: str, args: argparse.Namespace) -> dict[str, str]:
+    """The environment of the benchmark's workers and commands: ours, none of the caller's crawl settings."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CRAWL", "MONITOR_", "DATABASE_URL", "CELERY_", "DJANGO_"))
+    }
+    env.update(
+        {
+            "DATABASE_URL": database,
+            "CELERY_BROKER_URL": broker,
+            "DJANGO_SECRET_KEY": "bench-" + secrets.token_hex(8),
+            "CRAWLADMIN_DATA_DIR": workdir,
+            "CRAWL_CONNECT_TIMEOUT": "2",
+            "CRAWL_HEADER_TIMEOUT": "2",
+            "CRAWL_BODY_TIMEOUT": "2",
+            "MONITOR_THREADS": str(args.fetch_threads),
+            "MONITOR_BATCH_SIZE": str(args.batch),
+        }
+    )
+    return env
+
 def start_redis(stack: ExitStack, workdir: str) -> str:
     exe = shutil.which("redis-server")
     if exe is None:
@@ -391,24 +414,7 @@ def run(args: argparse.Namespace) -> dict:
         stack.callback(shutil.rmtree, workdir, True)
         broker = start_redis(stack, workdir)
         database = create_database(stack)
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("CRAWL", "MONITOR_", "DATABASE_URL", "CELERY_", "DJANGO_"))
-        }
-        env.update(
-            {
-                "DATABASE_URL": database,
-                "CELERY_BROKER_URL": broker,
-                "DJANGO_SECRET_KEY": "bench-" + secrets.token_hex(8),
-                "CRAWLADMIN_DATA_DIR": workdir,
-                "CRAWL_CONNECT_TIMEOUT": "2",
-                "CRAWL_HEADER_TIMEOUT": "2",
-                "CRAWL_BODY_TIMEOUT": "2",
-                "MONITOR_THREADS": str(args.fetch_threads),
-                "MONITOR_BATCH_SIZE": str(args.batch),
-            }
-        )
+        env = worker_env(database=database, broker=broker, workdir=workdir, args=args)
         subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=300)
 
         per_web = [min(SERVERS_PER_WEB, args.servers - i * SERVERS_PER_WEB) for i in range(args.webs)]

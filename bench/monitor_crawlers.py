@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import shutil
 import signal
 import statistics
@@ -228,24 +227,7 @@ def run(args: argparse.Namespace) -> dict:
         stack.callback(shutil.rmtree, workdir, True)
         broker = mc.start_redis(stack, workdir)
         database = stack.enter_context(fresh_database("crawlers"))
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("CRAWL", "MONITOR_", "DATABASE_URL", "CELERY_", "DJANGO_"))
-        }
-        env.update(
-            {
-                "DATABASE_URL": database,
-                "CELERY_BROKER_URL": broker,
-                "DJANGO_SECRET_KEY": "bench-" + secrets.token_hex(8),
-                "CRAWLADMIN_DATA_DIR": workdir,
-                "CRAWL_CONNECT_TIMEOUT": "2",
-                "CRAWL_HEADER_TIMEOUT": "2",
-                "CRAWL_BODY_TIMEOUT": "2",
-                "MONITOR_THREADS": str(args.fetch_threads),
-                "MONITOR_BATCH_SIZE": str(args.batch),
-            }
-        )
+        env = mc.worker_env(database=database, broker=broker, workdir=workdir, args=args)
         manage(env, "migrate", "-v0", timeout=600)
         webs = -(-servers // mc.SERVERS_PER_WEB)
         per_web = [min(mc.SERVERS_PER_WEB, servers - i * mc.SERVERS_PER_WEB) for i in range(webs)]
