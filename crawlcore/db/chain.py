@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.db.models import Model
 
+from .bulk import by_key_only
+
 
 @dataclass(frozen=True)
 class Const:
@@ -127,9 +129,11 @@ def chain(inputs: Mapping[str, Input], writes: Sequence[Update | Insert]) -> dic
         src = w.source
         if isinstance(w, Update):
             sets = ", ".join(f"{c} = {value(x, src)}" for c, x in w.set.items())
-            guards = "".join(f" AND {w.table}.{c} = {value(x, src)}" for c, x in w.guards.items())
-            where = f" AND ({w.where.text})" if w.where else ""
-            sql = f"UPDATE {w.table} SET {sets} FROM {src} WHERE {w.table}.id = {src}.{w.key}{guards}{where}{ret}"
+            tests = [f"{w.table}.{c} = {value(x, src)}" for c, x in w.guards.items()]
+            tests += [f"({w.where.text})"] if w.where else []
+            # Found by id, only checked by the guards (bulk.by_key_only: the planner never scans a backlog).
+            guard = f" AND {by_key_only(' AND '.join(tests))}" if tests else ""
+            sql = f"UPDATE {w.table} SET {sets} FROM {src} WHERE {w.table}.id = {src}.{w.key}{guard}{ret}"
         else:
             cols = ", ".join(w.values)
             picked = ", ".join(value(x, src) for x in w.values.values())

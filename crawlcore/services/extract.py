@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,16 +36,63 @@ class ExtractOutcome:
     new_urls: int = 0
 
 
-def not_followed_reason(ex: Extracted, link: Found, depth: int) -> str:
+@dataclass(frozen=True)
+class FollowRules:
+    """The settings that decide whether a link is followed, read once a batch: a Django setting costs an
+    attribute lookup through LazySettings each time, ~10 % of extraction when read for every link."""
+
+    obey_nofollow: bool
+    max_url_length: int
+    max_depth: int
+    offsite_depth: int
+    check_resources: bool
+
+    @classmethod
+    def from_settings(cls) -> FollowRules:
+        return cls(
+            settings.CRAWL_OBEY_NOFOLLOW,
+            settings.CRAWL_MAX_URL_LENGTH,
+            settings.CRAWL_MAX_DEPTH,
+            settings.CRAWL_OFFSITE_DEPTH,
+            settings.CRAWL_CHECK_RESOURCES,
+        )
+
+
+def not_followed_reason(ex: Extracted, link: Found, depth: int, rules: FollowRules | None = None) -> str:
     """Why this link of the page is not to be followed ("" when it is). Resources are checked whatever
     their depth: they are leaves, never parsed."""
-    if ex.nofollow or (link.nofollow and settings.CRAWL_OBEY_NOFOLLOW):
+    rules = rules or FollowRules.from_settings()
+    if ex.nofollow or (link.nofollow and rules.obey_nofollow):
         return notfollowed.NOFOLLOW
-    if len(link.url) > settings.CRAWL_MAX_URL_LENGTH:
+    if len(link.url) > rules.max_url_length:
         return notfollowed.TOO_LONG
-    if depth > settings.CRAWL_MAX_DEPTH and not link.resource:
+    if depth > rules.max_depth and not link.resource:
         return notfollowed.TOO_DEEP
     return ""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPage:
+    """What extraction reads of a page and its URL: one row of one query, no model instances."""
+
+    id: int
+    url_id: int
+    body_z: bytes | None
+    content_type: str
+    checksum: str
+    url: str
+    depth: int
+    scope_mode: str
+    scope_root: str
+    offsite_hops: int
+
+    @property
+    def body(self) -> bytes:
+        return zlib.decompress(bytes(self.body_z)) if self.body_z else b""
+
+
+_STORED = ("id", "url_id", "body_z", "content_type", "checksum", "url__url", "url__depth", "url__scope_mode",
+           "url__scope_root", "url__offsite_hops")  # fmt: skip
 
 
 def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
@@ -54,29 +102,32 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
     Every link is recorded, followed or not: a link not followed makes its target a URL set aside with
     the reason (never fetched), so a site owner can see why."""
     outcome = ExtractOutcome()
-    pages = list(Page.objects.filter(id__in=page_ids, extracted_at__isnull=True).select_related("url"))
+    stored = Page.objects.filter(id__in=page_ids, extracted_at__isnull=True).values_list(*_STORED)
+    pages = [StoredPage(*row) for row in stored]
     if not pages:
         return outcome
-    parsed: list[tuple[Page, Extracted | None]] = []
+    parsed: list[tuple[StoredPage, Extracted | None]] = []
     for page in pages:
         try:
-            parsed.append((page, extract(page.body, page.url.url, content_type=page.content_type or None)))
+            parsed.append((page, extract(page.body, page.url, content_type=page.content_type or None)))
         except Exception:  # a parser bug must not stop the batch: the page is marked and logged
-            log.exception("extract failed for page %s (%s)", page.id, page.url.url)
+            log.exception("extract failed for page %s (%s)", page.id, page.url)
             parsed.append((page, None))
 
-    resources = settings.CRAWL_CHECK_RESOURCES
+    rules = FollowRules.from_settings()
     new: dict[str, NewUrl] = {}
     followed: dict[str, int] = {}  # url -> the smallest depth it is followed at, from this batch
     for page, ex in parsed:
         if ex is None:
             continue
-        depth = page.url.depth + 1
+        depth = page.depth + 1
         for link in ex.links:
-            if link.resource and not resources:
+            if link.resource and not rules.check_resources:
                 continue
-            reason = not_followed_reason(ex, link, depth)
-            candidate = new_url_from(page.url, link.url, depth=depth, resource=link.resource)
+            reason = not_followed_reason(ex, link, depth, rules)
+            candidate = new_url_from(
+                page, link.url, depth=depth, resource=link.resource, offsite_depth=rules.offsite_depth
+            )
             if reason and not candidate.exclusion_reason:
                 candidate = NewUrl(
                     link.url, depth, scope=candidate.scope, exclusion_reason=reason, resource=link.resource
@@ -92,9 +143,13 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
             ):
                 new[link.url] = candidate
 
+    # The new URLs first, each statement committed on its own: an insert waits for any other transaction
+    # inserting the same URL, so in one long transaction with the rest, extract tasks queued behind each
+    # other for whole batches (issue 25). A URL committed before its links is harmless: a redelivered
+    # message finds it known, and the page stays unextracted until the links are written.
+    inserted = urls_insert(urls=list(new.values()))
+    ids = inserted.ids
     with transaction.atomic():
-        inserted = urls_insert(urls=list(new.values()))
-        ids = inserted.ids
         depths = {ids[url]: depth for url, depth in followed.items() if url in ids}
         links = {
             (page.url_id, ids[link.url]): (link.text, link.element, link.nofollow, _fragments(link))
@@ -207,7 +262,7 @@ def _lift_exclusions(depths: dict[int, int]) -> set[int]:
     return set(Url.objects.filter(id__in=lifted).values_list("server_id", flat=True).distinct())
 
 
-def _mark_duplicates(pages: list[Page]) -> None:
+def _mark_duplicates(pages: list[StoredPage]) -> None:
     """A page whose body has the same checksum as an earlier page is a duplicate of the earliest one."""
     checksums = {p.checksum for p in pages if p.checksum}
     if not checksums:

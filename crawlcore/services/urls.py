@@ -18,6 +18,7 @@ from django.utils import timezone
 from crawlcore.db import features
 from crawlcore.db.bulk import update_by_id
 from crawlcore.db.chain import Const, Insert, Update, column_types
+from crawlcore.db.raw import placeholders
 from crawlcore.models import Url, UrlEvent
 from crawler.lifecycle import Agent, Event, InvalidTransition, State, next_state
 from crawler.scope import Scope
@@ -42,12 +43,21 @@ class NewUrl:
 
 
 def new_url_from(
-    parent: Url | Claimed, url: str, *, depth: int, redirect_hops: int = 0, resource: bool = False
+    parent: Url | Claimed,
+    url: str,
+    *,
+    depth: int,
+    redirect_hops: int = 0,
+    resource: bool = False,
+    offsite_depth: int | None = None,
 ) -> NewUrl:
     """A URL found on `parent` (a link or a redirect): it inherits the parent's scope, or is kept as
-    excluded 'out of scope' — stored so the link graph is whole, but never fetched."""
+    excluded 'out of scope' — stored so the link graph is whole, but never fetched. `offsite_depth`:
+    CRAWL_OFFSITE_DEPTH, unless the caller read it already."""
     scope = Scope(parent.scope_mode, parent.scope_root, parent.offsite_hops)
-    followed = scope.follow(server_key(url).host, offsite_depth=settings.CRAWL_OFFSITE_DEPTH)
+    if offsite_depth is None:
+        offsite_depth = settings.CRAWL_OFFSITE_DEPTH
+    followed = scope.follow(server_key(url).host, offsite_depth=offsite_depth)
     if followed is None:
         return NewUrl(url, depth, redirect_hops, scope, exclusion_reason="out of scope", resource=resource)
     return NewUrl(url, depth, redirect_hops, followed, resource=resource)
@@ -110,9 +120,13 @@ def url_ids(*, hashes: Sequence[str], urls: Sequence[str]) -> dict[str, int]:
     wanted = dict(zip(hashes, urls, strict=True))
     found: dict[str, int] = {}
     keys = list(wanted)
-    for i in range(0, len(keys), CHUNK):
-        for h, pk in Url.objects.filter(url_hash__in=keys[i : i + CHUNK]).values_list("url_hash", "id"):
-            found[wanted[h]] = pk
+    table = Url._meta.db_table
+    with connection.cursor() as cur:  # plain SQL: the ORM's compile of a 500-value IN costs more than the query
+        for i in range(0, len(keys), CHUNK):
+            chunk = keys[i : i + CHUNK]
+            cur.execute(f"SELECT url_hash, id FROM {table} WHERE url_hash IN ({placeholders(chunk)})", chunk)
+            for h, pk in cur.fetchall():
+                found[wanted[h]] = pk
     return found
 
 
