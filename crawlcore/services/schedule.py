@@ -150,8 +150,8 @@ def server_release_paused(*, now: datetime) -> int | None:
 def servers_in_policy_order(candidates: QuerySet, *, now: datetime) -> list[tuple[int, int | None]]:
     """(id, crawler_num) of the candidate servers, in the active policy's order for this hour."""
     rows = dict(candidates.values_list("id", "crawler_num"))
-    if not rows:
-        return []
+    if len(rows) < 2:
+        return list(rows.items())  # one server (a load batch's own continuation, mostly): no order to compute
     order = policy_for(list(rows)).order(timezone.localtime(now).hour, sorted(rows))
     return [(server_id, rows[server_id]) for server_id in order]
 
