@@ -131,11 +131,19 @@ def chain(inputs: Mapping[str, Input], writes: Sequence[Update | Insert]) -> dic
         src = w.source
         if isinstance(w, Update):
             sets = ", ".join(f"{c} = {value(x, src)}" for c, x in w.set.items())
+            # The ids once more as one array: `id = ANY(array)` is an index condition whose row count the
+            # planner knows exactly, so it probes the primary key instead of scanning a table whose
+            # statistics, in a fast-growing crawl, still say it is small (hash join over a sequential scan).
+            # (Parameters in the order of their places in the text: the SET values, these ids, the guards.)
+            given = inputs[src]
+            at = [c for c, _ in given.columns].index(w.key)
+            params.append(array_param([row[at] for row in given.rows], "bigint"))
             tests = [f"{w.table}.{c} = {value(x, src)}" for c, x in w.guards.items()]
             tests += [f"({w.where.text})"] if w.where else []
             # Found by id, only checked by the guards (bulk.by_key_only: the planner never scans a backlog).
             guard = f" AND {by_key_only(' AND '.join(tests))}" if tests else ""
-            sql = f"UPDATE {w.table} SET {sets} FROM {src} WHERE {w.table}.id = {src}.{w.key}{guard}{ret}"
+            ids = f"{w.table}.id = ANY(%s::bigint[])"
+            sql = f"UPDATE {w.table} SET {sets} FROM {src} WHERE {ids} AND {w.table}.id = {src}.{w.key}{guard}{ret}"
         else:
             cols = ", ".join(w.values)
             picked = ", ".join(value(x, src) for x in w.values.values())

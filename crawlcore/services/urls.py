@@ -18,7 +18,7 @@ from django.utils import timezone
 from crawlcore.db import features
 from crawlcore.db.bulk import update_by_id
 from crawlcore.db.chain import Const, Insert, Update, column_types
-from crawlcore.db.raw import placeholders
+from crawlcore.db.raw import rows_by_values
 from crawlcore.models import Url, UrlEvent
 from crawler.lifecycle import Agent, Event, InvalidTransition, State, next_state
 from crawler.scope import Scope
@@ -120,13 +120,8 @@ def url_ids(*, hashes: Sequence[str], urls: Sequence[str]) -> dict[str, int]:
     wanted = dict(zip(hashes, urls, strict=True))
     found: dict[str, int] = {}
     keys = list(wanted)
-    table = Url._meta.db_table
-    with connection.cursor() as cur:  # plain SQL: the ORM's compile of a 500-value IN costs more than the query
-        for i in range(0, len(keys), CHUNK):
-            chunk = keys[i : i + CHUNK]
-            cur.execute(f"SELECT url_hash, id FROM {table} WHERE url_hash IN ({placeholders(chunk)})", chunk)
-            for h, pk in cur.fetchall():
-                found[wanted[h]] = pk
+    for h, pk in rows_by_values(Url._meta.db_table, "url_hash", keys, ("url_hash", "id")):
+        found[wanted[h]] = pk
     return found
 
 
