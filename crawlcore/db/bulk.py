@@ -197,6 +197,34 @@ def insert_unsynced(model: type[Model], row: dict) -> int:
         return cur.fetchone()[0]
 
 
+def insert_unsynced_many(model: type[Model], columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> list[tuple]:
+    """insert_unsynced for many rows in one statement: `columns` are `(field name, PostgreSQL type)`, each
+    row their values in that order. Returns `(id, first value)` of each row inserted (RETURNING gives no
+    order to rely on: the caller matches rows by their first value)."""
+    if not rows:
+        return []
+    meta = model._meta
+    if not is_postgres():
+        return [
+            (model.objects.create(**dict(zip((n for n, _ in columns), row, strict=True))).pk, row[0]) for row in rows
+        ]
+    from .chain import array_param
+
+    qn = connection.ops.quote_name
+    names = ", ".join(qn(meta.get_field(name).column) for name, _ in columns)
+    arrays = ", ".join(f"%s::{kind}[]" for _, kind in columns)
+    params = [array_param([row[i] for row in rows], kind) for i, (_, kind) in enumerate(columns)]
+    first = qn(meta.get_field(columns[0][0]).column)
+    sql = (
+        "WITH no_wait AS (SELECT set_config('synchronous_commit', 'off', true)) "
+        f"INSERT INTO {qn(meta.db_table)} ({names}) SELECT u.* FROM no_wait, unnest({arrays}) AS u "
+        f"RETURNING {qn(meta.pk.column)}, {first}"
+    )
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        return cur.fetchall()
+
+
 def insert_plain(
     model: type[Model], rows: Sequence[dict], *, constant: dict | None = None, ignore_conflicts: bool = False
 ) -> None:

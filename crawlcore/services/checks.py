@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from crawlcore.db.bulk import insert_unsynced, update_by_id
+from crawlcore.db.bulk import insert_unsynced, insert_unsynced_many, update_by_id
 from crawlcore.db.chain import Update
 from crawlcore.models import StatusCheck
 from crawler.fetch import FetchResult
@@ -72,9 +72,41 @@ def check_begin(*, server_id: int, requested_url: str, method: str, agent: Agent
     )
 
 
+def checks_begin(*, server_id: int, requests: Sequence[tuple[str, str]], agent: Agent) -> dict[tuple[str, str], int]:
+    """check_begin for the next requests of a visit, `(url, method)` each (distinct URLs), in one statement:
+    their intent ids.
+
+    Committed before the first of them goes out, so each request is on the record before it is sent, as
+    with check_begin. The intents of requests that are not sent after all (the batch stopped, robots.txt
+    excluded the URL) are discarded when the visit closes (checks_discard); only a worker killed meanwhile
+    leaves some behind, which the reconciler finishes as interrupted like any pending row: never counted
+    as something a server did. One statement and one commit for a group instead of one a request."""
+    blocks = connection.atomic_blocks
+    if blocks and not getattr(blocks[-1], "_from_testcase", False):
+        raise RuntimeError("status checks' intents must be committed on their own, not inside a transaction")
+    now = timezone.now()
+    columns = (
+        ("requested_url", "text"), ("method", "text"), ("server_id", "bigint"), ("checked_at", "timestamptz"),
+        ("category", "text"), ("latency_ms", "double precision"), ("agent", "text"), ("crawler_num", "integer"),
+        ("failure_kind", "text"), ("detail", "text"), ("bytes", "integer"),
+    )  # fmt: skip
+    rows = [
+        (url, method, server_id, now, StatusCheck.PENDING, 0.0, agent.value, settings.CRAWLER_NUM, "", "", 0)
+        for url, method in requests
+    ]
+    ids = dict((url, check_id) for check_id, url in insert_unsynced_many(StatusCheck, columns, rows))
+    return {(url, method): ids[url] for url, method in requests}
+
+
 def check_discard(*, check_id: int) -> None:
     """No request went out after all (the private-address guard refused it): no check either."""
     StatusCheck.objects.filter(id=check_id, category=StatusCheck.PENDING).delete()
+
+
+def checks_discard(*, check_ids: Sequence[int]) -> None:
+    """Intents of requests that were never sent (checks_begin): no request, no check."""
+    if check_ids:
+        StatusCheck.objects.filter(id__in=list(check_ids), category=StatusCheck.PENDING).delete()
 
 
 def _outcome(result: FetchResult) -> dict:

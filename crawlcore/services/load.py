@@ -44,6 +44,13 @@ POISON = (DataError, ValueError, OverflowError)
 
 EXTRACT_GROUP = 10  # pages per extract message: fewer messages, still prompt extraction
 STORE_GROUP = 10  # plain pages (2xx, not a home page) written per transaction: a few statements, not ~10 each
+# Intent rows committed together ahead of their requests (ServerVisit.reserve): one statement instead of
+# one a request, for as many as the visit sends in the next INTENT_AHEAD seconds at its pace, at most
+# INTENT_GROUP. A worker killed mid-group leaves those not sent as rows with no request behind them, all
+# begun within about a second of the kill, which the reconciler finishes as interrupted (our side's
+# failure, never a server's), as it does the one a kill between an intent and its send always could leave.
+INTENT_GROUP = 10
+INTENT_AHEAD = 1.0
 # A resource is checked with HEAD; a server that does not do HEAD says so with one of these, then gets a GET.
 HEAD_REFUSED = frozenset({403, 405, 501})
 
@@ -96,6 +103,8 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         return True  # whenever it has due Init URLs left (servers_dispatch_with_due_work)
 
     def check(self, url: Claimed) -> bool:
+        if not url.resource and not self.visit.reserved(url.url):
+            self.reserve_from(url)
         result = self.request(url, method="HEAD" if url.resource else "GET", take=True)
         if result is not None and url.resource and result.status in HEAD_REFUSED:
             self.visit.record(result, url.id)  # the HEAD is a request the server saw: it is on the record too
@@ -106,6 +115,13 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         if len(self.outcome.page_ids) - self.sent >= EXTRACT_GROUP:
             self.send_extract()
         return go_on
+
+    def reserve_from(self, url: Claimed) -> None:
+        """The intents of this page's GET and of the next pages' the visit sends within INTENT_AHEAD seconds
+        at its pace so far (at most INTENT_GROUP), committed in one statement (ServerVisit.reserve)."""
+        n = min(INTENT_GROUP, max(1, self.visit.sends_within(INTENT_AHEAD)))
+        at = self.urls.index(url)
+        self.visit.reserve([u.url for u in self.urls[at:] if not u.resource][:n])
 
     def work(self) -> None:
         super().work()

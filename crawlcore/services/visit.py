@@ -25,7 +25,15 @@ from crawler.politeness import crawl_delay, retry_after_seconds
 from crawler.robots import ALLOW_ALL, DISALLOW_ALL, RobotsRules, product_token, rules_from_response, rules_from_text
 from crawler.urlnorm import UrlError, canonicalize
 
-from .checks import check_begin, check_discard, check_finish, check_record, checks_finish
+from .checks import (
+    check_begin,
+    check_discard,
+    check_finish,
+    check_record,
+    checks_begin,
+    checks_discard,
+    checks_finish,
+)
 from .servers import (
     server_back_off,
     server_claim,
@@ -109,6 +117,8 @@ class ServerVisit:
         self.user_agent = product_token(settings.CRAWL_USER_AGENT)
         self._check = address_check_for(server)
         self._last_send: float | None = None
+        self._intents: dict[tuple[str, str], int] = {}  # committed ahead by reserve(), not sent yet
+        self._sends = 0  # requests sent in this visit (with self.started: their pace)
 
     @classmethod
     def open(cls, *, server_id: int, owner: str, agent: Agent, gate: Gate | None = None) -> ServerVisit | None:
@@ -118,7 +128,27 @@ class ServerVisit:
         return cls(Server.objects.get(id=server_id), owner, agent, gate)
 
     def close(self) -> None:
+        if self._intents:
+            checks_discard(check_ids=list(self._intents.values()))  # never sent: no request, no check
+            self._intents.clear()
         server_release(server_id=self.server.id, owner=self.owner)
+
+    def reserve(self, urls: Sequence[str], *, method: str = "GET") -> None:
+        """Commit the intent rows of the visit's next requests together (checks_begin): one statement for
+        the group instead of one a request. fetch() takes a request's own when it sends it; close() discards
+        the ones never sent. Not inside a transaction, like fetch()."""
+        wanted = [(url, method) for url in dict.fromkeys(urls) if (url, method) not in self._intents]
+        if wanted:
+            self._intents.update(checks_begin(server_id=self.server.id, requests=wanted, agent=self.agent))
+
+    def reserved(self, url: str, method: str = "GET") -> bool:
+        return (url, method) in self._intents
+
+    def sends_within(self, seconds: float) -> int:
+        """How many requests this visit sends in `seconds`, at its pace so far (0 before the first)."""
+        if not self._sends:
+            return 0
+        return int(seconds * self._sends / max(self.elapsed(), 1e-3))
 
     # -- time ---------------------------------------------------------------------------------------
     def elapsed(self) -> float:
@@ -174,8 +204,11 @@ class ServerVisit:
         Its StatusCheck row is committed before the request goes out (crawlcore.services.checks), so a
         worker killed before record() leaves a trace the reconciler finishes; must not be called inside
         a transaction."""
-        check_id = check_begin(server_id=self.server.id, requested_url=url, method=method, agent=self.agent)
+        check_id = self._intents.pop((url, method), None)
+        if check_id is None:
+            check_id = check_begin(server_id=self.server.id, requested_url=url, method=method, agent=self.agent)
         self._last_send = time.monotonic()
+        self._sends += 1
         # A time limit or a kill during the request leaves the row pending: the reconciler finishes it.
         # Trust belongs to the host an operator named, not to the visit: a request to any other host (a
         # robots.txt redirect hop, say) is guarded like a host nobody vouched for.

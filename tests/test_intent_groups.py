@@ -1,0 +1,68 @@
+"""Issue 25: the load agent commits the intent rows of its next requests together (ServerVisit.reserve), one
+statement for a group; still exactly one StatusCheck row per request the server saw, and none for the
+requests a stopped batch never sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from crawladmin.embedded import Gate
+from crawlcore.models import Server, StatusCheck
+from crawlcore.services import checks
+from crawlcore.services.load import load_server_batch
+from crawlcore.services.urls import NewUrl, urls_insert
+from crawlcore.services.visit import ServerVisit
+from crawler.lifecycle import Agent
+from testweb import SiteSpec, TestWebServer
+
+pytestmark = pytest.mark.django_db
+
+
+def _groups(monkeypatch) -> list[int]:
+    sizes: list[int] = []
+    real = checks.checks_begin
+
+    def spy(**kw):
+        sizes.append(len(kw["requests"]))
+        return real(**kw)
+
+    monkeypatch.setattr("crawlcore.services.visit.checks_begin", spy)
+    return sizes
+
+
+def test_a_batch_stopped_half_way_has_one_check_per_request_sent_and_no_intent_left(settings, monkeypatch):
+    settings.CRAWL_DEFAULT_DELAY = 0
+    settings.CRAWL_BATCH_SIZE = 10
+    groups = _groups(monkeypatch)
+    with TestWebServer(SiteSpec(n_servers=1, first_octet=196, silent_server=False, slow_server=False)) as web:
+        seed = web.seeds()[0]
+        urls = [seed] + [f"{seed}missing-{i}.html" for i in range(9)]
+        urls_insert(urls=[NewUrl(u, depth=0) for u in urls], trusted=True)
+        gate = Gate()
+        gate.reset(budget=6)  # six pages, then the batch stops with reserved intents not sent
+        outcome = load_server_batch(server_id=Server.objects.get().id, owner="w", gate=gate)
+        sent = sorted((web.url_of(r), r.method) for r in web.access_log())
+    assert outcome.fetched + outcome.failed == 6
+    assert any(size > 1 for size in groups), groups  # a fast local server: several intents a statement
+    assert sum(groups) > 6  # more were reserved than sent ...
+    recorded = sorted(StatusCheck.objects.values_list("requested_url", "method"))
+    assert recorded == sent  # ... and only the sent ones are on the record, each once
+    assert not StatusCheck.objects.filter(category=StatusCheck.PENDING).exists()
+
+
+def test_a_visit_sends_each_reserved_request_under_its_own_intent_and_discards_the_rest(settings):
+    settings.CRAWL_DEFAULT_DELAY = 0
+    with TestWebServer(SiteSpec(n_servers=1, first_octet=197, silent_server=False, slow_server=False)) as web:
+        seed = web.seeds()[0]
+        urls_insert(urls=[NewUrl(seed, depth=0)], trusted=True)
+        server = Server.objects.get()
+        visit = ServerVisit(server, "w", Agent.LOAD)
+        visit.reserve([seed, f"{seed}missing-1.html", f"{seed}missing-2.html"])
+        pending = list(StatusCheck.objects.filter(category=StatusCheck.PENDING).values_list("id", flat=True))
+        assert len(pending) == 3  # committed before any request goes out
+        result = visit.fetch(seed)
+        assert result.check_id in pending  # the request took its reserved row, no new one
+        assert StatusCheck.objects.count() == 3
+        visit.record(result, url_id=None)
+        visit.close()
+    assert list(StatusCheck.objects.values_list("requested_url", "category")) == [(seed, "normal")]
