@@ -39,6 +39,11 @@ def _counts(qs, field: str) -> dict[str, int]:
     return {row[field]: row["n"] for row in qs.values(field).annotate(n=Count("id")).order_by(field)}
 
 
+def due_count(*, now: datetime | None = None) -> int:
+    """Init URLs due now: crawl_progress's `due`, alone (through url_due_idx)."""
+    return Url.objects.filter(state=State.INIT.value, next_check_at__lte=now or timezone.now()).count()
+
+
 def crawl_progress(
     *, now: datetime | None = None, recheck_within: float = 0.0, count_leased: bool = True
 ) -> dict[str, int]:
@@ -56,7 +61,7 @@ def crawl_progress(
         server__excluded_reason="", next_check_at__lte=now + timedelta(seconds=recheck_within)
     )
     return {
-        "due": Url.objects.filter(state=State.INIT.value, next_check_at__lte=now).count(),
+        "due": due_count(now=now),
         "rechecks": rechecks.count(),
         "leased": Url.objects.exclude(lease_owner="").count() if count_leased else 0,
         "unextracted": Page.objects.filter(extracted_at__isnull=True).count(),

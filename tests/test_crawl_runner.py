@@ -81,3 +81,15 @@ def test_ctrl_c_is_a_reason_to_stop(monkeypatch):
 
     monkeypatch.setattr(runner_module.CrawlRunner, "step", interrupted)
     assert _runner().run(sleep=lambda s: None) == "interrupted"
+
+
+def test_while_urls_are_due_the_costly_counts_are_carried_over_and_the_end_is_decided_afresh():
+    crawl_seeds_insert(seeds=["http://runner.example/"])
+    runner = _runner(dispatch=False)
+    assert runner.step(100.0).progress["leased"] == 0
+    Url.objects.update(lease_owner="someone")  # leased meanwhile; still due
+    assert runner.step(101.0).progress["leased"] == 0  # carried over: due URLs mean no end is near
+    assert runner.step(100.0 + runner_module.FULL_PROGRESS_EVERY).progress["leased"] == 1  # counted again
+    Url.objects.update(state="visited", lease_owner="")  # nothing due: every step counts everything
+    progress = runner.step(111.0).progress
+    assert progress["due"] == 0 and progress["leased"] == 0 and not any(progress.values())
