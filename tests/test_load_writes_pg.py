@@ -141,6 +141,11 @@ links = sorted(Link.objects.values_list("from_url__url", "to_url__url", "anchor_
 print(json.dumps({
     "links": links,
     "new": Url.objects.filter(url=f"{a}/new", state="init", exclusion_reason="").exists(),
+    # Inserted without model instances (crawlcore.db.bulk.insert_new): every column as bulk_create gave it.
+    "new_row": [list(Url.objects.filter(url=f"{a}/new").values_list(
+        "failure_count", "in_sitemap", "resource", "lease_owner", "depth", "scope_mode", "offsite_hops"))[0],
+        Url.objects.get(url=f"{a}/new").created_at is not None,
+        Url.objects.get(url=f"{a}/new").server_id == Url.objects.get(url=f"{a}/p1").server_id],
     "deep": [deep.exclusion_reason, deep.depth, deep.next_check_at is not None],
     "titles": [p1.title, p2.title],
     "extracted": [p1.extracted_at is not None, p2.extracted_at is not None],
@@ -166,6 +171,7 @@ def test_an_extract_batch_writes_lifts_links_and_pages_in_one_statement(tmp_path
         for target, text in (("deep", "d"), ("known", "k"), ("new", "first"))
     ]
     assert out["new"]
+    assert out["new_row"] == [[0, False, False, "", 1, "any", 0], True, True]
     # Found again through a followed link: no longer set aside, due, at the new depth.
     assert out["deep"] == ["", 1, True]
     assert out["titles"] == ["T", "T"] and out["extracted"] == [True, True]

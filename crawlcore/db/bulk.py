@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from django.db import connection
+from django.db import connection, models
 from django.db.models import Model
 
 from ._vendor import is_postgres
@@ -142,6 +142,49 @@ def insert_returning_ids(model: type[Model], rows: Sequence[dict]) -> list[int]:
             )
             ids += [r[0] for r in cursor.fetchall()]  # in VALUES order, as bulk_create relies on too
     return ids
+
+
+def insert_new(model: type[Model], rows: Sequence[dict], *, unique: str, returning: Sequence[str]) -> list[tuple]:
+    """INSERT the rows (field name -> value; a field left out gets its default, `auto_now_add` the time now)
+    that do not violate the unique constraint on `unique`, in one statement of one parameter a column on
+    PostgreSQL; `returning` of the rows inserted. A row another transaction inserts meanwhile is skipped
+    (the caller looks it up). No model instances: bulk_create's per-field preparation of each row cost more
+    than the insert (issue 25). Elsewhere bulk_create(ignore_conflicts) and no rows returned."""
+    if not rows:
+        return []
+    meta = model._meta
+    if not is_postgres():
+        model.objects.bulk_create([model(**row) for row in rows], ignore_conflicts=True, batch_size=500)
+        return []
+    from django.utils import timezone
+
+    from .chain import array_param, column_types
+
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    now = timezone.now()
+    defaults = {
+        f.attname: now if getattr(f, "auto_now_add", False) or getattr(f, "auto_now", False) else f.get_default()
+        for f in fields
+    }
+    given = {f.attname: f.name for f in fields}
+    names = [f.attname for f in fields if f.db_default is models.NOT_PROVIDED or f.name in rows[0]]
+    kinds = dict(column_types(model, [given[n] for n in names]))
+    qn = connection.ops.quote_name
+    columns = [meta.get_field(given[n]).column for n in names]
+    params = []
+    for name, column in zip(names, columns, strict=True):
+        field = given[name]
+        values = [row.get(field, row.get(name, defaults[name])) for row in rows]
+        params.append(array_param(values, kinds[column]))
+    arrays = ", ".join(f"%s::{kinds[c]}[]" for c in columns)
+    sql = (
+        f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(c) for c in columns)}) "
+        f"SELECT * FROM unnest({arrays}) ON CONFLICT ({qn(meta.get_field(unique).column)}) DO NOTHING "
+        f"RETURNING {', '.join(qn(meta.get_field(r).column) for r in returning)}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def update_rows(objs: Sequence[Model], fields: Sequence[str]) -> None:

@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from crawlcore.db import features
-from crawlcore.db.bulk import update_by_id
+from crawlcore.db.bulk import insert_new, update_by_id
 from crawlcore.db.chain import Const, Insert, Update, column_types
 from crawlcore.db.raw import rows_by_values
 from crawlcore.models import Url, UrlEvent
@@ -93,10 +93,10 @@ def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
         scope = u.scope or Scope.for_seed(settings.CRAWL_SCOPE, key.host)
         reason = server.excluded_reason or u.exclusion_reason
         rows.append(
-            Url(
+            dict(
                 url=u.url,
                 url_hash=hashes[u.url],
-                server=server,
+                server_id=server.id,
                 depth=u.depth,
                 redirect_hops=u.redirect_hops,
                 state=State.INIT.value,
@@ -109,10 +109,14 @@ def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
             )
         )
     if rows:
-        Url.objects.bulk_create(rows, ignore_conflicts=True, batch_size=CHUNK)
-        # Another agent may have inserted some of them meanwhile: either way they exist now.
-        ids.update(url_ids(hashes=[r.url_hash for r in rows], urls=[r.url for r in rows]))
-    return Inserted(ids, {r.server.id for r in rows})
+        inserted = insert_new(Url, rows, unique="url_hash", returning=("url_hash", "id"))
+        by_hash = {r["url_hash"]: r["url"] for r in rows}
+        ids.update((by_hash[h], pk) for h, pk in inserted)
+        if len(inserted) < len(rows):
+            # Another agent inserted some of them meanwhile (or the database returns nothing): they exist now.
+            left = [r for r in rows if r["url"] not in ids]
+            ids.update(url_ids(hashes=[r["url_hash"] for r in left], urls=[r["url"] for r in left]))
+    return Inserted(ids, {r["server_id"] for r in rows})
 
 
 def url_ids(*, hashes: Sequence[str], urls: Sequence[str]) -> dict[str, int]:
