@@ -177,10 +177,15 @@ def servers_dispatch_with_due_work(*, server_ids: Iterable[int], continuation: b
     if not ids:
         return 0
     now = timezone.now()
+    candidates = _dispatchable(now).filter(id__in=ids)
     if continuation:
-        return _dispatch(_dispatchable(now).filter(id__in=ids), now, stamped=False)
+        return _dispatch(candidates, now, stamped=False)
+    # Mostly, while a crawl runs, every one of them is being loaded or already queued: one EXISTS says so,
+    # before the two counts of the load capacity (issue 25: the extract agent asks after every batch).
+    if not candidates.exists():
+        return 0
     room = load_capacity(now=now).room
-    return _dispatch(_dispatchable(now).filter(id__in=ids), now, limit=room) if room else 0
+    return _dispatch(candidates, now, limit=room) if room else 0
 
 
 @dataclass

@@ -176,7 +176,8 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
                 where="t.extracted_at IS NULL",
             )
             _mark_duplicates(pages)
-        servers_dispatch_with_due_work(server_ids=inserted.server_ids | lifted)
+    # After the commit: the servers' guarded dispatch marks are not held locked through the broker's sends.
+    servers_dispatch_with_due_work(server_ids=inserted.server_ids | lifted)
     outcome.pages, outcome.links, outcome.new_urls = len(pages), len(links), len(new)
     return outcome
 
