@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CLAIM_TARGET_MS = 50.0
 LINKS_PER_PAGE = 30
 ONSITE = 24  # of the 30
-EXTRACT_GROUP = 10  # pages per extract message, as crawlcore.services.load sends them
+EXTRACT_GROUP = 20  # pages per extract message, as crawlcore.services.load sends them
 
 
 def _known_url(i: int, servers: int) -> str:
