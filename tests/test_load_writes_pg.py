@@ -59,7 +59,9 @@ batch.flush()
 def state(n):
     return Url.objects.get(url=f"http://a.example/{n}").state
 print(json.dumps({
-    "statements": len(good.captured_queries),
+    # A statement's first use on a connection also PREPAREs it (crawlcore.db.prepared): not a write.
+    "statements": len([q for q in good.captured_queries if not q["sql"].startswith("PREPARE ")]),
+    "prepared": [q["sql"].split()[0] for q in good.captured_queries],
     "states": {n: state(n) for n in claimed},
     "events": sorted(UrlEvent.objects.values_list("url__url", "from_state", "to_state", "http_status")),
     "pages": sorted(Page.objects.values_list("url__url", flat=True)),
@@ -81,6 +83,7 @@ def test_a_group_of_pages_is_one_statement_and_keeps_every_guarantee(tmp_path):
         out = json.loads(manage(env, "shell", "-c", FLUSH).stdout.strip().splitlines()[-1])
     a = "http://a.example"
     assert out["statements"] == 1
+    assert out["prepared"] == ["PREPARE", "EXECUTE"]  # its first use on this connection
     assert out["states"] == {
         "a": "visited",
         "b": "visited",
@@ -151,9 +154,11 @@ print(json.dumps({
     "extracted": [p1.extracted_at is not None, p2.extracted_at is not None],
     "duplicate_of": [p1.duplicate_of_id, p2.duplicate_of_id == p1.id],
     "outcome": [outcome.pages, outcome.links, again.pages],
+    # Each statement is PREPAREd on its first use and EXECUTEd (crawlcore.db.prepared): one write of the links.
     "link_writes": [q["sql"][:20] for q in seen.captured_queries if "crawladmin_link" in q["sql"]],
     "one_statement": any("crawladmin_link" in q["sql"] and "UPDATE crawladmin_page" in q["sql"]
                          and "UPDATE crawladmin_url" in q["sql"] for q in seen.captured_queries),
+    "executes": sum(q["sql"].startswith("EXECUTE ") for q in seen.captured_queries),
 }))
 """
 
@@ -179,3 +184,31 @@ def test_an_extract_batch_writes_lifts_links_and_pages_in_one_statement(tmp_path
     assert out["duplicate_of"] == [None, True]
     assert out["outcome"] == [2, 6, 0]
     assert len(out["link_writes"]) == 1 and out["one_statement"]
+
+
+PREPARED = """
+import json
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from crawlcore.db import prepared
+
+def run(sql, params):
+    with connection.cursor() as cur:
+        prepared.execute(cur, sql, params)
+        return cur.fetchone()[0]
+
+with CaptureQueriesContext(connection) as seen:
+    got = [run("SELECT %s::int + 1", [1]), run("SELECT %s::int + 1", [2])]
+    connection.close()  # a reconnect (CONN_MAX_AGE, a failed health check): a new session, prepared afresh
+    got.append(run("SELECT %s::int + 1", [5]))
+    got.append(run("SELECT %s::text LIKE 'a%%'", ["abc"]))  # a literal percent sign: sent as it is
+print(json.dumps({"got": got, "sent": [q["sql"].split()[0] for q in seen.captured_queries]}))
+"""
+
+
+def test_a_statement_is_prepared_once_a_connection_and_again_after_a_reconnect(tmp_path):
+    with postgres_database() as url:
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t", "CRAWLADMIN_DATA_DIR": str(tmp_path)}
+        out = json.loads(manage(env, "shell", "-c", PREPARED).stdout.strip().splitlines()[-1])
+    assert out["got"] == [2, 3, 6, True]
+    assert out["sent"] == ["PREPARE", "EXECUTE", "EXECUTE", "PREPARE", "EXECUTE", "SELECT"]

@@ -14,6 +14,7 @@ from datetime import datetime
 from django.db import connection, models
 from django.db.models import Model
 
+from . import prepared
 from ._vendor import is_postgres
 
 PAGE = 1000  # rows per statement
@@ -183,7 +184,7 @@ def insert_new(model: type[Model], rows: Sequence[dict], *, unique: str, returni
         f"RETURNING {', '.join(qn(meta.get_field(r).column) for r in returning)}"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        prepared.execute(cursor, sql, params)
         return cursor.fetchall()
 
 
@@ -264,7 +265,7 @@ def insert_unsynced_many(model: type[Model], columns: Sequence[tuple[str, str]],
         f"RETURNING {qn(meta.pk.column)}, {first}"
     )
     with connection.cursor() as cur:
-        cur.execute(sql, params)
+        prepared.execute(cur, sql, params)
         return cur.fetchall()
 
 

@@ -22,6 +22,7 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import Model
 
+from . import prepared
 from .bulk import by_key_only
 
 
@@ -164,7 +165,7 @@ def chain(inputs: Mapping[str, Input], writes: Sequence[Update | Insert]) -> dic
     )
     sql = f"WITH {', '.join(ctes)} SELECT {select or 'NULL'}"
     with connection.cursor() as cur:
-        cur.execute(sql, params)
+        prepared.execute(cur, sql, params)  # the same few shapes, thousands of times: parsed once a connection
         got = cur.fetchone()
     return {w.name: (x if isinstance(x, list) else json.loads(x)) for w, x in zip(outs, got, strict=False)}
 

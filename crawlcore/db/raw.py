@@ -88,9 +88,11 @@ def rows_by_values(table: str, column: str, values: Sequence[str], columns: Sequ
     picked = ", ".join(columns)
     with connection.cursor() as cur:
         if is_postgres():
+            from . import prepared
             from .chain import array_param
 
-            cur.execute(f"SELECT {picked} FROM {table} WHERE {column} = ANY(%s::text[])", [array_param(list(values), "text")])
+            sql = f"SELECT {picked} FROM {table} WHERE {column} = ANY(%s::text[])"
+            prepared.execute(cur, sql, [array_param(list(values), "text")])
             return cur.fetchall()
         out = []
         for i in range(0, len(values), 500):
