@@ -389,6 +389,12 @@ TEMPLATES = [
 
 def _databases() -> dict:
     db = dj_database_url.parse(DATABASE_URL, conn_max_age=0 if EMBEDDED else 60, conn_health_checks=not EMBEDDED)
+    if db["ENGINE"].endswith("postgresql"):
+        # The crawl's prepared statements (crawlcore.db.prepared) are planned for their values each time: a
+        # generic plan made while a fast-growing table was small (a sequential scan) would be kept as the
+        # table grows. What they save is the parse and analysis of big statements, not the planning.
+        options = db.setdefault("OPTIONS", {})
+        options["options"] = f"{options.get('options', '')} -c plan_cache_mode=force_custom_plan".strip()
     if EMBEDDED:
         name = Path(db["NAME"])
         name.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
