@@ -49,6 +49,9 @@ EXTRACT_GROUP = 20
 # write loses at most these fetches' results (their requests stay on the record, finished as interrupted,
 # and their URLs are fetched again once the lease ends).
 STORE_GROUP = 20
+# ... or fewer, when their bodies come to this many bytes: a group is held in memory until it is written, so
+# with bodies of up to CRAWL_MAX_BODY_BYTES a count alone would let each of a worker's threads hold twenty.
+STORE_GROUP_BYTES = 2 * 1024 * 1024
 # Intent rows committed together ahead of their requests (ServerVisit.reserve): one statement instead of
 # one a request, for as many as the visit sends in the next INTENT_AHEAD seconds at its pace, at most
 # INTENT_GROUP. A worker killed mid-group leaves those not sent as rows with no request behind them, all
@@ -87,6 +90,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
     def __init__(self, visit: ServerVisit):
         super().__init__(visit, LoadOutcome())
         self.fetched: list[tuple[Claimed, FetchResult]] = []  # plain pages waiting for flush()
+        self.fetched_bytes = 0  # their bodies' bytes
         self.sent = 0  # page ids already sent to the extract agent
         self.home = f"{visit.server.origin}/"
 
@@ -170,7 +174,8 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             return False
         if event == Event.FETCHED and 200 <= (result.status or 0) < 300 and url.url != self.home:
             self.fetched.append((url, result))
-            if len(self.fetched) >= STORE_GROUP:
+            self.fetched_bytes += len(result.body)
+            if len(self.fetched) >= STORE_GROUP or self.fetched_bytes >= STORE_GROUP_BYTES:
                 self.flush()
             return True
         self.write_one(url, result, event)
@@ -216,7 +221,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
     def flush(self) -> None:
         """Write the plain pages fetched so far in one transaction: their checks, their URLs' moves to
         Visited (one guarded urls_transition: still Init, still ours), the pages."""
-        fetched, self.fetched = self.fetched, []
+        fetched, self.fetched, self.fetched_bytes = self.fetched, [], 0
         if not fetched:
             return
         now = timezone.now()
