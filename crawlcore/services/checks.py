@@ -3,7 +3,9 @@
 In two steps, so that neither a killed worker nor a lost database connection can lose a request from
 the record, nor record one twice:
 
-1. ``check_begin`` inserts the row in category ``pending`` and COMMITS it, before the request is sent;
+1. ``check_begin`` inserts the row in category ``pending`` and COMMITS it, before the request is sent
+   (``checks_begin`` does it for the requests a load visit sends within the next second, in one statement;
+   the visit discards those it does not send);
 2. ``check_finish`` writes the outcome over it, inside the caller's transaction (the same commit as
    the URL's move along the life-cycle).
 
