@@ -128,10 +128,14 @@ class ServerVisit:
         return cls(Server.objects.get(id=server_id), owner, agent, gate)
 
     def close(self) -> None:
-        if self._intents:
-            checks_discard(check_ids=list(self._intents.values()))  # never sent: no request, no check
-            self._intents.clear()
-        server_release(server_id=self.server.id, owner=self.owner)
+        try:
+            if self._intents:
+                checks_discard(check_ids=list(self._intents.values()))  # never sent: no request, no check
+                self._intents.clear()
+        finally:
+            # The slot is given back whatever happened to the discard (a row left pending is finished as
+            # interrupted by the reconciler).
+            server_release(server_id=self.server.id, owner=self.owner)
 
     def reserve(self, urls: Sequence[str], *, method: str = "GET") -> None:
         """Commit the intent rows of the visit's next requests together (checks_begin): one statement for
