@@ -212,7 +212,12 @@ class Page(models.Model):
 
     @property
     def body(self) -> bytes:
-        return zlib.decompress(bytes(self.body_z)) if self.body_z else b""
+        return page_body(self.body_z)
+
+
+def page_body(body_z: bytes | memoryview | None) -> bytes:
+    """A stored page's body from its `body_z` column (zlib), also for a row read without a model instance."""
+    return zlib.decompress(bytes(body_z)) if body_z else b""
 
 
 class Link(models.Model):

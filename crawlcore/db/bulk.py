@@ -13,9 +13,11 @@ from datetime import datetime
 
 from django.db import connection, models
 from django.db.models import Model
+from django.utils import timezone
 
 from . import prepared
 from ._vendor import is_postgres
+from .params import array_param, by_key_only, column_types
 
 PAGE = 1000  # rows per statement
 
@@ -54,7 +56,7 @@ def update_by_id(
     guard = "".join(f" AND t.{name} = v.g_{name}" for name, _ in guards) + (f" AND {where}" if where else "")
     with connection.cursor() as cur:
         if is_postgres():
-            # The rows are found by id; the guards only filter them (by_key_only: no index of a guard column).
+            # The rows are found by id; the guards only filter them (params.by_key_only: no index of a guard column).
             guard = f" AND {by_key_only(guard[5:])}" if guard else ""
             from psycopg2.extras import execute_values
 
@@ -157,10 +159,6 @@ def insert_new(model: type[Model], rows: Sequence[dict], *, unique: str, returni
     if not is_postgres():
         model.objects.bulk_create([model(**row) for row in rows], ignore_conflicts=True, batch_size=500)
         return []
-    from django.utils import timezone
-
-    from .chain import array_param, column_types
-
     fields = [f for f in meta.concrete_fields if not f.primary_key]
     now = timezone.now()
     defaults = {
@@ -220,31 +218,13 @@ def update_rows(objs: Sequence[Model], fields: Sequence[str]) -> None:
             cursor.execute(sql, params)
 
 
-def insert_unsynced(model: type[Model], row: dict) -> int:
-    """INSERT one row (field name -> value) committed on its own at once; its id. On PostgreSQL one statement
-    (one round trip in autocommit), and set_config(..., true) turns synchronous_commit off for its own
-    transaction only: its commit does not wait for the WAL flush. A killed worker or a dropped connection
-    cannot lose a committed row; only a crash of PostgreSQL itself within a fraction of a second could.
-    Elsewhere a plain create."""
-    if not is_postgres():
-        return model.objects.create(**row).pk
-    meta = model._meta
-    qn = connection.ops.quote_name
-    columns = ", ".join(qn(meta.get_field(name).column) for name in row)
-    values = ", ".join(["%s"] * len(row))
-    sql = (
-        "WITH no_wait AS (SELECT set_config('synchronous_commit', 'off', true)) "
-        f"INSERT INTO {qn(meta.db_table)} ({columns}) SELECT {values} FROM no_wait RETURNING {qn(meta.pk.column)}"
-    )
-    with connection.cursor() as cur:
-        cur.execute(sql, list(row.values()))
-        return cur.fetchone()[0]
-
-
 def insert_unsynced_many(model: type[Model], columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> list[tuple]:
-    """insert_unsynced for many rows in one statement: `columns` are `(field name, PostgreSQL type)`, each
-    row their values in that order. Returns `(id, first value)` of each row inserted (RETURNING gives no
-    order to rely on: the caller matches rows by their first value)."""
+    """INSERT rows committed on their own at once, in one statement: `columns` are `(field name, PostgreSQL
+    type)`, each row their values in that order. Returns `(id, first value)` of each row inserted (RETURNING
+    gives no order to rely on: the caller matches rows by their first value). On PostgreSQL one round trip in
+    autocommit, and set_config(..., true) turns synchronous_commit off for its own transaction only: its
+    commit does not wait for the WAL flush. A killed worker or a dropped connection cannot lose a committed
+    row; only a crash of PostgreSQL itself within a fraction of a second could. Elsewhere plain creates."""
     if not rows:
         return []
     meta = model._meta
@@ -252,8 +232,6 @@ def insert_unsynced_many(model: type[Model], columns: Sequence[tuple[str, str]],
         return [
             (model.objects.create(**dict(zip((n for n, _ in columns), row, strict=True))).pk, row[0]) for row in rows
         ]
-    from .chain import array_param
-
     qn = connection.ops.quote_name
     names = ", ".join(qn(meta.get_field(name).column) for name, _ in columns)
     arrays = ", ".join(f"%s::{kind}[]" for _, kind in columns)
@@ -335,16 +313,3 @@ def _adapted(rows: Sequence[tuple]) -> list[tuple]:
     comparisons with the ORM's values go wrong."""
     adapt = connection.ops.adapt_datetimefield_value
     return [tuple(adapt(v) if isinstance(v, datetime) else v for v in row) for row in rows]
-
-
-def by_key_only(condition: str) -> str:
-    """A guard of an UPDATE by primary key, written so that no index can serve it: `(condition) IS TRUE`.
-
-    The rows of such an UPDATE are found by their ids, and the guard only checks them. Written plainly, a
-    guard like `state = 'init'` or `extracted_at IS NULL` matches an index of its own (url_due_idx, the
-    partial page_unextracted_idx), and while a crawl grows a table faster than autovacuum analyses it the
-    planner believes that index holds a handful of rows, scans it, and joins the ids against every row of
-    the backlog: tens of milliseconds a statement at 100,000 Init URLs (issue 25). `IS TRUE` is the same
-    test (a guard over NULL is not true either way) in a form the planner cannot match to an index."""
-    return f"({condition}) IS TRUE"
-

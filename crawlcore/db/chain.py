@@ -14,16 +14,13 @@ that is the only dependency a chain expresses (`after`).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from django.db import connection
-from django.db.models import Model
 
 from . import prepared
-from .bulk import by_key_only
+from .params import array_param, by_key_only
 
 
 @dataclass(frozen=True)
@@ -88,22 +85,6 @@ class Insert:
     source: str = "v"
 
 
-def column_types(model: type[Model], names: Sequence[str]) -> list[tuple[str, str]]:
-    """`(column, PostgreSQL type)` of these fields of `model`, for chain's input. Text columns as `text`:
-    a cast to varchar(n) would cut a long value silently, where the column's own limit refuses it."""
-    out = []
-    for name in names:
-        f = model._meta.get_field(name)
-        if f.get_internal_type() in ("CharField", "TextField", "SlugField", "URLField", "EmailField"):
-            kind = "text"
-        elif f.is_relation:
-            kind = f.rel_db_type(connection)
-        else:
-            kind = f.db_type(connection)
-        out.append((f.column, kind.split("(")[0] if kind.startswith("varchar") else kind))
-    return out
-
-
 def chain(inputs: Mapping[str, Input], writes: Sequence[Update | Insert]) -> dict[str, list[list]]:
     """Run `writes` in order over their inputs (by name: each a CTE of that name) in one statement; what
     each write returned, by its name (a list of lists of its `returning` columns)."""
@@ -141,7 +122,7 @@ def chain(inputs: Mapping[str, Input], writes: Sequence[Update | Insert]) -> dic
             params.append(array_param([row[at] for row in given.rows], "bigint"))
             tests = [f"{w.table}.{c} = {value(x, src)}" for c, x in w.guards.items()]
             tests += [f"({w.where.text})"] if w.where else []
-            # Found by id, only checked by the guards (bulk.by_key_only: the planner never scans a backlog).
+            # Found by id, only checked by the guards (params.by_key_only: the planner never scans a backlog).
             guard = f" AND {by_key_only(' AND '.join(tests))}" if tests else ""
             ids = f"{w.table}.id = ANY(%s::bigint[])"
             sql = f"UPDATE {w.table} SET {sets} FROM {src} WHERE {ids} AND {w.table}.id = {src}.{w.key}{guard}{ret}"
@@ -168,54 +149,6 @@ def chain(inputs: Mapping[str, Input], writes: Sequence[Update | Insert]) -> dic
         prepared.execute(cur, sql, params)  # the same few shapes, thousands of times: parsed once a connection
         got = cur.fetchone()
     return {w.name: (x if isinstance(x, list) else json.loads(x)) for w, x in zip(outs, got, strict=False)}
-
-
-_INTEGERS = frozenset({"bigint", "integer", "smallint"})
-_QUOTED = frozenset({"text", "timestamptz", "timestamp with time zone", "inet", "uuid"})
-
-
-def array_param(values: list, kind: str) -> str | list:
-    """One input column as a single parameter in PostgreSQL's array text form ('{1,2,NULL}', '{"a","b"}'),
-    read by array_in: a Python list would become ARRAY[$1, $2, …], one literal per value for the driver to
-    adapt and for PostgreSQL to parse and plan, ~20 % of the extract worker's time and a share of the
-    server's for 300 links a batch (issue 25). Columns of other types (bytea), and values of a type the
-    column does not expect, keep the list form; a NUL in a text still makes the driver refuse the value."""
-    out = []
-    try:
-        if kind in _INTEGERS:
-            for v in values:
-                out.append("NULL" if v is None else str(int(v)) if type(v) is int else _unexpected())
-        elif kind == "boolean":
-            for v in values:
-                out.append("NULL" if v is None else ("t" if v else "f") if type(v) is bool else _unexpected())
-        elif kind == "double precision":
-            for v in values:
-                if v is None:
-                    out.append("NULL")
-                elif type(v) in (float, int) and math.isfinite(v):
-                    out.append(repr(float(v)))
-                else:
-                    _unexpected()
-        elif kind in _QUOTED:
-            for v in values:
-                if v is None:
-                    out.append("NULL")
-                    continue
-                text = v.isoformat() if isinstance(v, datetime) else v if type(v) is str else _unexpected()
-                out.append('"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
-        else:
-            return values
-    except _Unexpected:
-        return values
-    return "{" + ",".join(out) + "}"
-
-
-class _Unexpected(Exception):
-    pass
-
-
-def _unexpected():
-    raise _Unexpected
 
 
 def _first(writes: Sequence[Update | Insert], name: str) -> str:

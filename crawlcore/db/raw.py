@@ -17,7 +17,9 @@ from datetime import UTC, datetime
 from django.db import connection
 from django.utils.dateparse import parse_datetime
 
+from . import prepared
 from ._vendor import is_postgres
+from .params import array_param
 
 
 def table(model) -> str:
@@ -88,9 +90,6 @@ def rows_by_values(table: str, column: str, values: Sequence[str], columns: Sequ
     picked = ", ".join(columns)
     with connection.cursor() as cur:
         if is_postgres():
-            from . import prepared
-            from .chain import array_param
-
             sql = f"SELECT {picked} FROM {table} WHERE {column} = ANY(%s::text[])"
             prepared.execute(cur, sql, [array_param(list(values), "text")])
             return cur.fetchall()
@@ -100,4 +99,3 @@ def rows_by_values(table: str, column: str, values: Sequence[str], columns: Sequ
             cur.execute(f"SELECT {picked} FROM {table} WHERE {column} IN ({placeholders(chunk)})", chunk)
             out += cur.fetchall()
         return out
-

@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from crawlcore.db.bulk import insert_unsynced, insert_unsynced_many, update_by_id
+from crawlcore.db.bulk import insert_unsynced_many, update_by_id
 from crawlcore.db.chain import Update
 from crawlcore.models import StatusCheck
 from crawler.fetch import FetchResult
@@ -43,43 +43,20 @@ def request_deadline_seconds() -> float:
 
 
 def check_begin(*, server_id: int, requested_url: str, method: str, agent: Agent) -> int:
-    """The intent row of a request about to be sent, committed at once; its id.
-
-    Never inside a caller's transaction, which a kill or a lost connection would roll back together with
-    the only trace of a request the server did receive (RuntimeError, as for a durable atomic block)."""
-    blocks = connection.atomic_blocks
-    if blocks and not getattr(blocks[-1], "_from_testcase", False):
-        raise RuntimeError(
-            "a status check's intent must be committed on its own, not inside a durable-less transaction"
-        )
-    now = timezone.now()
-    # Committed without waiting for the WAL flush on PostgreSQL (crawlcore.db.bulk.insert_unsynced): only a
-    # crash of PostgreSQL itself within a fraction of a second could lose it, and the outcome's own commit,
-    # which does wait, flushes it too.
-    return insert_unsynced(
-        StatusCheck,
-        dict(
-            server_id=server_id,
-            requested_url=requested_url,
-            method=method,
-            checked_at=now,
-            category=StatusCheck.PENDING,
-            latency_ms=0.0,
-            agent=agent.value,
-            crawler_num=settings.CRAWLER_NUM,
-            failure_kind="",
-            detail="",
-            bytes=0,
-        ),
-    )
+    """The intent row of a request about to be sent, committed at once; its id (checks_begin of one)."""
+    return checks_begin(server_id=server_id, requests=[(requested_url, method)], agent=agent)[(requested_url, method)]
 
 
 def checks_begin(*, server_id: int, requests: Sequence[tuple[str, str]], agent: Agent) -> dict[tuple[str, str], int]:
     """check_begin for the next requests of a visit, `(url, method)` each (distinct URLs), in one statement:
     their intent ids.
 
-    Committed before the first of them goes out, so each request is on the record before it is sent, as
-    with check_begin. The intents of requests that are not sent after all (the batch stopped, robots.txt
+    Committed before the first of them goes out, so each request is on the record before it is sent; never
+    inside a caller's transaction, which a kill or a lost connection would roll back together with the only
+    trace of a request the server did receive (RuntimeError, as for a durable atomic block). Committed
+    without waiting for the WAL flush on PostgreSQL (crawlcore.db.bulk.insert_unsynced_many): only a crash
+    of PostgreSQL itself within a fraction of a second could lose them, and the outcome's own commit, which
+    does wait, flushes them too. The intents of requests that are not sent after all (the batch stopped, robots.txt
     excluded the URL) are discarded when the visit closes (checks_discard); only a worker killed meanwhile
     leaves some behind, which the reconciler finishes as interrupted like any pending row: never counted
     as something a server did. One statement and one commit for a group instead of one a request."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,7 +15,7 @@ from django.utils import timezone
 from crawlcore.db import features
 from crawlcore.db.bulk import insert_ignore, update_by_id
 from crawlcore.db.chain import Const, Input, Insert, Sql, Update, chain
-from crawlcore.models import Link, Page, Url
+from crawlcore.models import Link, Page, Url, page_body
 from crawler import notfollowed
 from crawler.lifecycle import State
 from crawler.parse import Extracted, Found, extract
@@ -88,7 +87,7 @@ class StoredPage:
 
     @property
     def body(self) -> bytes:
-        return zlib.decompress(bytes(self.body_z)) if self.body_z else b""
+        return page_body(self.body_z)
 
 
 _STORED = ("id", "url_id", "body_z", "content_type", "checksum", "url__url", "url__depth", "url__scope_mode",

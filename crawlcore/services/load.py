@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from crawlcore.db import features
 from crawlcore.db.bulk import upsert
-from crawlcore.db.chain import Input, Insert, chain, column_types
+from crawlcore.db.chain import Input, Insert, chain
+from crawlcore.db.params import column_types
 from crawlcore.models import Link, Page
 from crawler.fetch import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, event_for_fetch

@@ -17,7 +17,8 @@ from django.utils import timezone
 
 from crawlcore.db import features
 from crawlcore.db.bulk import insert_new, update_by_id
-from crawlcore.db.chain import Const, Insert, Update, column_types
+from crawlcore.db.chain import Const, Insert, Update
+from crawlcore.db.params import column_types
 from crawlcore.db.raw import rows_by_values
 from crawlcore.models import Url, UrlEvent
 from crawler.lifecycle import Agent, Event, InvalidTransition, State, next_state
