@@ -62,7 +62,9 @@ def checks_begin(*, server_id: int, requests: Sequence[tuple[str, str]], agent: 
     as something a server did. One statement and one commit for a group instead of one a request."""
     blocks = connection.atomic_blocks
     if blocks and not getattr(blocks[-1], "_from_testcase", False):
-        raise RuntimeError("status checks' intents must be committed on their own, not inside a transaction")
+        raise RuntimeError(
+            "a status check's intent must be committed on its own, not inside a durable-less transaction"
+        )
     now = timezone.now()
     columns = (
         ("requested_url", "text"), ("method", "text"), ("server_id", "bigint"), ("checked_at", "timestamptz"),
