@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from crawlcore.models import Page, Server, StatusCheck, Url, UrlEvent
 from crawlcore.services import load
+from crawlcore.services import visit as visit_module
 from crawlcore.services.dispatch import dispatch_due, reconcile
 from crawlcore.services.extract import pages_extract
 from crawlcore.services.load import LoadBatch, load_server_batch
@@ -262,6 +263,7 @@ def test_a_url_that_breaks_the_load_agent_waits_a_lease_period(settings, monkeyp
 def test_load_batch_sends_its_server_again_while_it_has_due_urls(settings, monkeypatch):
     settings.CRAWL_DEFAULT_DELAY = 0
     settings.CRAWL_BATCH_SIZE = 1
+    monkeypatch.setattr(LoadBatch, "another_round", lambda self, took: False)  # as when the budget is spent
     sent: list[int] = []
     monkeypatch.setattr("crawlcore.services.dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw["server_id"]))
     with TestWebServer(SiteSpec(n_servers=1, first_octet=193, silent_server=False, slow_server=False)) as web:
@@ -273,6 +275,32 @@ def test_load_batch_sends_its_server_again_while_it_has_due_urls(settings, monke
         Server.objects.filter(id=server_id).update(dispatched_at=None)
         load_server_batch(server_id=server_id, owner="w")
         assert sent == [server_id]  # nothing due any more: the chain ends
+
+
+def test_load_visit_takes_its_servers_next_batches_within_its_budget(settings, monkeypatch):
+    """Issue 25: the robot stays on its server: after a full batch the visit claims the next one itself (one
+    slot taken, no message), until nothing is due; a paused server gets no further batch and no message."""
+    settings.CRAWL_DEFAULT_DELAY = 0
+    settings.CRAWL_BATCH_SIZE = 1
+    sent: list[int] = []
+    monkeypatch.setattr("crawlcore.services.dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw["server_id"]))
+    claims: list[int] = []
+    real_claim = visit_module.server_claim
+    monkeypatch.setattr(visit_module, "server_claim", lambda **kw: claims.append(kw["server_id"]) or real_claim(**kw))
+    with TestWebServer(SiteSpec(n_servers=1, first_octet=194, silent_server=False, slow_server=False)) as web:
+        seed = web.seeds()[0]
+        _insert(seed, seed + "missing-1.html", seed + "missing-2.html", trusted=True)
+        server_id = Server.objects.get().id
+        outcome = load_server_batch(server_id=server_id, owner="w")
+        assert (outcome.fetched, outcome.failed) == (1, 2)  # three batches of one URL, in one visit
+        assert claims == [server_id] and sent == []  # nothing due after them: no continuation message
+        assert not Url.objects.filter(state="init").exists()
+
+        _insert(seed + "missing-3.html", seed + "missing-4.html", trusted=True)
+        Server.objects.filter(id=server_id).update(paused_until=timezone.now() + timedelta(hours=1))
+        outcome = load_server_batch(server_id=server_id, owner="w")
+        assert outcome.failed == 1 and sent == []  # paused after its batch: the robot leaves it
+        assert Url.objects.filter(state="init", lease_owner="").count() == 1
 
 
 def test_a_response_the_database_refuses_is_classified_and_its_group_is_kept(settings, monkeypatch, caplog):

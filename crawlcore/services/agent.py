@@ -12,6 +12,7 @@ three HEAD / GET re-checks for a scan); both are the subclass's.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -102,6 +103,7 @@ class AgentBatch(Generic[UrlT, OutcomeT]):
         self.urls: list[UrlT] = []
         # Leased by us, no outcome written yet, in the order they are checked; given back at the end.
         self.pending: dict[int, None] = dict.fromkeys(leased)
+        self.rounds = 0  # claims made in this visit (another_round)
 
     # -- what each agent supplies -------------------------------------------------------------------
     def claim(self) -> list[UrlT]:
@@ -126,14 +128,27 @@ class AgentBatch(Generic[UrlT, OutcomeT]):
     def redispatch_wanted(self) -> bool:
         raise NotImplementedError
 
+    def another_round(self, took: float) -> bool:
+        """After a round of URLs that all got an outcome (`took` seconds): claim the server's next ones in
+        this visit, its slot held and robots.txt known, rather than end the task and send a message for the
+        next (the continuation). None do by default."""
+        return False
+
     # -- the skeleton -------------------------------------------------------------------------------
     def run(self) -> OutcomeT:
-        """Claim, work through the URLs, give back the rest, close the visit, re-dispatch."""
+        """Claim, work through the URLs (again while another_round() says so), give back the rest, close the
+        visit, re-dispatch."""
         try:
-            self.urls = self.claim()
-            self.pending = dict.fromkeys(u.id for u in self.urls)
-            if self.urls:
+            while True:
+                started = time.monotonic()
+                self.urls = self.claim()
+                self.pending = dict.fromkeys(u.id for u in self.urls)
+                self.rounds += 1
+                if not self.urls:
+                    break
                 self.work()
+                if self.pending or not self.another_round(time.monotonic() - started):
+                    break
             return self.outcome
         except Exception:
             # A failing URL moves forward, so it cannot fail every batch: the one in hand waits a lease period.

@@ -61,6 +61,14 @@ def _dispatchable(now: datetime):
     )
 
 
+def server_goes_on(*, server_id: int, now: datetime | None = None) -> bool:
+    """Whether a load visit may take another batch of its server (LoadBatch.another_round): the server is
+    still enabled, not excluded and not paused — the conditions a continuation message is sent under, but
+    the slot (this visit holds it) and the dispatch mark (the visit's own claim cleared it)."""
+    now = now or timezone.now()
+    return Server.objects.filter(id=server_id, enabled=True, excluded_reason="").filter(not_paused(now)).exists()
+
+
 def hour_key(now: datetime) -> int:
     """The hour a dispatch belongs to: the start of its hour of day (settings.TIME_ZONE, the hours of the
     priority table's columns) in hours since the epoch, so every machine reads the same number."""

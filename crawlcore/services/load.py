@@ -30,6 +30,7 @@ from crawler.urlnorm import UrlError, canonicalize
 
 from .agent import AgentBatch, AgentOutcome, response_fields
 from .checks import FINISHED, checks_finish_write
+from .dispatch import server_goes_on
 from .queue import enqueue_extract_on_commit
 from .servers import server_merge_if_alias
 from .sitemaps import sitemaps_read
@@ -112,6 +113,23 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
     def redispatch_wanted(self) -> bool:
         return True  # whenever it has due Init URLs left (servers_dispatch_with_due_work)
 
+    def another_round(self, took: float) -> bool:
+        """The robot stays on its server (seed 000) within the task's budget: after a full batch, the next
+        one is claimed in the same visit when another round as long as this one still fits the budget and
+        the server is still to be crawled and not paused. What the continuation message did, without the
+        visit's open and close, robots.txt, the dispatch and a message each batch (issue 25: ~0.4 ms a page
+        of the load worker, a fifth of its statements)."""
+        visit = self.visit
+        if (
+            self.outcome.server_excluded
+            or self.outcome.backed_off
+            or len(self.urls) < settings.CRAWL_BATCH_SIZE  # the server's last due URLs, or its home page alone
+            or visit.stopping()
+            or visit.elapsed() + took > settings.CRAWL_TASK_BUDGET
+        ):
+            return False
+        return server_goes_on(server_id=visit.server.id)
+
     def check(self, url: Claimed) -> bool:
         if not url.resource and not self.visit.reserved(url.url):
             self.reserve_from(url)
@@ -135,7 +153,8 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
 
     def work(self) -> None:
         super().work()
-        self.read_sitemaps()
+        if self.rounds == 1:  # due at most once a visit (their TTL is hours)
+            self.read_sitemaps()
         self.send_extract()
 
     def read_sitemaps(self) -> None:

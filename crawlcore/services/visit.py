@@ -119,6 +119,7 @@ class ServerVisit:
         self._last_send: float | None = None
         self._intents: dict[tuple[str, str], int] = {}  # committed ahead by reserve(), not sent yet
         self._sends = 0  # requests sent in this visit (with self.started: their pace)
+        self._rules: RobotsRules | None = None  # robots.txt's, once read (robots())
 
     @classmethod
     def open(cls, *, server_id: int, owner: str, agent: Agent, gate: Gate | None = None) -> ServerVisit | None:
@@ -254,9 +255,18 @@ class ServerVisit:
 
     # -- robots.txt ---------------------------------------------------------------------------------
     def robots(self) -> RobotsRules | FetchResult:
-        """The server's rules, cached for CRAWL_ROBOTS_TTL; or, when robots.txt did not answer or
-        answered 5xx (RFC 9309: assume complete disallow), the failed fetch — for a while the server
-        then counts as not responding, and nothing else of it is requested."""
+        """The server's rules, cached for CRAWL_ROBOTS_TTL (and kept by the visit once read: it lasts at most
+        CRAWL_TASK_BUDGET); or, when robots.txt did not answer or answered 5xx (RFC 9309: assume complete
+        disallow), the failed fetch — for a while the server then counts as not responding, and nothing
+        else of it is requested."""
+        if self._rules is None:
+            rules = self._robots_read()
+            if isinstance(rules, FetchResult):
+                return rules
+            self._rules = rules
+        return self._rules
+
+    def _robots_read(self) -> RobotsRules | FetchResult:
         known = self._robots_known()
         if known is not None:
             return known
