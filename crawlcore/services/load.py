@@ -151,16 +151,11 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         at = self.urls.index(url)
         self.visit.reserve([u.url for u in self.urls[at:] if not u.resource][:n])
 
-    def run(self) -> LoadOutcome:
-        try:
-            return super().run()
-        finally:
-            self.send_extract()  # the pages short of a group, once a visit (not once a round)
-
     def work(self) -> None:
         super().work()
         if self.rounds == 1:  # due at most once a visit (their TTL is hours)
             self.read_sitemaps()
+        self.send_extract()
 
     def read_sitemaps(self) -> None:
         """The server's sitemaps, when due, after the batch's own URLs (the first batch of a server is its
