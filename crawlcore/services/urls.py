@@ -21,6 +21,7 @@ from crawlcore.db.chain import Const, Insert, Update
 from crawlcore.db.params import column_types
 from crawlcore.db.raw import rows_by_values
 from crawlcore.models import Url, UrlEvent
+from crawler import notfollowed
 from crawler.lifecycle import Agent, Event, InvalidTransition, State, next_state
 from crawler.scope import Scope
 from crawler.urlnorm import server_key, url_hash
@@ -68,6 +69,9 @@ def new_url_from(
 class Inserted:
     ids: dict[str, int]  # url -> id, for every URL asked for (new or already known)
     server_ids: set[int]  # the servers that got new URLs (the ones that may have new due work)
+    # The known ones among them that are Init and set aside only for how they were first found
+    # (notfollowed.LIFTABLE): the only ones a followed link can lift (the extract agent's).
+    liftable: set[int] = dataclasses.field(default_factory=set)
 
 
 def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
@@ -81,10 +85,11 @@ def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
         return Inserted({}, set())
     by_url = {u.url: u for u in urls}
     hashes = {url: url_hash(url) for url in by_url}
-    ids = url_ids(hashes=list(hashes.values()), urls=list(hashes))
+    liftable: set[int] = set()
+    ids = url_ids(hashes=list(hashes.values()), urls=list(hashes), liftable=liftable)
     missing = [u for url, u in by_url.items() if url not in ids]
     if not missing and not trusted:
-        return Inserted(ids, set())
+        return Inserted(ids, set(), liftable)
     servers = servers_ensure(keys={server_key(u.url) for u in (missing or by_url.values())}, trusted=trusted)
     now = timezone.now()
     rows = []
@@ -116,17 +121,23 @@ def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
         if len(inserted) < len(rows):
             # Another agent inserted some of them meanwhile (or the database returns nothing): they exist now.
             left = [r for r in rows if r["url"] not in ids]
-            ids.update(url_ids(hashes=[r["url_hash"] for r in left], urls=[r["url"] for r in left]))
-    return Inserted(ids, {r["server_id"] for r in rows})
+            found = url_ids(hashes=[r["url_hash"] for r in left], urls=[r["url"] for r in left], liftable=liftable)
+            ids.update(found)
+    return Inserted(ids, {r["server_id"] for r in rows}, liftable)
 
 
-def url_ids(*, hashes: Sequence[str], urls: Sequence[str]) -> dict[str, int]:
-    """The ids of the URLs that exist, by URL (looked up by hash)."""
+def url_ids(*, hashes: Sequence[str], urls: Sequence[str], liftable: set[int] | None = None) -> dict[str, int]:
+    """The ids of the URLs that exist, by URL (looked up by hash). `liftable` gets the ids of those that are
+    Init and set aside for a reason a followed link lifts (notfollowed.LIFTABLE), read in the same lookup."""
     wanted = dict(zip(hashes, urls, strict=True))
     found: dict[str, int] = {}
     keys = list(wanted)
-    for h, pk in rows_by_values(Url._meta.db_table, "url_hash", keys, ("url_hash", "id")):
+    init = State.INIT.value
+    columns = ("url_hash", "id", "state", "exclusion_reason")
+    for h, pk, state, reason in rows_by_values(Url._meta.db_table, "url_hash", keys, columns):
         found[wanted[h]] = pk
+        if liftable is not None and state == init and reason in notfollowed.LIFTABLE:
+            liftable.add(pk)
     return found
 
 
