@@ -59,6 +59,11 @@ def _load() -> dict:
             ("sqlite", "postgres", "postgresql", "pgsql"),
         ),
         "CELERY_BROKER_URL": env.url("CELERY_BROKER_URL", "memory://", ("memory", "redis", "rediss")),
+        # PostgreSQL's random_page_cost for our connections: the crawl's working set is in memory, where an
+        # index probe costs about what a sequential read does; at the server's default (4, for spinning disks)
+        # a lookup of a batch's ~600 URL hashes was planned as a scan of the whole URL table up to ~100,000
+        # URLs (issue 25). 0: the server's own setting.
+        "DB_RANDOM_PAGE_COST": env.number("DB_RANDOM_PAGE_COST", 1.1, minimum=0.0, maximum=100.0),
         "TIME_ZONE": _time_zone(env.str("TIME_ZONE", "UTC")),
         "CRAWLER_NUM": env.integer("CRAWLER_NUM", None, minimum=0, maximum=10_000),
         "CRAWL_CONNECT_TIMEOUT": env.number("CRAWL_CONNECT_TIMEOUT", 15.0, minimum=0.01, maximum=600.0),
@@ -395,6 +400,8 @@ def _databases() -> dict:
         # table grows. What they save is the parse and analysis of big statements, not the planning.
         options = db.setdefault("OPTIONS", {})
         options["options"] = f"{options.get('options', '')} -c plan_cache_mode=force_custom_plan".strip()
+        if _cfg["DB_RANDOM_PAGE_COST"]:
+            options["options"] += f" -c random_page_cost={_cfg['DB_RANDOM_PAGE_COST']:g}"
     if EMBEDDED:
         name = Path(db["NAME"])
         name.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
