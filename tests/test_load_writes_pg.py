@@ -212,3 +212,68 @@ def test_a_statement_is_prepared_once_a_connection_and_again_after_a_reconnect(t
         out = json.loads(manage(env, "shell", "-c", PREPARED).stdout.strip().splitlines()[-1])
     assert out["got"] == [2, 3, 6, True]
     assert out["sent"] == ["PREPARE", "EXECUTE", "EXECUTE", "PREPARE", "EXECUTE", "SELECT"]
+
+
+SPAN = """
+import hashlib, json, re
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from crawlcore.models import Server, StatusCheck, Url
+from crawlcore.services.checks import CLOCK_MARGIN
+from crawlcore.services.load import LoadBatch
+from crawlcore.services.urls import urls_claim
+from crawlcore.services.visit import ServerVisit
+from crawler.fetch import FetchResult, Timings
+from crawler.lifecycle import Agent
+
+server = Server.objects.create(scheme="http", host="a.example", port=80)
+for p in ("/a", "/b"):
+    u = f"http://a.example{p}"
+    Url.objects.create(url=u, url_hash=hashlib.sha1(u.encode()).hexdigest(), server=server, state="init",
+                       next_check_at=timezone.now())
+visit = ServerVisit(server, "me", Agent.LOAD)
+claimed = urls_claim(server_id=server.id, owner="me", limit=10)
+visit.reserve([c.url for c in claimed])
+batch = LoadBatch(visit)
+batch.pending = dict.fromkeys(c.id for c in claimed)
+batch.fetched = [(c, FetchResult(url=c.url, method="GET", status=200, headers={"content-type": "text/html"},
+                                 body=b"<html></html>", failure=None, detail="", truncated=False, bytes_received=13,
+                                 timings=Timings(1.0, 2.0, 3.0, 4.0, 10.0), peer_ip="127.0.0.1",
+                                 check_id=visit._intents.pop((c.url, "GET"))))
+                 for c in claimed]
+with CaptureQueriesContext(connection) as seen:
+    batch.flush()
+write = next(q["sql"] for q in seen.captured_queries if q["sql"].startswith("EXECUTE"))
+with connection.cursor() as cur:
+    cur.execute("EXPLAIN (COSTS OFF) " + write)
+    plan = "\\n".join(row[0] for row in cur.fetchall())
+with connection.cursor() as cur:
+    cur.execute("SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+                "WHERE i.inhparent = 'crawladmin_statuscheck'::regclass")
+    partitions = sorted(r[0] for r in cur.fetchall())
+print(json.dumps({
+    "partitions": partitions,
+    "planned": sorted(set(re.findall(r"crawladmin_statuscheck_(?:p\\d+|default)\\b", plan))),
+    # The days of the span (the visit's opening to now, give or take the clock margin): one, or two when
+    # it runs across midnight (a day without a partition of its own is in the default one).
+    "near": sorted({name if name in partitions else "crawladmin_statuscheck_default"
+                    for name in (f"crawladmin_statuscheck_p{t:%Y%m%d}"
+                                 for t in (visit.opened_at - CLOCK_MARGIN, timezone.now() + CLOCK_MARGIN))}),
+    "finished": StatusCheck.objects.filter(category="pending").count() == 0 and StatusCheck.objects.count() == 2,
+}))
+"""
+
+
+def test_the_outcomes_write_plans_only_the_partitions_of_its_visit(tmp_path):
+    """Issue 25: the intents of a visit were begun after it opened, so the write of their outcomes names that
+    span of checked_at; PostgreSQL plans and reads the day's partition only, not the week of empty ones ahead
+    and the default one."""
+    with postgres_database() as url:
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t", "CRAWLADMIN_DATA_DIR": str(tmp_path),
+               "TIME_ZONE": "UTC"}  # fmt: skip
+        manage(env, "migrate", "--verbosity", "0")
+        out = json.loads(manage(env, "shell", "-c", SPAN).stdout.strip().splitlines()[-1])
+    assert len(out["partitions"]) > 3  # the table has days ahead, and a default partition
+    assert out["planned"] == out["near"] and len(out["near"]) <= 2
+    assert out["finished"]

@@ -64,6 +64,9 @@ class Update:
     where: Sql | None = None
     returning: Sequence[str] = ("id",)
     source: str = "v"
+    # `(column, low, high)`: the rows' `column` lies between the two, said to the planner as it is (not a
+    # guard): on a table partitioned by that column, only the partitions of that range are planned and read.
+    within: tuple[str, Const, Const] | None = None
 
 
 @dataclass(frozen=True)
@@ -116,16 +119,20 @@ def chain(inputs: Mapping[str, Input], writes: Sequence[Update | Insert]) -> dic
             # The ids once more as one array: `id = ANY(array)` is an index condition whose row count the
             # planner knows exactly, so it probes the primary key instead of scanning a table whose
             # statistics, in a fast-growing crawl, still say it is small (hash join over a sequential scan).
-            # (Parameters in the order of their places in the text: the SET values, these ids, the guards.)
+            # (Parameters in the order of their places in the text: the SET values, these ids, the span, the guards.)
             given = inputs[src]
             at = [c for c, _ in given.columns].index(w.key)
             params.append(array_param([row[at] for row in given.rows], "bigint"))
+            span = ""
+            if w.within is not None:
+                column, low, high = w.within
+                span = f" AND {w.table}.{column} BETWEEN {value(low, src)} AND {value(high, src)}"
             tests = [f"{w.table}.{c} = {value(x, src)}" for c, x in w.guards.items()]
             tests += [f"({w.where.text})"] if w.where else []
             # Found by id, only checked by the guards (params.by_key_only: the planner never scans a backlog).
             guard = f" AND {by_key_only(' AND '.join(tests))}" if tests else ""
-            ids = f"{w.table}.id = ANY(%s::bigint[])"
-            sql = f"UPDATE {w.table} SET {sets} FROM {src} WHERE {ids} AND {w.table}.id = {src}.{w.key}{guard}{ret}"
+            found = f"{w.table}.id = ANY(%s::bigint[]){span} AND {w.table}.id = {src}.{w.key}"
+            sql = f"UPDATE {w.table} SET {sets} FROM {src} WHERE {found}{guard}{ret}"
         else:
             cols = ", ".join(w.values)
             picked = ", ".join(value(x, src) for x in w.values.values())

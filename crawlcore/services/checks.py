@@ -25,7 +25,7 @@ from django.db import connection
 from django.utils import timezone
 
 from crawlcore.db.bulk import insert_unsynced_many, update_by_id
-from crawlcore.db.chain import Update
+from crawlcore.db.chain import Const, Update
 from crawlcore.models import StatusCheck
 from crawler.fetch import FetchResult
 from crawler.lifecycle import Agent
@@ -35,6 +35,9 @@ INTERRUPTED_KIND = "interrupted"
 # After its per-request deadline a request has ended one way or the other; the margin covers DNS (not
 # under the fetcher's deadlines) and the commit that records the outcome.
 PENDING_MARGIN_SECONDS = 30.0
+# How far a write of outcomes looks beyond the times its intents can have been begun at (checks_finish_write):
+# a step of the machine's clock between an intent and its outcome must not hide the intent row.
+CLOCK_MARGIN = timedelta(minutes=10)
 
 
 def request_deadline_seconds() -> float:
@@ -141,16 +144,25 @@ FINISHED = "finished_checks"  # the chain write of checks_finish_write, returnin
 
 
 def checks_finish_write(
-    outcomes: Sequence[tuple[int | None, FetchResult, int | None]],
+    outcomes: Sequence[tuple[int | None, FetchResult, int | None]], *, begun_after: datetime | None = None
 ) -> tuple[list[tuple[str, str]], list[tuple], Update]:
     """checks_finish as one write of a crawlcore.db.chain: its input columns (prefixed `c_`), one row per
-    outcome in order, and the UPDATE (named FINISHED). The caller records the checks it did not return."""
+    outcome in order, and the UPDATE (named FINISHED). The caller records the checks it did not return.
+
+    `begun_after`: a time before every one of these intents was begun (their visit's opening). The intent
+    rows are then looked for only in the partitions from it to now (give or take CLOCK_MARGIN), not in
+    every day's partition of the table (issue 25: nine planned and scanned for each write)."""
     columns = [("c_id", "bigint"), *((f"c_{name}", kind) for name, kind in _OUTCOME_COLUMNS)]
     rows = []
     for check_id, result, url_id in outcomes:
         values = _outcome(result)
         rows.append((check_id, url_id, *(values[name] for name, _ in _OUTCOME_COLUMNS[1:])))
-    write = Update(FINISHED, StatusCheck._meta.db_table, key="c_id", set={n: f"c_{n}" for n, _ in _OUTCOME_COLUMNS})
+    within = None
+    if begun_after is not None:
+        low, high = begun_after - CLOCK_MARGIN, timezone.now() + CLOCK_MARGIN
+        within = ("checked_at", Const(low, "timestamptz"), Const(high, "timestamptz"))
+    table = StatusCheck._meta.db_table
+    write = Update(FINISHED, table, key="c_id", set={n: f"c_{n}" for n, _ in _OUTCOME_COLUMNS}, within=within)
     return columns, rows, write
 
 

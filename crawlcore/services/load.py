@@ -297,7 +297,9 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         HTML pages' ids. One statement is one transaction of its own (no BEGIN, no COMMIT to send); inside a
         caller's transaction, a savepoint, so a refused value leaves that transaction usable. Checks whose
         intent row is gone are recorded after it, as record() does."""
-        check_columns, check_rows, finish = checks_finish_write([(r.check_id, r, u.id) for u, r in fetched])
+        check_columns, check_rows, finish = checks_finish_write(
+            [(r.check_id, r, u.id) for u, r in fetched], begun_after=self.visit.opened_at
+        )
         move_columns, move_rows, move_writes = transition_writes(
             moves=moves, expected=State.INIT, event=Event.FETCHED, agent=Agent.LOAD, owner=self.owner, now=now
         )

@@ -114,6 +114,7 @@ class ServerVisit:
         self.agent = agent
         self.gate = gate
         self.started = time.monotonic()
+        self.opened_at = timezone.now()  # before any of the visit's status checks was begun
         self.user_agent = product_token(settings.CRAWL_USER_AGENT)
         self._check = address_check_for(server)
         self._last_send: float | None = None
