@@ -26,9 +26,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.utils import timezone
 
+from crawlcore.db import features, prepared
+from crawlcore.db.params import array_param
 from crawlcore.models import Page, Server, ServerLease, Url
 from crawlcore.queues import Queue
 from crawler.lifecycle import Agent, State
@@ -59,6 +62,18 @@ def _dispatchable(now: datetime):
         .annotate(held=Subquery(held))
         .filter(Q(held__isnull=True) | Q(held__lt=settings.CRAWL_SERVER_CONCURRENCY))
     )
+
+
+def _all_slots_held(ids: list[int], now: datetime) -> set[int]:
+    """Those of the servers `ids` whose CRAWL_SERVER_CONCURRENCY slots are all held now (PostgreSQL): no
+    dispatch can give them another visit (_dispatchable's `held` condition)."""
+    sql = (
+        f"SELECT server_id FROM {ServerLease._meta.db_table} WHERE server_id = ANY(%s::bigint[]) AND owner <> ''"
+        " AND expires_at >= %s::timestamptz GROUP BY server_id HAVING count(*) >= %s::integer"
+    )
+    with connection.cursor() as cur:
+        prepared.execute(cur, sql, [array_param(ids, "bigint"), now, settings.CRAWL_SERVER_CONCURRENCY])
+        return {server_id for (server_id,) in cur.fetchall()}
 
 
 def server_goes_on(*, server_id: int, now: datetime | None = None) -> bool:
@@ -185,11 +200,19 @@ def servers_dispatch_with_due_work(*, server_ids: Iterable[int], continuation: b
     if not ids:
         return 0
     now = timezone.now()
+    if not continuation and features.write_chains():
+        # Mostly, while a crawl runs, every one of them is being loaded with all its slots held: one small
+        # prepared statement says so, before the dispatchable query (whose building alone cost the extract
+        # agent, which asks after every batch, a tenth of its CPU: issue 25).
+        held = _all_slots_held(ids, now)
+        ids = [i for i in ids if i not in held]
+        if not ids:
+            return 0
     candidates = _dispatchable(now).filter(id__in=ids)
     if continuation:
         return _dispatch(candidates, now, stamped=False)
-    # Mostly, while a crawl runs, every one of them is being loaded or already queued: one EXISTS says so,
-    # before the two counts of the load capacity (issue 25: the extract agent asks after every batch).
+    # Or they are queued already, or have nothing due: one EXISTS says so, before the two counts of the load
+    # capacity.
     if not candidates.exists():
         return 0
     room = load_capacity(now=now).room
