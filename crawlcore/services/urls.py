@@ -56,13 +56,20 @@ def new_url_from(
     """A URL found on `parent` (a link or a redirect): it inherits the parent's scope, or is kept as
     excluded 'out of scope' — stored so the link graph is whole, but never fetched. `offsite_depth`:
     CRAWL_OFFSITE_DEPTH, unless the caller read it already."""
-    scope = Scope(parent.scope_mode, parent.scope_root, parent.offsite_hops)
     if offsite_depth is None:
         offsite_depth = settings.CRAWL_OFFSITE_DEPTH
-    followed = scope.follow(server_key(url).host, offsite_depth=offsite_depth)
+    mode, root, hops = parent.scope_mode, parent.scope_root, parent.offsite_hops
+    followed = _followed(mode, root, hops, server_key(url).host, offsite_depth)
     if followed is None:
-        return NewUrl(url, depth, redirect_hops, scope, exclusion_reason="out of scope", resource=resource)
+        return NewUrl(url, depth, redirect_hops, Scope(mode, root, hops), exclusion_reason="out of scope",
+                      resource=resource)  # fmt: skip
     return NewUrl(url, depth, redirect_hops, followed, resource=resource)
+
+
+@functools.lru_cache(maxsize=65536)
+def _followed(mode: str, root: str, hops: int, host: str, offsite_depth: int) -> Scope | None:
+    """Scope.follow, once per scope and host a process: a crawl's links name few hosts, thirty times a page."""
+    return Scope(mode, root, hops).follow(host, offsite_depth=offsite_depth)
 
 
 @dataclass
