@@ -39,7 +39,9 @@ with CaptureQueriesContext(connection) as held:
 ServerLease.objects.filter(server=servers[1], slot=1).update(owner="", expires_at=None)  # a visit ended
 second = dispatch.servers_dispatch_with_due_work(server_ids=ids)
 print(json.dumps({
-    "first": first, "statements": [q["sql"].split()[0] for q in held.captured_queries], "sqls": [q["sql"][:150] for q in held.captured_queries],
+    "first": first,
+    "statements": [q["sql"].split()[0] for q in held.captured_queries],
+    "sqls": [q["sql"][:150] for q in held.captured_queries],
     "second": second, "sent": sent, "b": servers[1].id,
 }))
 """

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from crawlcore.models import Page, Server, StatusCheck, Url, UrlEvent
+from crawlcore.models import Page, Server, ServerLease, StatusCheck, Url, UrlEvent
 from crawlcore.services import load
 from crawlcore.services import visit as visit_module
 from crawlcore.services.dispatch import dispatch_due, reconcile
@@ -117,6 +117,24 @@ def test_redelivered_load_message_does_nothing_while_another_holds_the_server():
     assert server_claim(server_id=server.id, owner="first") == 0
     assert load_server_batch(server_id=server.id, owner="second") is None
     assert Url.objects.get().state == "init"
+
+
+def test_a_load_message_that_finds_every_slot_held_leaves_its_server_dispatchable(settings, monkeypatch):
+    """Issue 25: a dispatch that raced with another visit's claim finds no slot. Its message is consumed all
+    the same: the server must not stay marked queued, or the running visits' continuations skip it too."""
+    settings.CRAWL_SERVER_CONCURRENCY = 2
+    sent: list[int] = []
+    monkeypatch.setattr("crawlcore.services.dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw["server_id"]))
+    _insert("http://a.example/1")
+    server = Server.objects.get()
+    assert server_claim(server_id=server.id, owner="first", agent="load") == 0
+    assert server_claim(server_id=server.id, owner="second", agent="load") == 1
+    # A dispatcher saw one slot free just before "second" took it, and marked the server queued after.
+    Server.objects.filter(id=server.id).update(dispatched_at=timezone.now())
+    assert load_server_batch(server_id=server.id, owner="third") is None  # its message: no slot left
+    assert Server.objects.get().dispatched_at is None
+    ServerLease.objects.filter(server=server, owner="first").update(owner="", expires_at=None)  # a visit ends
+    assert dispatch_due() == 1 and sent == [server.id]  # at once, not after CRAWL_REDISPATCH_AFTER
 
 
 def test_discovered_loopback_server_is_excluded_without_a_request(settings):

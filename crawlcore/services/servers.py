@@ -14,6 +14,7 @@ from django.utils import timezone
 from crawlcore.db import locks
 from crawlcore.models import Page, Server, ServerLease, Url
 from crawler.fetch import lookup_many
+from crawler.lifecycle import Agent
 from crawler.netguard import forbidden_reason, parse_cidrs
 from crawler.urlnorm import ServerKey
 
@@ -90,6 +91,11 @@ def server_claim(*, server_id: int, owner: str, agent: str = "", now: datetime |
             Server.objects.filter(id=server_id).update(dispatched_at=None)
             return n
         # Nothing updated: another task holds this slot; try the next.
+    if agent == Agent.LOAD.value:
+        # Every slot is held (a dispatch raced with another visit's claim): the message that sent us is consumed
+        # all the same. Left marked queued, the server would get no continuation from its running visits
+        # either until CRAWL_REDISPATCH_AFTER (issue 25: a server stalled two minutes at the end of a crawl).
+        Server.objects.filter(id=server_id).update(dispatched_at=None)
     return None
 
 
