@@ -1,5 +1,6 @@
 """The extract agent's dispatch of servers that got new URLs, on real PostgreSQL (issue 25): a server whose
-every slot is held is answered by one small prepared statement, and is still dispatched once a slot frees."""
+every slot is held, or that finds no room for another server, is answered by small prepared statements, and
+is still dispatched once a slot frees."""
 
 from __future__ import annotations
 
@@ -37,21 +38,28 @@ ids = [s.id for s in servers]
 with CaptureQueriesContext(connection) as held:
     first = dispatch.servers_dispatch_with_due_work(server_ids=ids)
 ServerLease.objects.filter(server=servers[1], slot=1).update(owner="", expires_at=None)  # a visit ended
+settings.CRAWL_LOAD_SLOTS, settings.CRAWL_LOAD_PREFETCH = 1, 0  # two servers busy: no room for another
+with CaptureQueriesContext(connection) as full:
+    none = dispatch.servers_dispatch_with_due_work(server_ids=ids)
+settings.CRAWL_LOAD_SLOTS = 10
 second = dispatch.servers_dispatch_with_due_work(server_ids=ids)
 print(json.dumps({
     "first": first,
     "statements": [q["sql"].split()[0] for q in held.captured_queries],
     "sqls": [q["sql"][:150] for q in held.captured_queries],
+    "none": none, "full": [q["sql"].split()[0] for q in full.captured_queries],
     "second": second, "sent": sent, "b": servers[1].id,
 }))
 """
 
 
-def test_a_server_with_every_slot_held_costs_one_statement_and_is_dispatched_once_one_frees(tmp_path):
+def test_a_server_with_every_slot_held_or_no_room_costs_prepared_statements_and_is_dispatched_once_one_frees(tmp_path):
     with postgres_database() as url:
         env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t", "CRAWLADMIN_DATA_DIR": str(tmp_path)}
         manage(env, "migrate", "--verbosity", "0")
         out = json.loads(manage(env, "shell", "-c", DISPATCH).stdout.strip().splitlines()[-1])
     assert out["first"] == 0, out["sqls"]
-    assert out["statements"] == ["PREPARE", "EXECUTE"], out["sqls"]  # the slots' count alone, no dispatchable query
+    # The load capacity, then the slots held: prepared statements, no dispatchable query built.
+    assert out["statements"] == ["PREPARE", "EXECUTE", "PREPARE", "EXECUTE"], out["sqls"]
+    assert out["none"] == 0 and out["full"] == ["EXECUTE"]  # no room: the capacity alone
     assert out["second"] == 1 and out["sent"] == [out["b"]]

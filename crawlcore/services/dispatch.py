@@ -116,6 +116,17 @@ def load_capacity(*, now: datetime) -> LoadCapacity:
     # The load agent's visits hold their server's slot for the whole batch, marked with the agent: a count
     # over the small lease table. (Counting servers with leased Init URLs read every Init URL of the crawl,
     # the lease columns having no index on purpose: 5 s at 10 million URLs, on every dispatch.)
+    since = max(now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER), _hour_floor(now))
+    if features.write_chains():  # the same two counts in one prepared statement: no query to build
+        sql = (
+            f"SELECT (SELECT count(DISTINCT server_id) FROM {ServerLease._meta.db_table} WHERE agent = %s"
+            " AND owner <> '' AND expires_at >= %s::timestamptz),"
+            f" (SELECT count(*) FROM {Server._meta.db_table} WHERE dispatched_at >= %s::timestamptz)"
+        )
+        with connection.cursor() as cur:
+            prepared.execute(cur, sql, [Agent.LOAD.value, now, since])
+            busy, queued = cur.fetchone()
+        return LoadCapacity(slots=settings.CRAWL_LOAD_SLOTS, busy=busy, queued=queued)
     busy = (
         ServerLease.objects.filter(agent=Agent.LOAD.value, expires_at__gte=now)
         .exclude(owner="")
@@ -123,7 +134,6 @@ def load_capacity(*, now: datetime) -> LoadCapacity:
         .distinct()
         .count()
     )
-    since = max(now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER), _hour_floor(now))
     queued = Server.objects.filter(dispatched_at__gte=since).count()
     return LoadCapacity(slots=settings.CRAWL_LOAD_SLOTS, busy=busy, queued=queued)
 
@@ -200,17 +210,22 @@ def servers_dispatch_with_due_work(*, server_ids: Iterable[int], continuation: b
     if not ids:
         return 0
     now = timezone.now()
-    if not continuation and features.write_chains():
-        # Mostly, while a crawl runs, every one of them is being loaded with all its slots held: one small
-        # prepared statement says so, before the dispatchable query (whose building alone cost the extract
-        # agent, which asks after every batch, a tenth of its CPU: issue 25).
+    if continuation:
+        return _dispatch(_dispatchable(now).filter(id__in=ids), now, stamped=False)
+    if features.write_chains():
+        # Mostly, while a crawl runs, there is no room for another server, or every one of these is being
+        # loaded with all its slots held: two small prepared statements say so, before the dispatchable query
+        # (whose building alone cost the extract agent, which asks after every batch, a fifth of its CPU:
+        # issue 25).
+        room = load_capacity(now=now).room
+        if not room:
+            return 0
         held = _all_slots_held(ids, now)
         ids = [i for i in ids if i not in held]
         if not ids:
             return 0
+        return _dispatch(_dispatchable(now).filter(id__in=ids), now, limit=room)
     candidates = _dispatchable(now).filter(id__in=ids)
-    if continuation:
-        return _dispatch(candidates, now, stamped=False)
     # Or they are queued already, or have nothing due: one EXISTS says so, before the two counts of the load
     # capacity.
     if not candidates.exists():
