@@ -49,6 +49,9 @@ POISON = (DataError, ValueError, OverflowError)
 # stored at its end, so with CRAWL_BATCH_SIZE 25 a round is one message of 25 pages (with 20, a round was
 # two, of 20 and 5: issue 25, the benchmark's CPU a page 3.21 → 2.52 ms); bigger batches send every 40.
 EXTRACT_GROUP = 40
+# ... or fewer, when their bodies come to this many bytes: an extract batch holds what it parses of all its
+# pages at once (up to thousands of links a page), so large pages go in smaller messages.
+EXTRACT_GROUP_BYTES = 1024 * 1024
 # Plain pages (2xx, not a home page) written per statement (crawlcore.db.chain). A worker killed before the
 # write loses at most these fetches' results (their requests stay on the record, finished as interrupted,
 # and their URLs are fetched again once the lease ends).
@@ -96,6 +99,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         self.fetched: list[tuple[Claimed, FetchResult]] = []  # plain pages waiting for flush()
         self.fetched_bytes = 0  # their bodies' bytes
         self.sent = 0  # page ids already sent to the extract agent
+        self.unsent_bytes = 0  # the bodies' bytes of the pages stored and not sent yet
         self.home = f"{visit.server.origin}/"
 
     def claim(self) -> list[Claimed]:
@@ -142,7 +146,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         if result is None:
             return False
         go_on = self.fetch_one(url, result)
-        if len(self.outcome.page_ids) - self.sent >= EXTRACT_GROUP:
+        if len(self.outcome.page_ids) - self.sent >= EXTRACT_GROUP or self.unsent_bytes >= EXTRACT_GROUP_BYTES:
             self.send_extract()
         return go_on
 
@@ -179,7 +183,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
 
     def send_extract(self) -> None:
         enqueue_extract_on_commit(page_ids=self.outcome.page_ids[self.sent :])
-        self.sent = len(self.outcome.page_ids)
+        self.sent, self.unsent_bytes = len(self.outcome.page_ids), 0
 
     def fetch_one(self, url: Claimed, result: FetchResult) -> bool:
         """Record one URL's fetch and move it (plain pages wait for flush()). False when the batch must stop
@@ -290,6 +294,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             self.pending.pop(url.id, None)
         self.outcome.fetched += len(done)
         self.outcome.page_ids.extend(page_ids)
+        self.unsent_bytes += sum(len(result.body) for _, result in done)
 
     def _record_chained(
         self, fetched: list[tuple[Claimed, FetchResult]], checksums: dict[int, str], moves: list[Move], now: datetime
@@ -362,6 +367,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             page_id = page_store(url_id=url.id, result=result, checksum=checksum)
             if page_id is not None:
                 self.outcome.page_ids.append(page_id)
+                self.unsent_bytes += len(body)
             if url.url == self.home:
                 alias = server_merge_if_alias(server=self.visit.server, home_checksum=checksum)
                 if alias is not None and alias.id == self.visit.server.id:
