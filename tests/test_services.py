@@ -286,7 +286,8 @@ def test_load_batch_sends_its_server_again_while_it_has_due_urls(settings, monke
     monkeypatch.setattr("crawlcore.services.dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw["server_id"]))
     with TestWebServer(SiteSpec(n_servers=1, first_octet=193, silent_server=False, slow_server=False)) as web:
         seed = web.seeds()[0]
-        _insert(seed, seed + "missing-1.html", trusted=True)
+        _insert(seed, trusted=True)
+        _insert(seed + "missing-1.html", trusted=True)  # after it: one insert names its URLs in hash order
         server_id = Server.objects.get().id
         assert load_server_batch(server_id=server_id, owner="w").fetched == 1
         assert sent == [server_id]  # one Init URL left: the chain goes on
