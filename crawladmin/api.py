@@ -3,7 +3,8 @@
 - `GET /api/summary`: URL counts by state, exclusions, check counts by category, servers, progress. The
   counts other than the checks' are shared by every client for a few seconds (`as_of`: when counted),
   so a thousand pollers cost one count; the check counts are exact (a rollup plus the newest rows).
-- `GET /api/servers`: the servers, with their monitoring status where they are monitored.
+- `GET /api/servers`: the servers, with their monitor and what each shows (the grid's status) where
+  they are monitored.
 - `GET /healthz`: no authentication; 200 when the database answers, 503 when it does not.
 
 The API answers a logged-in Django session of a reader (a superuser, or a user in the viewer or operator
@@ -18,7 +19,6 @@ Only GET and HEAD: nothing here writes, so there is no CSRF surface either.
 from __future__ import annotations
 
 from django.db import DatabaseError, connection
-from django.db.models import Count
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
@@ -28,9 +28,9 @@ from crawlcore.models import Server
 from crawler.status import Status
 from crawler.urlnorm import ServerKey
 from dashboard.api_access import api_view, scope_of
-from dashboard.selectors import summary_counts
+from dashboard.selectors import monitor_status_counts, summary_counts
 from monitoring.models import ServerMonitor
-from monitoring.selectors import maintenance_windows
+from monitoring.selectors import servers_shown
 
 MAX_LIMIT = 10_000
 
@@ -39,16 +39,14 @@ MAX_LIMIT = 10_000
 def summary(request: HttpRequest) -> JsonResponse:
     """The crawl in numbers: what `manage.py crawl --json` prints, without the run's own figures
     (dashboard.selectors.summary_counts: at most API_COUNTS_MAX_AGE seconds old but for the checks)."""
-    monitored = ServerMonitor.objects.filter(enabled=True, server__enabled=True)
-    statuses = {row["status"]: row["n"] for row in monitored.values("status").annotate(n=Count("server_id"))}
+    statuses = {status: n for status, n in monitor_status_counts().items() if n}
     return JsonResponse({"generated_at": timezone.now().isoformat(), **summary_counts(), "monitoring": statuses})
 
 
 def _servers(*, limit: int, offset: int, groups: frozenset[str] | None = None) -> tuple[int, list[dict]]:
-    """One page of servers by id, each with its confirmed monitoring status ("maintenance" while a window
-    is open, as monitoring.selectors.server_status_now says) or None when it is not monitored. `groups`:
-    only the servers of these groups."""
-    now = timezone.now()
+    """One page of servers by id, each with the monitor's row and, as its `status`, what the server shows
+    (monitoring.selectors.servers_shown: the grid's and /metrics' rule, so stale and unconfirmed too), or
+    None when it is not monitored. `groups`: only the servers of these groups."""
     qs = Server.objects.order_by("id")
     if groups is not None:
         qs = qs.filter(group__in=groups)
@@ -57,20 +55,20 @@ def _servers(*, limit: int, offset: int, groups: frozenset[str] | None = None) -
                   "alias_of_id", "robots_kind", "created_at")[offset : offset + limit]
     )
     ids = [row["id"] for row in rows]
+    shown = dict(servers_shown().filter(id__in=ids).values_list("id", "shown_status"))
     monitors = {
         m["server_id"]: m
         for m in ServerMonitor.objects.filter(server_id__in=ids).values(
             "server_id", "enabled", "status", "status_since", "last_check_at", "last_category"
         )
     }
-    in_maintenance = maintenance_windows(server_ids=ids, start=now, end=now)
     for row in rows:
         row["origin"] = ServerKey(row["scheme"], row["host"], row["port"]).origin()
         monitor = monitors.get(row["id"])
         if monitor is not None:
             monitor.pop("server_id")
-            if in_maintenance.get(row["id"]):
-                monitor["status"] = Status.MAINTENANCE.value
+            monitor["confirmed_status"] = monitor["status"]
+            monitor["status"] = shown.get(row["id"], Status.UNMONITORED.value)
         row["monitoring"] = monitor
     return qs.count(), rows
 

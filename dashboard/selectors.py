@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Case, Count, Exists, IntegerField, Model, OuterRef, Q, Subquery, Value, When
+from django.db.models import Case, Count, IntegerField, Model, OuterRef, Subquery, Value, When
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.timesince import timesince
@@ -30,9 +30,9 @@ from crawlcore.selectors import check_category_counts, check_time_floor
 from crawlcore.services.schedule import schedule_table
 from crawlcore.templatetags.times import when_text
 from crawler.lifecycle import Agent, State
-from crawler.status import BAD, GOOD, STALE_AFTER_INTERVALS, Category, Status
-from monitoring.models import HourlyRollup, MaintenanceWindow, ServerCertificate, ServerMonitor, StatusChange
-from monitoring.selectors import hour_floor, uptime_counts, uptime_of
+from crawler.status import Category, Status
+from monitoring.models import HourlyRollup, ServerCertificate, ServerMonitor, StatusChange
+from monitoring.selectors import hour_floor, monitor_intervals, servers_shown, uptime_counts, uptime_of
 
 from . import rollups
 from .cache import cached
@@ -232,7 +232,7 @@ def monitor_status_counts(*, groups: frozenset[str] | None = None) -> dict[str, 
         now = timezone.now()
         out = dict.fromkeys(GRID_STATUSES, 0)
         qs = _grid_queryset(now) if groups is None else _grid_queryset(now).filter(group__in=groups)
-        for status, n in qs.values_list("grid_status").annotate(n=Count("id")).order_by():
+        for status, n in qs.values_list("shown_status").annotate(n=Count("id")).order_by():
             out[status] = n
         return out
 
@@ -245,13 +245,8 @@ def monitor_status_counts(*, groups: frozenset[str] | None = None) -> dict[str, 
 
 
 def _intervals() -> list[float]:
-    """The distinct per-server check intervals (few: operators set them by hand or by import)."""
-
-    def compute() -> list[float]:
-        qs = ServerMonitor.objects.exclude(interval_s=None).values_list("interval_s", flat=True).distinct()
-        return sorted(qs[:100])
-
-    return cached("monitor_intervals", 30.0, compute)
+    """The distinct per-server check intervals, kept for 30 s in this process."""
+    return cached("monitor_intervals", 30.0, monitor_intervals)
 
 
 def grid_refresh_seconds() -> int:
@@ -261,41 +256,10 @@ def grid_refresh_seconds() -> int:
     return int(min(30.0, max(5.0, shortest / 2)))
 
 
-def _stale(now: datetime) -> Q:
-    """Monitors whose last check is older than STALE_AFTER_INTERVALS of their interval: one condition per
-    distinct interval, so the test stays plain column comparisons every database reads alike."""
-    default = settings.MONITOR_INTERVAL
-    cond = Q(monitor__interval_s__isnull=True, monitor__last_check_at__lt=now - _stale_span(default))
-    for interval in _intervals():
-        cond |= Q(monitor__interval_s=interval, monitor__last_check_at__lt=now - _stale_span(interval))
-    return cond
-
-
-def _stale_span(interval_s: float) -> timedelta:
-    return timedelta(seconds=STALE_AFTER_INTERVALS * interval_s)
-
-
 def _grid_queryset(now: datetime):
-    """Servers with `grid_status`: what their tile shows. Beyond the confirmed status: maintenance while a
-    window is open, stale when the monitor has not checked for two intervals (no worker, a stuck
-    queue: the confirmed status is then old news), unconfirmed while a good server's newest checks
-    failed but not yet often enough to confirm it down."""
-    open_window = MaintenanceWindow.objects.filter(server=OuterRef("pk"), starts_at__lte=now, ends_at__gt=now)
-    return Server.objects.filter(alias_of__isnull=True).annotate(
-        in_maintenance=Exists(open_window),
-        grid_status=Case(
-            When(monitor__isnull=True, then=Value(UNMONITORED)),
-            When(monitor__enabled=False, then=Value(UNMONITORED)),
-            When(in_maintenance=True, then=Value(MAINTENANCE)),
-            When(_stale(now), then=Value(STALE)),
-            When(
-                monitor__status__in=[s.value for s in GOOD],
-                monitor__candidate__in=[s.value for s in BAD],
-                then=Value(UNCONFIRMED),
-            ),
-            default="monitor__status",
-        ),
-    )
+    """Servers with `shown_status` (monitoring.selectors.servers_shown, the one rule), the distinct check
+    intervals from this process's cache."""
+    return servers_shown(now=now, intervals=_intervals())
 
 
 TILE_BAR = 30  # the tile's bar: the server's last checks by the monitor
@@ -417,11 +381,11 @@ def server_shown_status(*, server_id: int, now: datetime | None = None) -> tuple
     """(status, note) as the server's tile shows them: the one status the grid, its counts and the
     server's page agree on."""
     now = now or timezone.now()
-    fields = ("grid_status", *(f"monitor__{f}" for f in ("status_since", "last_check_at", "interval_s")))
+    fields = ("shown_status", *(f"monitor__{f}" for f in ("status_since", "last_check_at", "interval_s")))
     row = _grid_queryset(now).filter(id=server_id).values(*fields, "monitor__streak", "monitor__fail_after").first()
     if row is None:
         return UNMONITORED, ""
-    return row["grid_status"], tile_note(status=row["grid_status"], row=row, now=now)
+    return row["shown_status"], tile_note(status=row["shown_status"], row=row, now=now)
 
 
 LAST_CHECK_WINDOW = timedelta(days=2)
@@ -465,13 +429,13 @@ def grid_tiles(
     now = timezone.now()
     qs = _grid_queryset(now)
     if status:
-        qs = qs.filter(grid_status=status)
+        qs = qs.filter(shown_status=status)
     if group:
         qs = qs.filter(group=group)
     if groups is not None:
         qs = qs.filter(group__in=groups)
     severity = Case(
-        *(When(grid_status=s, then=Value(i)) for i, s in enumerate(GRID_STATUSES)), output_field=IntegerField()
+        *(When(shown_status=s, then=Value(i)) for i, s in enumerate(GRID_STATUSES)), output_field=IntegerField()
     )
     # On a table partitioned by time the newest check is looked for in the partitions of the last
     # LAST_CHECK_WINDOW first (a probe per partition per tile otherwise), then, for the tiles with none
@@ -489,7 +453,7 @@ def grid_tiles(
             "group",
             "crawler_num",
             "enabled",
-            "grid_status",
+            "shown_status",
             "last_check_id",
             "monitor__status_since",
             "monitor__last_check_at",
@@ -506,7 +470,7 @@ def grid_tiles(
         queries.append(StatusCheck.objects.filter(id__in=older_ids))
     fields = ("id", "checked_at", "category", "latency_ms", "status_code")
     checks = {c["id"]: c for qs in queries for c in qs.values(*fields)}
-    monitored = [r["id"] for r in rows if r["grid_status"] != UNMONITORED] if details else []
+    monitored = [r["id"] for r in rows if r["shown_status"] != UNMONITORED] if details else []
     bars = tile_bars(server_ids=monitored, now=now)
     uptimes = uptime_counts(server_ids=monitored, now=now)
     certs = tile_certificates(server_ids=[r["id"] for r in rows if r["scheme"] == "https"], now=now)
@@ -522,7 +486,7 @@ def grid_tiles(
                 group=r["group"],
                 crawler_num=r["crawler_num"],
                 enabled=r["enabled"],
-                status=r["grid_status"],
+                status=r["shown_status"],
                 status_since=r["monitor__status_since"],
                 last_check_at=check["checked_at"] if check else None,
                 last_category=check["category"] if check else "",
@@ -530,7 +494,7 @@ def grid_tiles(
                 status_code=check["status_code"] if check else None,
                 href=f"{server_href}{r['id']}/",
                 ago=f"{timesince(check['checked_at'], now)} ago" if check else "never checked",
-                note=tile_note(status=r["grid_status"], row=r, now=now),
+                note=tile_note(status=r["shown_status"], row=r, now=now),
                 uptime_24h=up,
                 bar=bars.get(r["id"], []),
                 cert_days=certs.get(r["id"], (None, ""))[0],
@@ -690,26 +654,21 @@ def server_timeline_recent(*, server_id: int, limit: int = 100) -> list[dict]:
 
 @dataclass
 class ServerHead:
-    """What the top of a server's page shows: the server, its monitor row (None: not monitored) and its
-    status, as monitoring.selectors.server_status_now says ("maintenance" while a window is open, else
-    the confirmed status), or "unmonitored"."""
+    """What the top of a server's page shows: the server and its monitor row (None: not monitored). What
+    the server shows is server_shown_status's, the one rule."""
 
     server: Server
     monitor: dict | None  # status, status_since, load_profile
-    status: str
 
 
-def server_head(*, server_id: int, now: datetime | None = None) -> ServerHead | None:
-    """The server, its monitor and its status now, in one query; None when there is no such server."""
-    now = now or timezone.now()
+def server_head(*, server_id: int) -> ServerHead | None:
+    """The server and its monitor, in one query; None when there is no such server."""
     rows = raw.fetch(
         'SELECT s.id, s.scheme, s.host, s.port, s.ip, s."group", s.crawler_num, s.enabled, s.excluded_reason,'
-        " m.server_id AS monitored, m.status, m.status_since, s.load_profile,"
-        f" EXISTS (SELECT 1 FROM {raw.table(MaintenanceWindow)} w"
-        "          WHERE w.server_id = s.id AND w.starts_at <= %s AND w.ends_at > %s) AS in_maintenance"
+        " m.server_id AS monitored, m.status, m.status_since, s.load_profile"
         f" FROM {raw.table(Server)} s LEFT JOIN {raw.table(ServerMonitor)} m ON m.server_id = s.id"
         " WHERE s.id = %s",
-        [now, now, server_id],
+        [server_id],
         datetimes=["status_since"],
         jsons=["load_profile"],
     )
@@ -720,9 +679,8 @@ def server_head(*, server_id: int, now: datetime | None = None) -> ServerHead | 
     server = Server(**{f: row[f] for f in fields})
     server.enabled = bool(server.enabled)  # SQLite: 0/1
     if row["monitored"] is None:
-        return ServerHead(server, None, UNMONITORED)
-    monitor = {k: row[k] for k in ("status", "status_since", "load_profile")}
-    return ServerHead(server, monitor, MAINTENANCE if row["in_maintenance"] else row["status"])
+        return ServerHead(server, None)
+    return ServerHead(server, {k: row[k] for k in ("status", "status_since", "load_profile")})
 
 
 def server_figures(*, server_id: int, now: datetime | None = None) -> dict:

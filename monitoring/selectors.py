@@ -8,12 +8,12 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count
+from django.db.models import Case, Count, Exists, OuterRef, Q, Value, When
 from django.utils import timezone
 
 from crawlcore.models import Server, StatusCheck
 from crawler.lifecycle import Agent
-from crawler.status import Status
+from crawler.status import BAD, GOOD, STALE_AFTER_INTERVALS, Status
 
 from .load_profile import load_profile
 from .models import HourlyRollup, MaintenanceWindow, ServerCertificate, ServerMonitor, StatusChange
@@ -59,13 +59,59 @@ def server_timeline(*, server_id: int, since: datetime | None = None) -> list[St
     return list(qs.order_by("at", "id"))
 
 
-def server_status_now(*, server_id: int, now: datetime | None = None) -> str:
-    """The confirmed status, or "maintenance" while a window is open."""
+def monitor_intervals() -> list[float]:
+    """The distinct per-server check intervals (few: operators set them by hand or by import)."""
+    qs = ServerMonitor.objects.exclude(interval_s=None).values_list("interval_s", flat=True).distinct()
+    return sorted(qs[:100])
+
+
+def _stale(now: datetime, intervals: Sequence[float]) -> Q:
+    """Monitors whose last check is older than STALE_AFTER_INTERVALS of their interval: one condition per
+    distinct interval, so the test stays plain column comparisons every database reads alike."""
+    cond = Q(monitor__interval_s__isnull=True, monitor__last_check_at__lt=now - stale_span(settings.MONITOR_INTERVAL))
+    for interval in intervals:
+        cond |= Q(monitor__interval_s=interval, monitor__last_check_at__lt=now - stale_span(interval))
+    return cond
+
+
+def stale_span(interval_s: float) -> timedelta:
+    """How long a monitor checking every `interval_s` seconds may go unchecked before it shows stale."""
+    return timedelta(seconds=STALE_AFTER_INTERVALS * interval_s)
+
+
+def servers_shown(*, now: datetime | None = None, intervals: Sequence[float] | None = None):
+    """Servers (aliases apart) annotated with `shown_status`: what every reader shows for a server, the one
+    rule the grid, its counts, the server page, the API, /metrics and the status pages ask.
+
+    Beyond the confirmed status (the monitor's row): unmonitored without an enabled monitor, maintenance
+    while a window is open, stale when the monitor has not checked for STALE_AFTER_INTERVALS intervals (no
+    worker, a stuck queue: the confirmed status is then old news), unconfirmed while a good server's newest
+    checks failed but not yet often enough to confirm it down. `intervals`: the distinct check intervals,
+    when the caller keeps them cached (monitor_intervals otherwise)."""
     now = now or timezone.now()
-    if MaintenanceWindow.objects.filter(server_id=server_id, starts_at__lte=now, ends_at__gt=now).exists():
-        return Status.MAINTENANCE.value
-    status = ServerMonitor.objects.filter(server_id=server_id).values_list("status", flat=True).first()
-    return status or Status.UNKNOWN.value
+    intervals = monitor_intervals() if intervals is None else intervals
+    open_window = MaintenanceWindow.objects.filter(server=OuterRef("pk"), starts_at__lte=now, ends_at__gt=now)
+    return Server.objects.filter(alias_of__isnull=True).annotate(
+        in_maintenance=Exists(open_window),
+        shown_status=Case(
+            When(monitor__isnull=True, then=Value(Status.UNMONITORED.value)),
+            When(monitor__enabled=False, then=Value(Status.UNMONITORED.value)),
+            When(in_maintenance=True, then=Value(Status.MAINTENANCE.value)),
+            When(_stale(now, intervals), then=Value(Status.STALE.value)),
+            When(
+                monitor__status__in=[s.value for s in GOOD],
+                monitor__candidate__in=[s.value for s in BAD],
+                then=Value(Status.UNCONFIRMED.value),
+            ),
+            default="monitor__status",
+        ),
+    )
+
+
+def server_shown_status(*, server_id: int, now: datetime | None = None) -> str:
+    """One server's shown status (servers_shown); "unmonitored" for an alias or an unknown id."""
+    row = servers_shown(now=now).filter(id=server_id).values_list("shown_status", flat=True).first()
+    return row or Status.UNMONITORED.value
 
 
 def uptime_counts(

@@ -12,7 +12,7 @@ from crawlcore.models import Server, StatusCheck
 from crawler.fetch import FailureKind, FetchResult, Timings
 from monitoring.accepted_codes import AcceptedCodes
 from monitoring.models import HourlyRollup, ServerMonitor, StatusChange
-from monitoring.selectors import server_load_profile, server_status_now, server_timeline, server_uptime
+from monitoring.selectors import server_load_profile, server_shown_status, server_timeline, server_uptime
 from monitoring.server_list import ServerRow
 from monitoring.services.checks import Checked, Target, checks_record, monitors_check, monitors_claim
 from monitoring.services.dispatch import monitors_dispatch_due
@@ -133,8 +133,9 @@ def test_checks_in_a_maintenance_window_move_no_status_and_are_left_out_of_uptim
     maintenance_add(server_id=sid, starts_at=T0 + timedelta(minutes=9), ends_at=T0 + timedelta(minutes=31))
     feed(sid, [200, 200, None, None, None, None, None, 200])  # 10, 15, 20, 25, 30 are inside the window
     assert [(c.from_status, c.to_status) for c in server_timeline(server_id=sid)] == [("unknown", "normal")]
-    assert server_status_now(server_id=sid, now=T0 + timedelta(minutes=20)) == "maintenance"
-    assert server_status_now(server_id=sid, now=T0 + timedelta(minutes=40)) == "normal"
+    with override_settings(MONITOR_INTERVAL=3600.0):  # checks every 5 min here: never stale
+        assert server_shown_status(server_id=sid, now=T0 + timedelta(minutes=20)) == "maintenance"
+        assert server_shown_status(server_id=sid, now=T0 + timedelta(minutes=40)) == "normal"
     rollups_build(since=T0, now=T0 + timedelta(minutes=40))
     r = HourlyRollup.objects.get(server_id=sid)
     assert (r.normal, r.disconnect, r.maintenance) == (3, 0, 5)
