@@ -97,7 +97,9 @@ def is_valid_response(status: int | None) -> bool:
 def event_for_fetch(status: int | None, *, has_retry_after: bool = False) -> Event | None:
     """What a fetch result means for the life-cycle, or None for 'come back later, change nothing'.
 
-    429, and 503 with Retry-After, are a server asking for patience, not a failure of the URL.
+    429, and 503 with Retry-After, are a server asking for patience: the server backs off, and the agents
+    then count the URL so answered a failure (NO_RESPONSE, on its own back-off) themselves, so that it does
+    not stand first in line again when the pause ends (crawlcore.services.agent, AgentBatch.back_off).
     """
     if status == 429 or (status == 503 and has_retry_after):
         return None

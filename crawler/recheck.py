@@ -33,7 +33,7 @@ class Outcome(enum.StrEnum):
     UNCHANGED = "unchanged"
     NO_RESPONSE = "no_response"
     GONE = "gone"
-    BACK_OFF = "back_off"  # 429, or 503 with Retry-After: ask the server later, change nothing
+    BACK_OFF = "back_off"  # 429, or 503 with Retry-After: ask the server later (the URL: a failure)
 
 
 @dataclass(frozen=True)
@@ -204,5 +204,6 @@ _EVENTS: dict[Agent, dict[Outcome, Event]] = {
 
 
 def event_for_recheck(agent: Agent, outcome: Outcome) -> Event | None:
-    """The life-cycle event of a re-check by `agent`; None for BACK_OFF (no state changes)."""
+    """The life-cycle event of a re-check by `agent`; None for BACK_OFF (the server backs off: the agent
+    counts the URL a failure itself)."""
     return _EVENTS[agent].get(outcome)

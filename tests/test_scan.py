@@ -139,7 +139,7 @@ def test_gone_is_dead_at_once(sent, web):
     assert _scan(sent, ACTIVE) == [] and _scan(sent, INACTIVE) == []  # dead stays dead
 
 
-def test_too_many_requests_backs_off_the_server_and_changes_no_state(sent, web):
+def test_too_many_requests_backs_off_the_server_and_moves_only_that_url(sent, web):
     a = _loaded(web, "/a.html", res_a := Resource(etag='"a"'))
     b = _loaded(web, "/b.html", Resource(etag='"b"'))
     events = UrlEvent.objects.count()
@@ -150,10 +150,14 @@ def test_too_many_requests_backs_off_the_server_and_changes_no_state(sent, web):
     assert [(h.method, h.path) for h in web.hits] == [("HEAD", "/a.html")]  # b not asked during the back-off
     soon = timezone.now() + timedelta(seconds=100)
     assert Server.objects.get(id=a.server_id).next_request_at > soon
-    for url in (a, b):
-        url.refresh_from_db()
-        assert url.state == "visited" and url.lease_owner == "" and url.next_check_at > soon
-    assert UrlEvent.objects.count() == events
+    a.refresh_from_db()
+    b.refresh_from_db()
+    # a takes its step towards Dead (it would stand first in line again after the pause); b waits the pause.
+    assert (a.state, a.failure_count, a.last_status, a.lease_owner) == ("noresponse1", 1, 429, "")
+    assert a.next_check_at > timezone.now() + timedelta(seconds=3000)
+    assert (b.state, b.lease_owner) == ("visited", "") and b.next_check_at > soon
+    assert UrlEvent.objects.count() == events + 1
+    assert _moves(a)[-1] == ("visited", "noresponse1", "active_scan")
     assert _scan(sent, ACTIVE) == []  # they wait for the back-off to end
     assert StatusCheck.objects.filter(url=a, status_code=429).count() == 1
 

@@ -256,11 +256,26 @@ class AgentBatch(Generic[UrlT, OutcomeT]):
         self.visit.exclude_server(reason)
         self.outcome.server_excluded = reason
 
-    def back_off(self, result: FetchResult, *, ids: Sequence[int]) -> None:
-        """The server asked for patience (429, 503 + Retry-After): nobody in the cluster asks it before
-        then, and `ids` are given back due no earlier."""
+    def back_off(self, url: UrlT, result: FetchResult, *, ids: Sequence[int] = ()) -> None:
+        """The server asked for patience (429, 503 + Retry-After): nobody in the cluster asks it before then,
+        and `ids` are given back due no earlier. `url`, the one so answered, takes a step towards Dead like
+        any URL without a valid response, on its own back-off and not before the server's pause ends: given
+        back as it was, it would stand first in line again when the pause ends, draw the same answer and
+        pause the server again, so that none of the server's other URLs were ever asked for. The caller has
+        recorded its check."""
         until = self.visit.back_off(result)
-        urls_release(ids=list(ids), owner=self.owner, next_check_at=until)
-        for url_id in ids:
+        now = timezone.now()
+        new = next_state(self.state_of(url), Event.NO_RESPONSE, self.agent)
+        fields = failure_fields(result, state=new, failure_count=url.failure_count + 1, now=now)
+        if fields["next_check_at"] is not None:
+            fields["next_check_at"] = max(fields["next_check_at"], until)
+        reason = f"HTTP {result.status}: come back after {(until - now).total_seconds():.0f}s"
+        with transaction.atomic():
+            self.move(url, Event.NO_RESPONSE, http_status=result.status, latency_ms=result.timings.total_ms,
+                      reason=reason, now=now, **fields)  # fmt: skip
+        others = [i for i in ids if i != url.id]
+        if others:
+            urls_release(ids=others, owner=self.owner, next_check_at=until)
+        for url_id in others:
             self.pending.pop(url_id, None)
         self.outcome.backed_off = True

@@ -194,9 +194,9 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             event = Event.NO_RESPONSE
         if event is None:
             self.visit.record(result, url.id)
-            # Only this URL waits out the back-off: the others are Init, held back by the server's own
-            # next request time (the visit's turn), not by theirs.
-            self.back_off(result, ids=[url.id])
+            # This URL takes its step towards Dead (AgentBatch.back_off); the others are Init, held back by
+            # the server's own next request time (the visit's turn), not by theirs.
+            self.back_off(url, result)
             return False
         if event == Event.FETCHED and 200 <= (result.status or 0) < 300 and url.url != self.home:
             self.fetched.append((url, result))

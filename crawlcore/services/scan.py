@@ -9,7 +9,8 @@ the answers mean — and moves it along the life-cycle with one guarded write:
                               no valid response → NoResponse1
   inactive scan (NoResponse): answers → Visited, or Init when never loaded or changed;
                               still failing → NoResponse2 → Dead
-  both:                       410 → Dead; 429 / 503 + Retry-After → the server backs off, no state changes
+  both:                       410 → Dead; 429 / 503 + Retry-After → the server backs off, and the URL so
+                              answered takes a step towards Dead (its own back-off, not first in line)
 """
 
 from __future__ import annotations
@@ -107,8 +108,9 @@ class ScanBatch(AgentBatch[Url, ScanOutcome]):
         else:
             raise AssertionError(f"re-check of {url.url} wants more than {MAX_REQUESTS} requests")
         if step.outcome == Outcome.BACK_OFF:
-            # The whole server asked for patience: none of our URLs is asked before it ends.
-            self.back_off(result, ids=list(self.pending))
+            # The whole server asked for patience: none of our URLs is asked before it ends, and this one
+            # takes its step towards Dead (AgentBatch.back_off).
+            self.back_off(url, result, ids=list(self.pending))
             return False
         event = event_for_recheck(self.agent, step.outcome)
         assert event is not None
