@@ -5,6 +5,7 @@ every unit of work is a row, claimed with a lease, so a lost message or a killed
 from __future__ import annotations
 
 import zlib
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -76,6 +77,16 @@ class Server(models.Model):
     def origin(self) -> str:
         """scheme://host[:port], an IPv6 literal in brackets (the host is stored without them)."""
         return ServerKey(self.scheme, self.host, self.port).origin()
+
+    def serves(self, url: str) -> bool:
+        """Whether `url` is on this server's own host and port (whatever its scheme): what an operator's trust
+        in the server covers. A URL on any other host is guarded like any crawled URL."""
+        try:
+            parts = urlsplit(url)
+            port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+        except ValueError:
+            return False
+        return (parts.hostname or "").lower() == self.host.strip("[]").lower() and port == self.port
 
     def clean(self) -> None:
         problems = server_problems(

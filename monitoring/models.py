@@ -81,8 +81,25 @@ class ServerMonitor(models.Model):
             rule_check(ContentRule(self.content_must, self.content_must_not, self.content_regex))
         except ContentRuleError as exc:
             problems.setdefault("content_must", str(exc))
+        if self.server_id is not None and "health_url" not in problems:
+            problems.update(self._trust_problems())
         if problems:
             raise ValidationError(problems)
+
+    def _trust_problems(self) -> dict[str, str]:
+        """What the server's trust does not cover (monitoring.services.trust): a health URL on another host
+        that reaches a forbidden address, a content rule on a URL that is not trusted."""
+        from .services.trust import content_refusal, health_url_refusal  # services import these models
+
+        out = {}
+        refused = health_url_refusal(url=self.health_url, server=self.server)
+        if refused:
+            out["health_url"] = refused
+        has_rule = bool(self.content_must or self.content_must_not)
+        content = content_refusal(url=self.health_url, server=self.server, has_rule=has_rule)
+        if content:
+            out["content_must"] = content
+        return out
 
 
 class StatusChange(models.Model):

@@ -37,7 +37,14 @@ class ScriptedServer(ThreadingHTTPServer):
         super().__init__((host, 0), _Handler)
         self.script = list(script)
         self.served = 0
+        self.connections = 0  # every connection accepted, whether or not it sent a request
         self._lock = threading.Lock()
+
+    def get_request(self):
+        request = super().get_request()
+        with self._lock:
+            self.connections += 1
+        return request
 
     def next_status(self) -> int:
         with self._lock:

@@ -11,7 +11,6 @@ import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.utils import timezone
@@ -97,12 +96,7 @@ def untrusted_address_check():
 
 
 def _same_host(url: str, server: Server) -> bool:
-    try:
-        parts = urlsplit(url)
-        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
-    except ValueError:
-        return False
-    return (parts.hostname or "").lower() == server.host.strip("[]").lower() and port == server.port
+    return server.serves(url)
 
 
 class ServerVisit:

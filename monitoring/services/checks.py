@@ -20,7 +20,7 @@ import secrets
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
@@ -34,7 +34,6 @@ from crawlcore.services.leases import lease_deadline
 from crawler.fetch import FailureKind, FetchPolicy, FetchResult, Timings
 from crawler.lifecycle import Agent
 from crawler.multicheck import CheckRequest, MultiChecker
-from crawler.netguard import forbidden_reason, parse_cidrs
 from crawler.status import CONFIRMED, Category, Status
 
 from .. import hooks
@@ -46,6 +45,7 @@ from ..quorum import locations_parse, quorum_decide, quorum_needed
 from ..selectors import in_window, maintenance_windows
 from ..validate import monitor_problems
 from .certificates import certificates_record
+from .trust import REFUSED, address_guard, url_trusted
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +90,12 @@ def target_of(monitor: ServerMonitor) -> Target:
         return default if name in problems or not value else value
 
     threshold = monitor.delay_threshold_s
+    url = usable("health_url", monitor.health_url, f"{server.origin}/")
+    trusted = url_trusted(url, server)  # the server's trust covers its own host only
     return Target(
         server_id=monitor.server_id,
-        url=usable("health_url", monitor.health_url, f"{server.origin}/"),
-        trusted=server.trusted,
+        url=url,
+        trusted=trusted,
         interval_s=usable("interval_s", monitor.interval_s, settings.MONITOR_INTERVAL),
         threshold_s=settings.MONITOR_DELAY_THRESHOLD
         if threshold is None or "delay_threshold_s" in problems
@@ -101,7 +103,10 @@ def target_of(monitor: ServerMonitor) -> Target:
         accepted=AcceptedCodes() if "accepted_codes" in problems else AcceptedCodes.parse(monitor.accepted_codes),
         fail_after=usable("fail_after", monitor.fail_after, settings.MONITOR_FAIL_AFTER),
         recover_after=usable("recover_after", monitor.recover_after, settings.MONITOR_RECOVER_AFTER),
-        content=ContentRule(monitor.content_must, monitor.content_must_not, monitor.content_regex),
+        # A content check reads the body: on a URL nobody vouched for, its outcome would read a third party's page.
+        content=ContentRule(monitor.content_must, monitor.content_must_not, monitor.content_regex)
+        if trusted
+        else ContentRule(),
         problem="; ".join(f"{name}: {message}" for name, message in problems.items()),
     )
 
@@ -174,11 +179,9 @@ def _checker() -> MultiChecker:
 
 
 def _guard(trusted: bool):
-    """Servers an operator imported are trusted with any address; others get the private-address guard."""
-    if trusted:
-        return None
-    allowed = parse_cidrs(",".join(settings.CRAWL_ALLOW_PRIVATE))
-    return lambda ip: forbidden_reason(ip, allowed)
+    """A trusted target (a trusted server's own host: trust.url_trusted) may be on any address; every other
+    one gets the private-address guard."""
+    return None if trusted else address_guard()
 
 
 def checks_fetch(*, targets: Sequence[Target], retries: int | None = None) -> list[Checked]:
@@ -241,6 +244,8 @@ def _fetch_once(targets: Sequence[Target]) -> list[Checked]:
             out.append(Checked(target, _unchecked(target), timezone.now(), Category.ERROR.value))
             continue
         started_at, result = next(timed)
+        if result.failure is FailureKind.FORBIDDEN_ADDRESS:
+            result = replace(result, detail=REFUSED)  # not which address, nor why: see monitoring.services.trust
         latency_s = result.timings.total_ms / 1000.0
         category = classify(result.status, latency_s, target.threshold_s, target.accepted).value
         checked = Checked(target, result, datetime.fromtimestamp(started_at, UTC), category)
