@@ -7,9 +7,6 @@ writes both; dashboard.selectors reads them).
 - ServerRollup: one server's URLs by state, its failing URLs and its failed checks by failure kind, its
   checks per uptime window: what its page would otherwise count over the server's thousands of URLs,
   checks and hourly rollups on every view.
-- BrokenLink: the links whose target is failing or Dead, one row per link, by the site of the page
-  carrying it: the dead-link report reads a site's rows through one index range instead of walking the
-  site's whole link graph. Rebuilt by beat as a difference (rows come and go as targets fail and recover).
 - CrawlSample: the crawl's URLs by state at one moment, kept each time those counts are computed (beat
   every minute, the crawl command as it runs): the crawl page's "URLs by state over time".
 """
@@ -18,7 +15,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from crawlcore.models import Server, Url
+from crawlcore.models import Server
 
 
 class Snapshot(models.Model):
@@ -34,17 +31,6 @@ class Snapshot(models.Model):
 # A derived table: no foreign-key constraints (nothing here may slow or block the crawl's own writes or
 # deletes; rows of deleted URLs drop out at the next refresh), and only the indexes the reads need.
 _DERIVED = {"on_delete": models.DO_NOTHING, "db_constraint": False, "db_index": False}
-
-
-class BrokenLink(models.Model):
-    site = models.ForeignKey(Server, related_name="+", **_DERIVED)
-    from_url = models.ForeignKey(Url, related_name="+", **_DERIVED)
-    to_url = models.ForeignKey(Url, related_name="+", **_DERIVED)
-    to_state = models.CharField(max_length=12, help_text="The target's state at the last refresh")
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["from_url", "to_url"], name="brokenlink_unique")]
-        indexes = [models.Index(fields=["site", "from_url", "to_url"], name="brokenlink_site_idx")]
 
 
 class ServerRollup(models.Model):

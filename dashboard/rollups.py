@@ -13,8 +13,9 @@ counts fresher than that (the API's, at most 5 s old) computes them, at most onc
 the embedded mode, which runs no beat for these, the first reader after `max_age` computes (its tables
 are small).
 
-Besides the snapshots, two rollup tables: ServerRollup (a server's URL and failure counts) and
-BrokenLink (each link to a failing URL, by site), rewritten by beat as a difference; and the crawl's
+Besides the snapshots, one rollup table, ServerRollup (a server's URL and failure counts), rewritten by
+beat as a difference (the dead-link report sums the link reports' own record, reports.LinkBreak, which its
+refresh keeps as a difference too); and the crawl's
 history, CrawlSample: every computation of the crawl's counts (beat's each minute, a reader's, the crawl
 command's as it runs) leaves one sample, at most one per SAMPLE_MIN_GAP, kept SAMPLE_KEEP.
 """
@@ -29,21 +30,22 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connection, transaction
-from django.db.models import Count, Max, Q
+from django.db import transaction
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from crawlcore.db import locks, transactions
-from crawlcore.models import Link, Server, StatusCheck, Url
+from crawlcore.models import Server, StatusCheck, Url
 from crawlcore.selectors import check_category_counts, check_time_floor, crawl_summary
 from crawler.lifecycle import State
 from crawler.status import Category
 from monitoring.selectors import uptime_counts
+from reports.selectors import link_break_sites
 from reports.services import link_breaks_refresh
 
 from . import cache
 from .idrange import first_id_since
-from .models import BrokenLink, CrawlSample, ServerRollup, Snapshot
+from .models import CrawlSample, ServerRollup, Snapshot
 
 FAILING = (State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value, State.DEAD.value)
 MEMO_SECONDS = 2.0  # a process re-reads a snapshot at most this often
@@ -193,66 +195,19 @@ def checks_after(totals: dict):
     return qs
 
 
-def broken_links_rebuild() -> tuple[int, int]:
-    """Bring BrokenLink up to date: drop the rows whose target is no longer failing (or whose link or URL
-    is gone), add the new ones, and note state changes (NoResponse → Dead). The failing links are joined
-    once, into a temporary table, and only the difference is written, so a refresh of an unchanged crawl
-    rewrites nothing. Run inside a transaction. Returns (rows removed, rows added or changed)."""
-    table, link, url = BrokenLink._meta.db_table, Link._meta.db_table, Url._meta.db_table
-    fresh = "dashboard_brokenlink_fresh"  # per session (TEMP): concurrent refreshes cannot see each other's
-    states = ", ".join(["%s"] * len(FAILING))
-    with connection.cursor() as cursor:
-        cursor.execute(f"DROP TABLE IF EXISTS {fresh}")
-        cursor.execute(
-            f"""CREATE TEMPORARY TABLE {fresh} AS
-                SELECT u.server_id AS site_id, l.from_url_id, l.to_url_id, t.state AS to_state
-                FROM {url} t JOIN {link} l ON l.to_url_id = t.id JOIN {url} u ON u.id = l.from_url_id
-                WHERE t.state IN ({states}) AND t.exclusion_reason = ''""",
-            FAILING,
-        )
-        cursor.execute(
-            f"""DELETE FROM {table} WHERE NOT EXISTS (
-                    SELECT 1 FROM {fresh} f
-                    WHERE f.from_url_id = {table}.from_url_id AND f.to_url_id = {table}.to_url_id)"""
-        )
-        removed = cursor.rowcount
-        # SQLite needs a WHERE in the SELECT to parse the ON CONFLICT after it; PostgreSQL does not mind.
-        cursor.execute(
-            f"""INSERT INTO {table} (site_id, from_url_id, to_url_id, to_state)
-                SELECT site_id, from_url_id, to_url_id, to_state FROM {fresh} WHERE true
-                ON CONFLICT (from_url_id, to_url_id) DO UPDATE
-                    SET site_id = excluded.site_id, to_state = excluded.to_state
-                    WHERE {table}.site_id <> excluded.site_id OR {table}.to_state <> excluded.to_state"""
-        )
-        changed = cursor.rowcount
-        cursor.execute(f"DROP TABLE {fresh}")
-    return removed, changed
-
-
 def dead_links_compute() -> dict:
-    """Rebuild the broken-link rollup, then sum it up per site: broken links, the pages carrying them, the
-    distinct failing targets and how many of those are Dead. The busiest DEAD_LINK_SITES_SHOWN sites."""
-    removed, changed = broken_links_rebuild()
-    # The link reports' record (first seen broken, redirects ending broken, missing anchors) moves with this
-    # report: the site pages and the download read it.
-    link_breaks_refresh()
-    rows = list(
-        BrokenLink.objects.values("site_id")
-        .annotate(
-            links=Count("id"),
-            pages=Count("from_url_id", distinct=True),
-            targets=Count("to_url_id", distinct=True),
-            dead=Count("to_url_id", distinct=True, filter=Q(to_state=State.DEAD.value)),
-        )
-        .order_by("-links", "site_id")[:DEAD_LINK_SITES_SHOWN]
-    )
+    """Bring the link reports' record up to date (reports.services.link_breaks_refresh: only the difference
+    is written), then sum its open breaks up per site (reports.selectors.link_break_sites): the busiest
+    DEAD_LINK_SITES_SHOWN sites. `removed`: breaks fixed by this refresh; `changed`: breaks new or changed."""
+    outcome = link_breaks_refresh()
+    rows = link_break_sites(limit=DEAD_LINK_SITES_SHOWN)
     servers = Server.objects.in_bulk([r["site_id"] for r in rows])
     sites = [
         {"server_id": r["site_id"], "origin": servers[r["site_id"]].origin, **{k: r[k] for k in r if k != "site_id"}}
         for r in rows
         if r["site_id"] in servers
     ]
-    return {"sites": sites, "removed": removed, "changed": changed}
+    return {"sites": sites, "removed": outcome.fixed, "changed": outcome.new + outcome.changed}
 
 
 EXCLUDED_PREFIX = "excluded: "  # a server's url_states key for the URLs excluded for one reason

@@ -3,9 +3,9 @@
 Every page must stay fast with a million URLs and millions of checks, so nothing here counts a big table
 per request: the crawl's counts, the check totals and the dead-link report are snapshots kept by
 dashboard.rollups (each with the time it was computed, which the pages show); a server's URL and failure
-figures come from its ServerRollup row, a site's dead links from the BrokenLink rollup; recent checks
-are found by their id range (ids grow with time), table sizes come from PostgreSQL's estimate, and
-server history from the hourly rollups or the (server, checked_at) index. The only write reachable
+figures come from its ServerRollup row, a site's dead links from the link reports' record
+(reports.LinkBreak); recent checks are found by their id range (ids grow with time), table sizes come
+from PostgreSQL's estimate, and server history from the hourly rollups or the (server, checked_at) index. The only write reachable
 from here is a stale rollup's read-through refresh (dashboard.rollups.figures).
 """
 
@@ -25,7 +25,7 @@ from django.utils import timezone
 from django.utils.timesince import timesince
 
 from crawlcore.db import estimates, features, raw
-from crawlcore.models import Page, Server, StatusCheck, Url
+from crawlcore.models import Page, Server, StatusCheck
 from crawlcore.selectors import check_category_counts, check_time_floor
 from crawlcore.services.schedule import schedule_table
 from crawlcore.templatetags.times import when_text
@@ -38,7 +38,7 @@ from . import rollups
 from .cache import cached
 from .formats import heat_scale, ms
 from .idrange import first_id_since
-from .models import BrokenLink, CrawlSample, ServerRollup
+from .models import CrawlSample, ServerRollup
 
 FAILING = rollups.FAILING
 SERVER_ANSWERS = rollups.SERVER_ANSWERS
@@ -770,56 +770,11 @@ def load_heatmap(*, group: str = "", groups: frozenset[str] | None = None, limit
 
 
 # --------------------------------------------------------------------------------------------------
-# The dead-link report (the BrokenLink rollup, dashboard.rollups)
+# The dead-link report (the link reports' record, reports.LinkBreak, summed per site by dashboard.rollups)
 
 
 def dead_links_figures() -> rollups.Figures:
     return rollups.figures(rollups.DEAD_LINKS, max_age=DEAD_LINKS_MAX_AGE, compute=rollups.dead_links_compute)
-
-
-def dead_link_sites() -> list[dict]:
-    """Sites whose pages link to URLs that are Dead or failing: per site, broken links, the pages that
-    carry them, the distinct failing targets and how many are Dead (as of dead_links_figures())."""
-    return dead_links_figures().data["sites"]
-
-
-def dead_links_count(*, server_id: int) -> int:
-    """The site's broken links as of the last refresh: from the report, or for a site beyond its busiest
-    DEAD_LINK_SITES_SHOWN, an index range count of its rollup rows."""
-    for site in dead_links_figures().data["sites"]:
-        if site["server_id"] == server_id:
-            return site["links"]
-    return BrokenLink.objects.filter(site_id=server_id).count()
-
-
-def dead_links_of(*, server_id: int, limit: int = DEAD_LINKS_PAGE, after: tuple[int, int] | None = None) -> list[dict]:
-    """One page of the site's links to failing URLs, by page then target (ids: the order the crawl found
-    them), from `after` (the last (page id, target id) of the previous page) on: the site's rows of the
-    broken-link rollup, an index range however big the site. Targets are read live: one that recovered
-    since the last refresh is left out, and each shows its current state and status."""
-    dead_links_figures()  # builds the rollup if it is missing or too old
-    url, page = raw.table(Url), raw.table(Page)
-    where, params = "b.site_id = %s", [server_id]
-    if after is not None:
-        where += " AND (b.from_url_id > %s OR (b.from_url_id = %s AND b.to_url_id > %s))"
-        params += [after[0], after[0], after[1]]
-    rows = raw.fetch(
-        'SELECT b.from_url_id, f.url AS "from_url__url", p.title, b.to_url_id, t.url AS "to_url__url",'
-        ' t.state AS "to_url__state", t.last_status AS "to_url__last_status", t.server_id AS "to_url__server_id",'
-        ' t.failure_kind AS "to_url__failure_kind", t.last_checked_at AS "to_url__last_checked_at"'
-        f" FROM {raw.table(BrokenLink)} b"
-        f" JOIN {url} t ON t.id = b.to_url_id JOIN {url} f ON f.id = b.from_url_id"
-        f" LEFT JOIN {page} p ON p.url_id = b.from_url_id"
-        f" WHERE {where} AND t.state IN ({raw.placeholders(FAILING)}) AND t.exclusion_reason = ''"
-        " ORDER BY b.from_url_id, b.to_url_id LIMIT %s",
-        [*params, *FAILING, limit],
-        datetimes=["to_url__last_checked_at"],
-    )
-    for r in rows:
-        r["title"] = r["title"] or ""
-        checked = r["to_url__last_checked_at"]
-        r["checked"] = timezone.localtime(checked).strftime("%Y-%m-%d %H:%M") if checked else "–"
-    return rows
 
 
 def top_page_titles(url_ids: Sequence[int]) -> dict[int, str]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Count, Q
 
 from crawlcore.models import Link, Page, Url
 from crawler.brokenlinks import MISSING_ANCHOR, Hop, Verdict, chain_text, missing_fragments, verdict_of, within_site
@@ -244,3 +244,20 @@ def link_breaks_of_site(*, server_id: int, after: tuple[int, int] | None = None,
 
 def link_breaks_count(*, server_id: int) -> int:
     return LinkBreak.objects.filter(site_id=server_id, fixed_at__isnull=True).count()
+
+
+def link_break_sites(*, limit: int) -> list[dict]:
+    """The sites whose pages carry open breaks, most first (at most `limit`): per site, broken links, the
+    pages carrying them, the distinct broken targets and how many of those are Dead. The one set of
+    dead-link figures: the overview, a site's page (link_breaks_count) and the export count these rows."""
+    return list(
+        LinkBreak.objects.filter(fixed_at__isnull=True)
+        .values("site_id")
+        .annotate(
+            links=Count("id"),
+            pages=Count("from_url_id", distinct=True),
+            targets=Count("to_url_id", distinct=True),
+            dead=Count("to_url_id", distinct=True, filter=Q(to_url__state=State.DEAD.value)),
+        )
+        .order_by("-links", "site_id")[:limit]
+    )

@@ -17,7 +17,8 @@ from crawlcore.models import Link, Server, StatusCheck, Url
 from crawlcore.selectors import crawl_summary
 from crawlcore.services.urls import NewUrl, urls_insert
 from dashboard import cache, rollups, selectors
-from dashboard.models import BrokenLink, ServerRollup, Snapshot
+from dashboard.models import ServerRollup, Snapshot
+from reports.models import LinkBreak
 
 pytestmark = pytest.mark.django_db
 
@@ -211,7 +212,7 @@ def test_a_rollup_older_than_its_max_age_is_not_shown(viewer, site):
 
 
 # --------------------------------------------------------------------------------------------------
-# The dead-link report (BrokenLink)
+# The dead-link report (the link reports' record, LinkBreak, summed per site)
 
 
 def test_dead_link_report_after_refresh(viewer, site):
@@ -230,7 +231,7 @@ def test_dead_link_report_after_refresh(viewer, site):
     cache.clear()
     page = viewer.get(f"/dashboard/dead-links/{server.id}/").content.decode()
     assert "http://a.example/ok" in page and ">noresponse2<" in page and "http://a.example/gone" in page
-    assert set(BrokenLink.objects.values_list("to_url_id", "to_state")) == {
+    assert set(LinkBreak.objects.filter(fixed_at=None).values_list("to_url_id", "to_url__state")) == {
         (ins["http://a.example/gone"], "dead"),
         (ins["http://a.example/ok"], "noresponse2"),
     }

@@ -73,7 +73,10 @@ def test_refresh_on_postgres_writes_the_difference_and_runs_once_at_a_time(tmp_p
         manage(env, "shell", "-c", MAKE_CRAWL)
         first = json.loads(manage(env, "dashboard_refresh", "--json").stdout)
         assert first["dead_links"]["changed"] == 2 and first["rollups"]["servers"] == 2
-        broken = "SELECT t.url, b.to_state FROM dashboard_brokenlink b JOIN crawladmin_url t ON t.id = b.to_url_id"
+        broken = (
+            "SELECT t.url, t.state FROM reports_linkbreak b JOIN crawladmin_url t ON t.id = b.to_url_id"
+            " WHERE b.fixed_at IS NULL"
+        )
         assert sorted(_rows(url, broken)) == [
             ("http://b.example/gone", "dead"),
             ("http://b.example/slow", "noresponse1"),
