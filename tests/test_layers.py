@@ -1,6 +1,14 @@
-"""The house's layers (docs/ARCHITECTURE.md): an import goes down, never up. Read from the code's own import
-statements (every `import` and `from … import`, at any depth of a module, so an import hidden inside a
-function counts too)."""
+"""The house's layers (docs/ARCHITECTURE.md, "Layers"): a chain, and an import goes down it, never up or
+sideways. Read from the code itself: every `import` and `from … import` at any depth of a module (an
+import hidden inside a function counts too), and every `importlib.import_module(...)` / `__import__(...)`
+call, whose module is judged like an import when it is a literal and refused when it is computed.
+
+    crawler, scheduling (pure) → crawlcore → monitoring, ranking, analyzer, archive → alerts → reports
+      → dashboard → crawladmin → tasks
+
+Beside the chain: testweb/ (the test webs and the cluster harness), bench/, tests/. Product code reaches
+testweb only through the demo's two commands (SEAM). Modules inside the apps that hold pure logic
+(PURE_MODULES) import neither Django nor Celery nor any project module but the pure ones."""
 
 from __future__ import annotations
 
@@ -11,23 +19,45 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-PURE = {"crawler", "scheduling"}
-CORE = {"crawlcore"}
-APPS = {"monitoring", "ranking", "analyzer", "alerts", "reports", "archive"}
-TOP = {"dashboard", "crawladmin", "tasks"}
-NOT_CODE = {"tests", "bench"}
+# The chain, bottom first: a package may import its own modules and those of any lower level.
+CHAIN = (
+    ("crawler", "scheduling"),
+    ("crawlcore",),
+    ("monitoring", "ranking", "analyzer", "archive"),
+    ("alerts",),
+    ("reports",),
+    ("dashboard",),
+    ("crawladmin",),
+    ("tasks",),
+)
+LEVEL = {package: level for level, packages in enumerate(CHAIN) for package in packages}
+BESIDE = {"testweb", "bench", "tests"}
+PURE_PACKAGES = set(CHAIN[0])
+FRAMEWORKS = {"django", "celery", "kombu"}
 
-# What each package may not import: everything above it, and the tests and benchmarks.
-FORBIDDEN = {
-    **{p: CORE | APPS | TOP | NOT_CODE | {"django", "celery"} for p in PURE},
-    **{p: APPS | TOP | NOT_CODE for p in CORE},
-    **{p: TOP | NOT_CODE for p in APPS},
-    "bench": {"tests"},
-    "testweb": {"tests", "bench"},
-}
+# Beside the chain, what each may not import.
+BESIDE_FORBIDDEN = {"testweb": {"tests", "bench"}, "bench": {"tests"}}
+
+# The only product files that may import testweb: the demo starts the bundled test web.
+SEAM = {"crawladmin/management/commands/demo.py", "crawladmin/management/commands/testweb.py"}
+
+# Pure logic that lives inside an app, beside the Django code that uses it.
+PURE_MODULES = {
+    "monitoring/accepted_codes.py", "monitoring/confirm.py", "monitoring/content.py", "monitoring/load_profile.py",
+    "monitoring/quorum.py", "monitoring/rollup.py",
+    "ranking/blockrank.py", "ranking/convert.py", "ranking/edges.py", "ranking/pagerank.py", "ranking/synthetic.py",
+    "analyzer/charts.py", "analyzer/classify.py", "analyzer/config.py", "analyzer/domains.py",
+    "analyzer/language.py", "analyzer/resolve.py", "analyzer/synthetic.py",
+    "archive/cdxj.py", "archive/records.py", "archive/writer.py",
+    "alerts/logic.py", "alerts/maintenance.py",
+}  # fmt: skip
+
+DYNAMIC = {"import_module", "__import__"}
+COMPUTED = "<computed>"
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import in the file; a dynamic import of a computed name is COMPUTED."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     found = []
     for node in ast.walk(tree):
@@ -35,26 +65,111 @@ def _imports(path: Path) -> list[tuple[int, str]]:
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Call) and _called_name(node.func) in DYNAMIC:
+            arg = node.args[0] if node.args else None
+            literal = isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+            found.append((node.lineno, arg.value if literal else COMPUTED))
     return found
 
 
-def _violations(package: str) -> list[str]:
-    banned = FORBIDDEN[package]
+def _called_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
+
+
+def _package_dirs(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if (p / "__init__.py").is_file())
+
+
+def _judge(root: Path, rel: str, package: str, module: str) -> str | None:
+    """Why importing `module` from file `rel` of `package` breaks the layers, or None."""
+    top = module.split(".", 1)[0]
+    if module == COMPUTED:
+        return "imports a computed module name" if package not in BESIDE else None
+    if package in BESIDE:
+        return "imports a package it may not" if top in BESIDE_FORBIDDEN.get(package, set()) else None
+    if top == "testweb" and rel not in SEAM:
+        return "is product code and imports testweb outside the demo's seam"
+    if top in BESIDE - {"testweb"}:
+        return "is product code and imports tests or benchmarks"
+    if top in LEVEL and top != package and LEVEL[top] >= LEVEL[package]:
+        return "imports a package at or above its own level of the chain"
+    if rel in PURE_MODULES or package in PURE_PACKAGES:
+        if top in FRAMEWORKS or (top in LEVEL and top not in PURE_PACKAGES and not _pure_module(module)):
+            return "is pure and imports a framework or a project module that is not pure"
+    return None
+
+
+def _pure_module(module: str) -> bool:
+    parts = module.split(".")
+    return len(parts) >= 2 and f"{parts[0]}/{parts[1]}.py" in PURE_MODULES
+
+
+def violations(root: Path = ROOT) -> list[str]:
     out = []
-    for path in sorted((ROOT / package).rglob("*.py")):
-        for line, module in _imports(path):
-            top = module.split(".", 1)[0]
-            if top in banned:
-                out.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    for package in _package_dirs(root):
+        if package not in LEVEL and package not in BESIDE:
+            out.append(f"{package}/ is in no layer: place it in CHAIN (and docs/ARCHITECTURE.md) or BESIDE")
+            continue
+        for path in sorted((root / package).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            for line, module in _imports(path):
+                why = _judge(root, rel, package, module)
+                if why:
+                    out.append(f"{rel}:{line} {why}: {module}")
     return out
 
 
-@pytest.mark.parametrize("package", sorted(p for p in FORBIDDEN if (ROOT / p).is_dir()))
-def test_no_package_imports_a_layer_above_it(package):
-    assert _violations(package) == []
+def test_every_import_goes_down_the_chain():
+    assert violations() == []
 
 
-def test_the_check_would_see_an_upward_import(tmp_path):
-    sample = tmp_path / "m.py"
-    sample.write_text("def f():\n    from monitoring.selectors import x  # hidden in a function\n")
-    assert _imports(sample) == [(2, "monitoring.selectors")]
+def test_every_pure_module_named_exists():
+    assert sorted(m for m in PURE_MODULES if not (ROOT / m).is_file()) == []
+
+
+def _scratch(tmp_path: Path, files: dict[str, str]) -> Path:
+    for package in ("crawler", "crawlcore", "monitoring", "ranking", "alerts", "testweb"):
+        (tmp_path / package).mkdir(exist_ok=True)
+        (tmp_path / package / "__init__.py").write_text("")
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("rel", "text"),
+    [
+        ("crawlcore/probe.py", 'import importlib\nimportlib.import_module("monitoring.selectors")\n'),
+        ("crawlcore/probe.py", "def demo():\n    import testweb\n"),
+        ("monitoring/probe.py", "from alerts import logic\n"),
+        ("ranking/pagerank.py", "from django.db import connection\n"),
+        ("crawlcore/probe.py", "__import__(name)\n"),
+        ("monitoring/probe.py", "from ranking import pagerank\n"),  # sideways, within one level
+        ("crawler/probe.py", "from monitoring.confirm import x\n"),  # the pure core imports an app's pure module
+    ],
+)
+def test_each_probe_fails_the_check(tmp_path, rel, text):
+    root = _scratch(tmp_path, {rel: text})
+    found = violations(root)
+    assert len(found) == 1 and found[0].startswith(f"{rel}:"), found
+
+
+def test_a_new_package_must_be_placed(tmp_path):
+    root = _scratch(tmp_path, {})
+    (root / "search").mkdir()
+    (root / "search" / "__init__.py").write_text("")
+    assert violations(root) == ["search/ is in no layer: place it in CHAIN (and docs/ARCHITECTURE.md) or BESIDE"]
+
+
+def test_the_allowed_shapes_pass(tmp_path):
+    root = _scratch(
+        tmp_path,
+        {
+            "alerts/probe.py": "from monitoring import hooks\nfrom crawlcore.models import Url\n",
+            "ranking/pagerank.py": "import numpy\nfrom ranking.blockrank import x\nfrom crawler import urlnorm\n",
+            "testweb/probe.py": "from crawlcore.models import Url\n",
+        },
+    )
+    assert violations(root) == []
