@@ -177,6 +177,12 @@ def _load() -> dict:
         # the last try (its `tries` column says how many). Filters blips of seconds; MONITOR_FAIL_AFTER then
         # asks for that many failed *rounds* in a row before a server is confirmed down (monitoring/confirm.py).
         "MONITOR_RETRIES": env.integer("MONITOR_RETRIES", 3, minimum=0, maximum=10),
+        # Heartbeat monitors: the address jobs reach this app at (the ping URL add_monitor prints is
+        # <base>/ping/<token>), pings a token may send per minute (more get 429), and the bytes of a
+        # ping's body kept (the rest is cut).
+        "MONITOR_PING_BASE_URL": env.str("MONITOR_PING_BASE_URL", "http://127.0.0.1:8000").rstrip("/"),
+        "MONITOR_PING_RATE": env.integer("MONITOR_PING_RATE", 60, minimum=1, maximum=100_000),
+        "MONITOR_PING_BODY_BYTES": env.integer("MONITOR_PING_BODY_BYTES", 10_000, minimum=0, maximum=1_000_000),
         # Ranking (ranking app, issue 6): BlockRank blocks, damping, L1 residual thresholds, iteration cap.
         "RANK_BLOCK": env.choice("RANK_BLOCK", "site", ("site", "domain", "community")),
         "RANK_DAMPING": env.number("RANK_DAMPING", 0.85, minimum=0.0, maximum=0.99),

@@ -7,6 +7,7 @@ from django.urls import include, path
 
 from crawladmin import api
 from dashboard.metrics import metrics
+from dashboard.ping import ping
 from dashboard.public import status_page
 
 urlpatterns = [
@@ -19,6 +20,10 @@ urlpatterns = [
     path("analyzer/", include("analyzer.urls")),
     path("dashboard/", include("dashboard.urls")),
     path("metrics", metrics, name="metrics"),
+    # Heartbeat monitors' pings: public, no login (dashboard/ping.py).
+    path("ping/<str:token>", ping, name="ping"),
+    path("ping/<str:token>/start", ping, {"signal": "start"}, name="ping-start"),
+    path("ping/<str:token>/fail", ping, {"signal": "fail"}, name="ping-fail"),
     path("status/<slug:slug>/", status_page, name="status-page"),  # public: opt-in per server group, no login
 ]
 if settings.OIDC_ENABLED:  # optional single sign-on (crawladmin.sso): /oidc/authenticate/ starts a login

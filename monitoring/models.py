@@ -12,11 +12,13 @@ from crawlcore.models import Server, StatusCheck
 from crawler.status import CONFIRMED, Status
 
 from .content import ContentRule, ContentRuleError, rule_check
+from .kinds import Kind
 from .quorum import LocationsError, locations_parse
 from .validate import monitor_problems
 
 # Only confirmed statuses are stored: maintenance and unmonitored are shown, never written here.
 STATUS_CHOICES = [(s.value, s.value.title()) for s in CONFIRMED]
+KIND_CHOICES = [(k.value, k.value.upper() if k is not Kind.HEARTBEAT else "Heartbeat") for k in Kind]
 
 
 def locations_valid(text: str) -> None:
@@ -51,6 +53,45 @@ class ServerMonitor(models.Model):
     quorum = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Locations that must agree; empty: a majority of them"
     )
+    # What is checked (monitoring.kinds): the server row of a TCP, DNS or heartbeat monitor has that scheme.
+    kind = models.CharField(max_length=12, choices=KIND_CHOICES, default=Kind.HTTP.value, db_default=Kind.HTTP.value)
+    name = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="What alerts and pages call it; empty: the server",
+    )
+    sla_target = models.FloatField(
+        null=True, blank=True, help_text="Uptime percent promised per month, e.g. 99.9 (uptime_report's sla_met)"
+    )
+    tcp_tls = models.BooleanField(
+        default=False, db_default=False, help_text="TCP: complete a TLS handshake after connecting"
+    )
+    tcp_banner = models.CharField(
+        max_length=200, blank=True, default="", db_default="", help_text="TCP: the server's first bytes contain this"
+    )
+    dns_record_type = models.CharField(
+        max_length=8, blank=True, default="", db_default="", help_text="DNS: A, AAAA, MX, TXT ...; empty: A"
+    )
+    dns_expected = models.TextField(
+        blank=True, default="", db_default="", help_text="DNS: the expected records, comma-separated; empty: any"
+    )
+    dns_server = models.CharField(
+        max_length=100, blank=True, default="", db_default="", help_text="DNS: ask this nameserver (ip[:port])"
+    )
+    period_s = models.FloatField(null=True, blank=True, help_text="Heartbeat: seconds between the job's pings")
+    grace_s = models.FloatField(null=True, blank=True, help_text="Heartbeat: seconds of lateness allowed")
+    ping_token = models.CharField(max_length=64, null=True, blank=True, unique=True, editable=False)
+    last_ping_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_ping_kind = models.CharField(max_length=8, blank=True, default="", db_default="", editable=False)
+    ping_started_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_ping_body = models.TextField(
+        blank=True, default="", db_default="", editable=False, help_text="What the last ping sent, cut short"
+    )
+    # The ping endpoint's rate limit: pings counted in the current window (one guarded UPDATE a ping).
+    ping_window_at = models.DateTimeField(null=True, blank=True, editable=False)
+    ping_window_count = models.PositiveIntegerField(default=0, db_default=0, editable=False)
     # Confirmation state (monitoring.confirm.Confirmation) and the schedule; written only by monitoring services.
     status = models.CharField(max_length=12, choices=STATUS_CHOICES, default=Status.UNKNOWN.value)
     status_since = models.DateTimeField(null=True, blank=True)
@@ -66,7 +107,7 @@ class ServerMonitor(models.Model):
         indexes = [models.Index(fields=["enabled", "next_check_at"], name="monitor_due_idx")]
 
     def __str__(self) -> str:
-        return f"monitor of {self.server_id}"
+        return self.name or f"monitor of {self.server_id}"
 
     def clean(self) -> None:
         problems = monitor_problems(

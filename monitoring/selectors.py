@@ -217,6 +217,14 @@ def _profile_rows(qs, now: datetime, days: int):
         yield timezone.localtime(hour).hour, timed, mean
 
 
+def monitor_names(*, server_ids: Iterable[int]) -> dict[int, str]:
+    """What alerts and pages call each monitored server: the monitor's name, or the server's origin."""
+    ids = list(server_ids)
+    named = dict(ServerMonitor.objects.filter(server_id__in=ids).exclude(name="").values_list("server_id", "name"))
+    servers = Server.objects.filter(id__in=[i for i in ids if i not in named]).only("scheme", "host", "port")
+    return {**{s.id: s.origin for s in servers}, **named}
+
+
 def servers_by_id(*, server_ids: Iterable[int]) -> dict[int, Server]:
     return Server.objects.in_bulk(list(server_ids))
 

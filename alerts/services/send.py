@@ -25,6 +25,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from crawlcore.models import Server
+from monitoring.selectors import monitor_names
 
 from ..delivery import Outcome, deliver
 from ..destinations import DestinationError
@@ -106,8 +107,10 @@ def _batches(rows: Sequence[Notification], token: str) -> list[tuple[int, str, l
 
 
 def _views(rows: Sequence[Notification]) -> list[EventView]:
-    servers = Server.objects.filter(id__in={r.event.server_id for r in rows if r.event.server_id})
-    origins = {s.id: (s.origin, s.group) for s in servers.only("scheme", "host", "port", "group")}
+    ids = {r.event.server_id for r in rows if r.event.server_id}
+    servers = Server.objects.filter(id__in=ids)
+    names = monitor_names(server_ids=ids)  # a monitor is named by its name, else by its server's origin
+    origins = {s.id: (names.get(s.id) or s.origin, s.group) for s in servers.only("scheme", "host", "port", "group")}
     views = []
     for r in rows:
         e: Event = r.event

@@ -40,11 +40,13 @@ from .. import hooks
 from ..accepted_codes import AcceptedCodes, classify
 from ..confirm import Confirmation, confirm
 from ..content import ContentRule, content_failure
+from ..kinds import Kind
 from ..models import LocationState, ServerMonitor, StatusChange
 from ..quorum import locations_parse, quorum_decide, quorum_needed
 from ..selectors import in_window, maintenance_windows
 from ..validate import monitor_problems
 from .certificates import certificates_record
+from .kinds import SPEC_FIELDS, Spec, kinds_run, spec_of
 from .trust import REFUSED, address_guard, url_trusted
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,8 @@ class Target:
     recover_after: int
     content: ContentRule = ContentRule()  # empty: no content check
     problem: str = ""
+    kind: str = Kind.HTTP.value  # monitoring.kinds; any but http is checked by its `spec`
+    spec: Spec | None = None
 
 
 BAD_SETTINGS = "bad_settings"  # the failure kind of a check that a monitor's unusable settings failed
@@ -92,6 +96,9 @@ def target_of(monitor: ServerMonitor) -> Target:
     threshold = monitor.delay_threshold_s
     url = usable("health_url", monitor.health_url, f"{server.origin}/")
     trusted = url_trusted(url, server)  # the server's trust covers its own host only
+    spec, kind_problem = spec_of(monitor)
+    if kind_problem:
+        problems["kind"] = kind_problem
     return Target(
         server_id=monitor.server_id,
         url=url,
@@ -108,6 +115,8 @@ def target_of(monitor: ServerMonitor) -> Target:
         if trusted
         else ContentRule(),
         problem="; ".join(f"{name}: {message}" for name, message in problems.items()),
+        kind=monitor.kind or Kind.HTTP.value,
+        spec=spec,
     )
 
 
@@ -205,7 +214,8 @@ RETRIED = frozenset({Category.DISCONNECT.value, Category.DELAY.value})
 
 
 def retry_wanted(c: Checked) -> bool:
-    return c.category in RETRIED and not c.target.problem
+    # A heartbeat's check only reads the clock: asking again at once would say the same.
+    return c.category in RETRIED and not c.target.problem and c.target.kind != Kind.HEARTBEAT.value
 
 
 def checks_retry(*, checked: Sequence[Checked], retries: int, started: float | None = None) -> list[Checked]:
@@ -232,7 +242,25 @@ def checks_retry(*, checked: Sequence[Checked], retries: int, started: float | N
 
 
 def _fetch_once(targets: Sequence[Target]) -> list[Checked]:
-    """One request per target (no retries), as checks_fetch describes."""
+    """One request (or TCP, DNS, heartbeat check) per target, no retries, as checks_fetch describes."""
+    other = [t for t in targets if t.spec is not None and not t.problem]
+    if not other:
+        return _fetch_http(targets)
+    ran = kinds_run(jobs=[(t.spec, _guard(t.trusted), t.threshold_s) for t in other], policy=_policy())
+    done = {id(t): _kind_checked(t, r) for t, r in zip(other, ran, strict=True)}
+    rest = iter(_fetch_http([t for t in targets if id(t) not in done]))
+    return [done[id(t)] if id(t) in done else next(rest) for t in targets]
+
+
+def _kind_checked(target: Target, r) -> Checked:
+    checked_at = datetime.fromtimestamp(r.started_at, UTC)
+    result, detail = r.result, r.detail
+    if r.failure == FailureKind.FORBIDDEN_ADDRESS.value:
+        result, detail = replace(result, detail=REFUSED), REFUSED  # as an HTTP check's: see monitoring.services.trust
+    return Checked(target, result, checked_at, r.category.value, failure=r.failure, detail=detail)
+
+
+def _fetch_http(targets: Sequence[Target]) -> list[Checked]:
     fetchable = [t for t in targets if not t.problem]
     guards = {trusted: _guard(trusted) for trusted in {t.trusted for t in fetchable}}
     requests = [CheckRequest(t.url, guards[t.trusted], keep_body=bool(t.content)) for t in fetchable]
@@ -471,6 +499,7 @@ _TARGET_FIELDS = [
     *("health_url", "interval_s", "delay_threshold_s", "accepted_codes", "fail_after", "recover_after"),
     *("content_must", "content_must_not", "content_regex"),
     *("server__scheme", "server__host", "server__port", "server__trusted"),
+    *SPEC_FIELDS,
 ]
 
 

@@ -10,7 +10,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from monitoring import hooks
-from monitoring.selectors import monitors_selected, servers_by_id
+from monitoring.selectors import monitor_names, monitors_selected, servers_by_id
 from monitoring.services.checks import Checked, monitors_check
 
 
@@ -18,10 +18,12 @@ def _ms(value: float | None) -> float | None:
     return None if value is None else round(value, 2)
 
 
-def as_dict(c: Checked, origin: str, group: str, crawler_num: int | None) -> dict:
+def as_dict(c: Checked, origin: str, group: str, crawler_num: int | None, name: str = "") -> dict:
     r, t = c.result, c.result.timings
     return {
         "server": origin,
+        "name": name or origin,
+        "kind": c.target.kind,
         "group": group,
         "crawler_num": crawler_num,
         "url": r.url,
@@ -37,8 +39,8 @@ def as_dict(c: Checked, origin: str, group: str, crawler_num: int | None) -> dic
             "body": _ms(t.body_ms),
         },
         "bytes": r.bytes_received,
-        "failure": r.failure.value if r.failure else None,
-        "detail": r.detail,
+        "failure": c.failure or (r.failure.value if r.failure else None),
+        "detail": c.detail or r.detail,
         "tries": c.tries,
     }
 
@@ -61,6 +63,7 @@ class Command(BaseCommand):
         checked = monitors_check(server_ids=ids, claim=False)
         hooks.round_finished()  # alerts delivers what this round caused before the command exits
         servers = servers_by_id(server_ids=ids)
+        names = monitor_names(server_ids=ids)
         results = sorted(
             (
                 as_dict(
@@ -68,6 +71,7 @@ class Command(BaseCommand):
                     servers[c.target.server_id].origin,
                     servers[c.target.server_id].group,
                     servers[c.target.server_id].crawler_num,
+                    names.get(c.target.server_id, ""),
                 )
                 for c in checked
             ),
@@ -81,10 +85,11 @@ class Command(BaseCommand):
             return
         for d in results:
             code = d["status_code"] if d["status_code"] is not None else "---"
+            shown = d["name"] if d["name"] == d["server"] else f"{d['name']} ({d['server']})"
             change = f"  ({d['changed_from']} -> {d['status']})" if d["changed_from"] else ""
             why = f"  {d['failure']}" if d["failure"] else ""
             why += f"  ({d['tries']} tries)" if d["tries"] > 1 else ""
             self.stdout.write(
-                f"{d['server']:<40} {code:>3} {d['category']:<10} {d['latency_ms']:>9.1f} ms"
+                f"{shown:<40} {code:>3} {d['category']:<10} {d['latency_ms']:>9.1f} ms"
                 f"  status {d['status']}{change}{why}"
             )
