@@ -57,7 +57,18 @@ from urllib.parse import urlsplit
 import pycurl
 
 from .certs import certificate_from_curl
-from .fetch import FailureKind, FetchPolicy, FetchResult, Timings, resolve_checked
+from .fetch import resolve_checked
+from .http import (
+    DEFAULT_PORTS,
+    FailureKind,
+    FetchPolicy,
+    FetchResult,
+    Phase,
+    Timings,
+    ca_bundle,
+    host_header,
+    timed_out,
+)
 from .sanitize import clean_head, clean_headers, clean_line, header_int
 
 __all__ = ["Engine", "EngineFetcher", "Loop", "Request", "refused_nul_header", "shared_engine"]
@@ -73,7 +84,6 @@ _ACCEPT_ENCODING = "gzip, deflate"
 # At most this many header lines in a response, as http.client (the Fetcher) allows: a flood of small headers
 # is a malformed response whatever its total size.
 _MAX_HEADER_LINES = 100
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True)
@@ -324,11 +334,7 @@ class Loop:
             # already carry another transfer: compare the transfer, not the handle).
             if t.deadline != deadline or self.active.get(t.easy) is not t:
                 continue
-            if t.headers_done_at is None:
-                kind, detail = FailureKind.HEADER_TIMEOUT, f"no response headers within {t.policy.header_timeout:g}s"
-            else:
-                kind, detail = FailureKind.BODY_TIMEOUT, f"body not complete within {t.policy.body_timeout:g}s"
-            self.abort(t, kind, detail)
+            self.abort(t, *timed_out(Phase.HEADERS if t.headers_done_at is None else Phase.BODY, t.policy))
 
     def _finish(self, t: _Transfer, code: int | None, message: str, *, added: bool = True) -> None:
         easy = t.easy
@@ -382,7 +388,7 @@ def _configure(easy: pycurl.Curl, t: _Transfer) -> None:
     else:
         if request.method != "GET":
             easy.setopt(pycurl.CUSTOMREQUEST, request.method)
-    easy.setopt(pycurl.CAINFO, request.ca_bundle or _ca_bundle())
+    easy.setopt(pycurl.CAINFO, request.ca_bundle or ca_bundle())
     if request.certificate and request.url[:8].lower() == "https://":
         easy.setopt(pycurl.OPT_CERTINFO, 1)  # the certificate from the handshake, even a rejected one
     easy.setopt(pycurl.PREREQFUNCTION, t.on_prereq)
@@ -394,7 +400,7 @@ def _configure(easy: pycurl.Curl, t: _Transfer) -> None:
 
 def _host_port(url: str) -> tuple[str, int]:
     parts = urlsplit(url)
-    return (parts.hostname or "").strip("[]"), parts.port or _DEFAULT_PORTS.get(parts.scheme.lower(), 80)
+    return (parts.hostname or "").strip("[]"), parts.port or DEFAULT_PORTS.get(parts.scheme.lower(), 80)
 
 
 def _is_ip(host: str) -> bool:
@@ -443,11 +449,7 @@ def _request_head(t: _Transfer) -> str:
     scheme's default), User-Agent, Accept, Accept-Encoding, then ours and the caller's."""
     request = t.request
     parts = urlsplit(request.url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    if parts.port and parts.port != _DEFAULT_PORTS.get(parts.scheme.lower()):
-        host = f"{host}:{parts.port}"
+    host = host_header(request.url)
     path = parts.path or "/"
     if parts.query:
         path = f"{path}?{parts.query}"
@@ -473,10 +475,8 @@ def _classify(easy: pycurl.Curl, t: _Transfer, code: int, message: str) -> tuple
         return FailureKind.OTHER, _short(code, message)
     if code == pycurl.E_OPERATION_TIMEDOUT:  # libcurl's connect timeout, or the backstop
         if t.connected_at is None:
-            return FailureKind.CONNECT_TIMEOUT, f"no connection within {policy.connect_timeout:g}s"
-        if t.headers_done_at is None:
-            return FailureKind.HEADER_TIMEOUT, f"no response headers within {policy.header_timeout:g}s"
-        return FailureKind.BODY_TIMEOUT, f"body not complete within {policy.body_timeout:g}s"
+            return timed_out(Phase.CONNECT, policy)
+        return timed_out(Phase.HEADERS if t.headers_done_at is None else Phase.BODY, policy)
     if code == pycurl.E_FILESIZE_EXCEEDED:
         declared = clean_headers(t.head).get("content-length", "?")
         return FailureKind.TOO_LARGE, f"content-length {declared} > limit {policy.max_body_bytes}; body not read"
@@ -560,19 +560,6 @@ def _info(easy: pycurl.Curl, info: int):
 
 def _short(code: int, message: str) -> str:
     return f"curl error {code}: {' '.join(message.split())[:200]}"
-
-
-_CA: str | None = None
-
-
-def _ca_bundle() -> str:
-    """The CA bundle requests uses (certifi), so https requests verify like the Fetcher's."""
-    global _CA
-    if _CA is None:
-        import certifi
-
-        _CA = certifi.where()
-    return _CA
 
 
 # --------------------------------------------------------------------------------------------------

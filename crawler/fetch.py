@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextvars
-import enum
 import http.client
 import io
 import ipaddress
@@ -49,92 +48,25 @@ from urllib3.exceptions import (
 )
 from urllib3.util.connection import create_connection
 
-from .certs import Certificate
+from .http import (
+    DEFAULT_PORTS,
+    FailureKind,
+    FetchPolicy,
+    FetchResult,
+    Phase,
+    Timings,
+    host_header,
+    timed_out,
+)
 from .lookup import resolver_pool
 from .sanitize import clean_head, clean_headers, clean_line, header_int
 
+# The contract (crawler.http) is re-exported: callers that take a Fetcher take its result types from here too.
 __all__ = ["FailureKind", "FetchPolicy", "FetchResult", "Fetcher", "Timings", "resolve_checked"]
 
 _CHUNK = 64 * 1024
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 # Methods we may transparently re-send when a pooled keep-alive connection turns out to be dead.
 _IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS"})
-
-
-class FailureKind(enum.StrEnum):
-    """Why a fetch did not yield a complete HTTP response.  Values are stored in the database."""
-
-    DNS = "dns"
-    REFUSED = "refused"
-    CONNECT_TIMEOUT = "connect_timeout"
-    HEADER_TIMEOUT = "header_timeout"
-    BODY_TIMEOUT = "body_timeout"
-    RESET = "reset"
-    TOO_LARGE = "too_large"
-    TOO_MANY_REDIRECTS = "too_many_redirects"  # never produced here (no redirects followed); for callers
-    HTTP_STATUS = "http_status"  # never produced here (4xx/5xx are responses); for callers
-    TLS = "tls"
-    CONTENT = "content"  # never produced here: the monitor's content check failed on a valid answer
-    BAD_RESPONSE = "bad_response"
-    FORBIDDEN_ADDRESS = "forbidden_address"
-    OTHER = "other"
-
-
-_INCOMPLETE = frozenset({FailureKind.BODY_TIMEOUT, FailureKind.RESET, FailureKind.BAD_RESPONSE})
-
-
-@dataclass(frozen=True)
-class FetchPolicy:
-    connect_timeout: float = 15.0  # seconds to establish TCP (+TLS)
-    header_timeout: float = 10.0  # seconds from request sent to the response headers
-    body_timeout: float = 20.0  # TOTAL seconds to receive the body, however slowly it trickles
-    max_body_bytes: int = 10 * 1024 * 1024  # after decompression; larger bodies are cut and flagged too_large
-    user_agent: str = "crawladmin/0.1"
-    max_header_bytes: int = 64 * 1024  # sum of header sizes; over it -> BAD_RESPONSE (header flood)
-    dns_timeout: float = 5.0  # seconds for the name lookup; over it -> DNS
-
-
-@dataclass
-class Timings:
-    """Milliseconds; None where not measured (e.g. connect_ms on a reused keep-alive connection)."""
-
-    dns_ms: float | None
-    connect_ms: float | None  # TCP connect (+ TLS handshake) of a new connection
-    first_byte_ms: float | None  # request sent -> first response byte
-    body_ms: float | None  # headers parsed -> body finished (or abandoned)
-    total_ms: float
-
-
-@dataclass
-class FetchResult:
-    url: str
-    method: str
-    status: int | None  # None when no HTTP response was received
-    headers: dict[str, str]  # lower-cased names
-    body: bytes  # decompressed, at most max_body_bytes (empty for HEAD)
-    failure: FailureKind | None  # None for any complete HTTP response, including 4xx/5xx
-    detail: str
-    truncated: bool  # body cut at max_body_bytes (failure == TOO_LARGE)
-    bytes_received: int  # decompressed body bytes read
-    timings: Timings
-    peer_ip: str | None
-    check_id: int | None = None  # the caller's record of this request (crawladmin's StatusCheck row), if any
-    certificate: Certificate | None = None  # https: the server's certificate from the handshake (multicheck)
-    # The exchange as it went over the wire, for an archive record (WARC): the request line and headers we
-    # sent, the status line and headers as received (original case, order and repeats), each bounded
-    # (sanitize.clean_head). Empty when no request was sent / no response came.
-    request_head: str = ""
-    response_head: str = ""
-
-    @property
-    def responded(self) -> bool:
-        return self.status is not None
-
-    @property
-    def incomplete(self) -> bool:
-        """Headers came but the body did not arrive whole (timed out, cut off, undecodable): not a valid
-        response. A body cut at max_body_bytes is not incomplete: we cut it on purpose."""
-        return self.status is not None and self.failure in _INCOMPLETE
 
 
 # --------------------------------------------------------------------------------------------------
@@ -145,19 +77,12 @@ class FetchResult:
 # each send in the calling thread, so concurrent Fetchers in other threads don't see each other's state.
 
 
-class _Phase(enum.StrEnum):
-    REQUEST = "request"  # sending the request on an (possibly reused) connection
-    CONNECT = "connect"
-    HEADERS = "headers"
-    BODY = "body"
-
-
 @dataclass
 class _Exchange:
     addresses: tuple[str, ...]  # resolved IPs that passed address_check, in resolver order
     header_timeout: float
     max_header_bytes: int
-    phase: _Phase = _Phase.REQUEST
+    phase: Phase = Phase.REQUEST
     deadline: float | None = None  # monotonic; enforced on every recv while set
     new_connection: bool = False
     connect_ms: float | None = None
@@ -226,7 +151,7 @@ class _DeadlineHTTPResponse(http.client.HTTPResponse):
             return
         # Constructed by getresponse() right after the request went out: the header phase starts now.
         now = time.monotonic()
-        exchange.phase = _Phase.HEADERS
+        exchange.phase = Phase.HEADERS
         exchange.request_sent_at = now
         exchange.deadline = now + exchange.header_timeout
         try:
@@ -261,12 +186,12 @@ class _PinnedConnectionMixin:
         if exchange is None:
             super().connect()  # type: ignore[misc]
             return
-        exchange.phase = _Phase.CONNECT
+        exchange.phase = Phase.CONNECT
         exchange.new_connection = True
         started = time.monotonic()
         super().connect()  # type: ignore[misc]  # TCP (_new_conn below) + TLS handshake for https
         exchange.connect_ms = (time.monotonic() - started) * 1000
-        exchange.phase = _Phase.REQUEST
+        exchange.phase = Phase.REQUEST
 
     def _new_conn(self) -> socket.socket:
         exchange = _CURRENT.get()
@@ -341,21 +266,12 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         stack.extend(item for item in nested if isinstance(item, BaseException))
 
 
-def _timeout_kind(phase: _Phase, policy: FetchPolicy) -> tuple[FailureKind, str]:
-    # A TLS handshake that stalls surfaces from urllib3 as a *read* timeout; the phase says it was connect.
-    if phase is _Phase.CONNECT:
-        return FailureKind.CONNECT_TIMEOUT, f"no connection within {policy.connect_timeout:g}s"
-    if phase is _Phase.BODY:
-        return FailureKind.BODY_TIMEOUT, f"body not complete within {policy.body_timeout:g}s"
-    return FailureKind.HEADER_TIMEOUT, f"no response headers within {policy.header_timeout:g}s"
-
-
 def _short(exc: BaseException, limit: int = 200) -> str:
     text = " ".join(str(exc).split())  # status lines etc. may carry CR/LF
     return f"{type(exc).__name__}: {text[:limit]}"
 
 
-def _classify(exc: BaseException, phase: _Phase, policy: FetchPolicy) -> tuple[FailureKind, str]:
+def _classify(exc: BaseException, phase: Phase, policy: FetchPolicy) -> tuple[FailureKind, str]:
     """Map a requests/urllib3/socket exception to a FailureKind; ``phase`` disambiguates timeouts."""
     causes = list(_chain(exc))
 
@@ -374,7 +290,7 @@ def _classify(exc: BaseException, phase: _Phase, policy: FetchPolicy) -> tuple[F
     if found := has(ssl.SSLError, ssl.CertificateError, requests.exceptions.SSLError):
         return FailureKind.TLS, f"TLS error: {_short(found)}"
     if has(ReadTimeoutError, socket.timeout, requests.exceptions.Timeout):
-        return _timeout_kind(phase, policy)
+        return timed_out(phase, policy)
     if found := has(IncompleteRead, http.client.IncompleteRead):
         return FailureKind.RESET, f"connection closed before the promised body was complete ({found})"
     if has(http.client.RemoteDisconnected):
@@ -533,9 +449,9 @@ class Fetcher:
         except ValueError as exc:  # e.g. a non-numeric or out-of-range port
             raise _Failure(FailureKind.OTHER, f"invalid URL: {exc}") from exc
         scheme = parts.scheme.lower()
-        if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        if scheme not in DEFAULT_PORTS or not parts.hostname:
             raise _Failure(FailureKind.OTHER, f"unsupported URL: {url!r}")
-        return scheme, parts.hostname, port or _DEFAULT_PORTS[scheme]
+        return scheme, parts.hostname, port or DEFAULT_PORTS[scheme]
 
     def _resolve(self, host: str, port: int, outcome: _Outcome, check) -> tuple[str, ...]:
         return _resolve_into(outcome, host, port, check, self.policy.dns_timeout)
@@ -576,7 +492,7 @@ class Fetcher:
             except _Failure as failure:
                 stale = (
                     failure.kind is FailureKind.RESET
-                    and exchange.phase is not _Phase.BODY
+                    and exchange.phase is not Phase.BODY
                     and not exchange.new_connection
                     and exchange.first_byte_at is None
                     and outcome.method in _IDEMPOTENT
@@ -629,7 +545,7 @@ class Fetcher:
             outcome.body_done_at = time.monotonic()
             raise _Failure(FailureKind.TOO_LARGE, f"content-length {declared} > limit {limit}; body not read")
 
-        exchange.phase = _Phase.BODY
+        exchange.phase = Phase.BODY
         exchange.deadline = outcome.headers_at + self.policy.body_timeout
         body = outcome.body
         try:
@@ -733,13 +649,10 @@ _HTTP_VERSIONS = {9: "HTTP/0.9", 10: "HTTP/1.0", 11: "HTTP/1.1", 20: "HTTP/2"}
 def _request_head(request: requests.PreparedRequest) -> str:
     """The request as http.client sent it: the request line, Host first (http.client adds it, with the
     port only when it is not the scheme's default), then the session's and the caller's headers."""
-    parts = urlsplit(request.url or "")
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    if parts.port and parts.port != _DEFAULT_PORTS.get(parts.scheme):
-        host = f"{host}:{parts.port}"
-    items = [("Host", host), *((k, v) for k, v in request.headers.items() if k.lower() != "host")]
+    items = [
+        ("Host", host_header(request.url or "")),
+        *((k, v) for k, v in request.headers.items() if k.lower() != "host"),
+    ]
     return clean_head(f"{request.method} {request.path_url} HTTP/1.1", items)
 
 

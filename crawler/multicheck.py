@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .engine import Loop, Request
-from .fetch import FailureKind, FetchPolicy, FetchResult, Timings
+from .http import FailureKind, FetchPolicy, FetchResult, Timings, ca_bundle
 from .lookup import Lookup, Lookups, lookup_name
 from .sanitize import clean_line
 
@@ -96,7 +96,7 @@ class MultiChecker:
         waiting = list(reversed(range(len(requests))))
         loop = self._loop
         lookups = Lookups(self.policy.dns_timeout)
-        ca = _ca_bundle()
+        ca = ca_bundle()
 
         def begin(index: int, found: Lookup | None) -> None:
             check = requests[index]
@@ -168,16 +168,3 @@ def _lookup_failed(url: str, found: Lookup) -> TimedResult:
         peer_ip=None,
     )
     return TimedResult(found.started_wall, result)
-
-
-_CA: str | None = None
-
-
-def _ca_bundle() -> str:
-    """The CA bundle requests uses (certifi), so https checks verify like the Fetcher's."""
-    global _CA
-    if _CA is None:
-        import certifi
-
-        _CA = certifi.where()
-    return _CA
