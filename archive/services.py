@@ -1,4 +1,4 @@
-"""The WARC export (issue 21, DESIGN.md §6c): the stored pages of a crawl, or of a site, a group or a
+"""The WARC export: the stored pages of a crawl, or of a site, a group or a
 period, as WARC/1.1 with a CDXJ index beside it.
 
 Per page: a `response` record (the stored body, its HTTP headers) and the `request` that brought it; a

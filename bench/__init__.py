@@ -1,1 +1,1 @@
-"""Benchmarks: they print figures (DESIGN.md §11); tests assert behaviour."""
+"""Benchmarks: they print figures; tests assert behaviour."""

@@ -17,7 +17,7 @@ NoResponse back-offs, robots.txt memo, page changes, down windows) runs one pape
 
     python -m bench.agents_vs_sequential [--runs 1] [--seconds 60] [--procs 4] [--mode cluster|embedded]
 
-A benchmark prints figures; it asserts nothing (DESIGN.md §11). bench/AGENTS_VS_SEQUENTIAL.md says more.
+A benchmark prints figures; it asserts nothing. bench/AGENTS_VS_SEQUENTIAL.md says more.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Benchmark: `manage.py analyze` over 1,000,000 synthetic pages in a fresh PostgreSQL database.
-Prints figures; asserts nothing (DESIGN.md §11).
+Prints figures; asserts nothing.
 
     python -m bench.analyzer                        # 1M pages, 20k hosts, one run
     python -m bench.analyzer --pages 100000 --runs 3

@@ -1,5 +1,5 @@
 """Benchmark: `manage.py import_servers` of a 100,000-line server list (issue 18). Prints figures; asserts
-nothing (DESIGN.md §11).
+nothing.
 
     python -m bench.import_servers                      # 100,000 lines, embedded SQLite
     python -m bench.import_servers --lines 20000 --pg   # a fresh PostgreSQL database (CRAWLADMIN_TEST_PG)

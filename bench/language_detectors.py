@@ -1,5 +1,5 @@
 """Benchmark: offline language detectors on labelled samples (analyzer.synthetic), by accuracy and speed.
-Prints figures; asserts nothing (DESIGN.md §11).
+Prints figures; asserts nothing.
 
     python -m bench.language_detectors                 # 40 samples per language (360), each detector
     python -m bench.language_detectors --per-language 100 --repeat 3

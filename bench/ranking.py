@@ -1,5 +1,5 @@
 """Benchmark: PageRank and BlockRank on synthetic web-like graphs, and the whole ranking job from
-PostgreSQL to stored ranks. Prints figures; asserts nothing (DESIGN.md §11).
+PostgreSQL to stored ranks. Prints figures; asserts nothing.
 
     python -m bench.ranking                                   # 100k and 1M pages, in memory
     python -m bench.ranking --sizes 100000,1000000,10000000   # 10M pages too (~8 GB of RAM)

@@ -1,5 +1,5 @@
 """Benchmark (issue 23): seed 003's Table 8 on this machine: crawl, convert and rank time for 100,000 and
-1,000,000 pages, beside the paper's nine machines. Prints figures; asserts nothing (DESIGN.md §11), but says
+1,000,000 pages, beside the paper's nine machines. Prints figures; asserts nothing, but says
 where every figure comes from.
 
     python -m bench.seed003                                   # real crawl of 20 x 1,000 pages, then 100k and 1M

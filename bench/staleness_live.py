@@ -2,7 +2,7 @@
 
     python -m bench.staleness_live [--periods 20] [--period 4] [--servers 4] [--pages 40] [--json]
 
-Prints figures; asserts nothing (DESIGN.md §11). One run: six crawlers side by side, one per recrawl
+Prints figures; asserts nothing. One run: six crawlers side by side, one per recrawl
 policy (CRAWL_RECRAWL_POLICY) — ours (the paper's score with s the expected staleness a check removes,
 crawlcore.services.staleness), the same score with the paper's plain s, oldest-first round robin, the
 paper's two baselines, change frequency (Tan et al. 2010) and importance (Khan et al. 2013) — and an

@@ -1,5 +1,5 @@
 """Benchmark: the active scan's staleness choice (seed 004, crawlcore.services.staleness) over 1,000,000
-Visited URLs on PostgreSQL. Prints figures; asserts nothing (DESIGN.md §11). Target: under a second.
+Visited URLs on PostgreSQL. Prints figures; asserts nothing. Target: under a second.
 
     python -m bench.staleness_selection [--urls 1000000] [--servers 1000] [--runs 7] [--limit 1000] [--json]
 

@@ -1,5 +1,5 @@
 """Benchmark (issue 9): crawl throughput of the real stack against Scrapy on the same generated web.
-Prints figures; asserts nothing (DESIGN.md §11), but checks each crawl found exactly the web and says so.
+Prints figures; asserts nothing, but checks each crawl found exactly the web and says so.
 
     python -m bench.throughput [--runs 2] [--servers 20] [--pages 2500] [--only ours|scrapy]
                                [--keep-web DIR] [--workers SPEC] [--slots 2] [--env NAME=VALUE …]

@@ -1,5 +1,5 @@
 """Benchmark: `manage.py export_warc` of a generated crawl of 50,000 pages in a fresh PostgreSQL database.
-Prints figures; asserts nothing (DESIGN.md §11).
+Prints figures; asserts nothing.
 
     python -m bench.warc_export                    # 50,000 pages on 200 hosts
     python -m bench.warc_export --pages 5000       # a smaller crawl: the peak RSS should not move

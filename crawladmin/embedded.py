@@ -1,5 +1,5 @@
 """The embedded mode's in-process Celery worker: a pool of threads consuming every queue of the
-`memory://` broker inside the crawl command's own process (DESIGN.md §10).
+`memory://` broker inside the crawl command's own process.
 """
 
 from __future__ import annotations

@@ -43,8 +43,8 @@ SAMPLE_EVERY_EARLY, SAMPLE_EARLY_FOR, SAMPLE_EVERY, SAMPLE_COST_SHARE = 1.0, 60.
 IDLE_STEPS_TO_FINISH = 2
 # While URLs are due the crawl cannot be finished: the other progress counts (leased reads the whole URL
 # table, rechecks joins the servers) are refreshed this often only, for the progress bar; once nothing is
-# due, every step counts everything afresh, so the end is never decided on old figures (issue 25: at
-# 150,000 URLs the counts of every second step were ~4 % of the crawl's database time).
+# due, every step counts everything afresh, so the end is never decided on old figures (counted every
+# step, they were a visible share of a large crawl's database time: bench/README.md).
 FULL_PROGRESS_EVERY = 10.0
 
 

@@ -1,4 +1,4 @@
-"""The one settings module, driven by the environment (DESIGN.md §12).
+"""The one settings module, driven by the environment.
 
 With no environment at all it runs the embedded default: SQLite in WAL mode and Celery on an
 in-process `memory://` broker. `DATABASE_URL` and `CELERY_BROKER_URL` switch to PostgreSQL and Redis.
@@ -62,7 +62,7 @@ def _load() -> dict:
         # PostgreSQL's random_page_cost for our connections: the crawl's working set is in memory, where an
         # index probe costs about what a sequential read does; at the server's default (4, for spinning disks)
         # a lookup of a batch's ~600 URL hashes was planned as a scan of the whole URL table up to ~100,000
-        # URLs (issue 25). 0: the server's own setting.
+        # URLs. 0: the server's own setting.
         "DB_RANDOM_PAGE_COST": env.number("DB_RANDOM_PAGE_COST", 1.1, minimum=0.0, maximum=100.0),
         "TIME_ZONE": _time_zone(env.str("TIME_ZONE", "UTC")),
         "CRAWLER_NUM": env.integer("CRAWLER_NUM", None, minimum=0, maximum=10_000),
@@ -98,7 +98,7 @@ def _load() -> dict:
         # checksum) makes it that site's alias before its other URLs are fetched; a different one (virtual hosting)
         # leaves two sites. False: no lookup at creation, only the home-page check whenever a home page is stored.
         "CRAWL_MERGE_BY_ADDRESS": env.boolean("CRAWL_MERGE_BY_ADDRESS", True),
-        # Link reports (issue 20): record and check the images, stylesheets and scripts of pages (never parsed);
+        # Link reports: record and check the images, stylesheets and scripts of pages (never parsed);
         # honour rel=nofollow on a link (it is recorded either way, with the reason); which #fragments must
         # name an element of their page: links within a site, all links, or none.
         "CRAWL_CHECK_RESOURCES": env.boolean("CRAWL_CHECK_RESOURCES", True),
@@ -116,12 +116,12 @@ def _load() -> dict:
         "CRAWL_ROBOTS_RETRY": env.number("CRAWL_ROBOTS_RETRY", 600.0, minimum=0.0, maximum=_YEAR),
         "CRAWL_DISPATCH_INTERVAL": env.number("CRAWL_DISPATCH_INTERVAL", 5.0, minimum=0.5, maximum=3600.0),
         "CRAWL_EMBEDDED_THREADS": env.integer("CRAWL_EMBEDDED_THREADS", 4, minimum=1, maximum=64),
-        # The scans (issue 3): a Visited URL is re-checked when its last check is this old (seconds);
+        # The scans: a Visited URL is re-checked when its last check is this old (seconds);
         # each sweep sends at most this many URLs to the active / inactive scan workers.
         "CRAWL_REVISIT_AFTER": env.number("CRAWL_REVISIT_AFTER", 3600.0, minimum=0.0, maximum=_YEAR),
         "CRAWL_ACTIVE_SCAN_CAPACITY": env.integer("CRAWL_ACTIVE_SCAN_CAPACITY", 1000, minimum=1, maximum=1_000_000),
         "CRAWL_INACTIVE_SCAN_CAPACITY": env.integer("CRAWL_INACTIVE_SCAN_CAPACITY", 1000, minimum=1, maximum=1_000_000),
-        # Scheduling (issues 5, 22). Server order each hour (seed 000); Hybrid-Sorting pauses an unfinished
+        # Scheduling. Server order each hour (seed 000); Hybrid-Sorting pauses an unfinished
         # server at an hour boundary when one of the next CRAWL_PAUSE_LOOKAHEAD hours is CRAWL_PAUSE_MARGIN less
         # loaded (the paper: the hour after the coming one, no margin). Servers are handed out by capacity:
         # CRAWL_LOAD_SLOTS robots (load slots, cluster-wide: the sum of the load workers' concurrency), and at
@@ -136,7 +136,7 @@ def _load() -> dict:
             maximum=100_000,
         ),
         "CRAWL_LOAD_PREFETCH": env.integer("CRAWL_LOAD_PREFETCH", 1, minimum=0, maximum=10_000),
-        # The active scan's staleness score (seed 004, issue 22): s in periods of this many seconds (the active
+        # The active scan's staleness score (seed 004): s in periods of this many seconds (the active
         # sweep's interval), weighted by T - t, the periods left in the recrawl cycle, against the cost: the
         # page's bytes over its server's throughput in this hour (seconds), seen over CRAWL_THROUGHPUT_DAYS.
         # CRAWL_RECRAWL_POLICY: staleness (the paper) or a comparison policy (round-robin, change-frequency,
@@ -149,7 +149,7 @@ def _load() -> dict:
             "staleness",
             ("staleness", "staleness-plain", "round-robin", "change-frequency", "importance"),
         ),
-        # HTTP-status monitoring (monitoring app, issue 4); checks use the CRAWL_* timeouts and user agent.
+        # HTTP-status monitoring (monitoring app); checks use the CRAWL_* timeouts and user agent.
         "MONITOR_INTERVAL": env.number("MONITOR_INTERVAL", 300.0, minimum=1.0, maximum=7 * 86400.0),
         "MONITOR_DELAY_THRESHOLD": env.number("MONITOR_DELAY_THRESHOLD", 3.0, minimum=0.0, maximum=600.0),
         "MONITOR_FAIL_AFTER": env.integer("MONITOR_FAIL_AFTER", 2, minimum=1, maximum=100),
@@ -183,17 +183,17 @@ def _load() -> dict:
         "MONITOR_PING_BASE_URL": env.str("MONITOR_PING_BASE_URL", "http://127.0.0.1:8000").rstrip("/"),
         "MONITOR_PING_RATE": env.integer("MONITOR_PING_RATE", 60, minimum=1, maximum=100_000),
         "MONITOR_PING_BODY_BYTES": env.integer("MONITOR_PING_BODY_BYTES", 10_000, minimum=0, maximum=1_000_000),
-        # Ranking (ranking app, issue 6): BlockRank blocks, damping, L1 residual thresholds, iteration cap.
+        # Ranking (ranking app): BlockRank blocks, damping, L1 residual thresholds, iteration cap.
         "RANK_BLOCK": env.choice("RANK_BLOCK", "site", ("site", "domain", "community")),
         "RANK_DAMPING": env.number("RANK_DAMPING", 0.85, minimum=0.0, maximum=0.99),
         "RANK_TOLERANCE": env.number("RANK_TOLERANCE", 1e-8, minimum=1e-15, maximum=1.0),
         "RANK_LOCAL_TOLERANCE": env.number("RANK_LOCAL_TOLERANCE", 1e-2, minimum=1e-15, maximum=1.0),
         "RANK_MAX_ITERATIONS": env.integer("RANK_MAX_ITERATIONS", 500, minimum=1, maximum=100_000),
         "RANK_TIME_LIMIT": env.integer("RANK_TIME_LIMIT", 3600, minimum=10, maximum=7 * 86400),
-        # Web page analyzer (analyzer app, issue 10): the national TLD and national IP ranges (seed 001).
+        # Web page analyzer (analyzer app): the national TLD and national IP ranges (seed 001).
         "ANALYZER_NATIONAL_TLD": national_tld(env, "ANALYZER_NATIONAL_TLD", "kr"),
         "ANALYZER_NATIONAL_CIDRS": env.cidrs("ANALYZER_NATIONAL_CIDRS"),
-        # Alerts (alerts app, issue 19): changes within the window go out as one message per channel; a failed
+        # Alerts (alerts app): changes within the window go out as one message per channel; a failed
         # delivery is retried after BASE, 2 BASE ... (up to 1 h) until MAX_ATTEMPTS; a claimed batch not
         # recorded within LEASE (a killed sender) is claimed again; SEND_TIMEOUT bounds one delivery.
         "ALERTS_GROUP_WINDOW": env.number("ALERTS_GROUP_WINDOW", 60.0, minimum=0.0, maximum=3600.0),
@@ -204,7 +204,7 @@ def _load() -> dict:
         "ALERTS_REMINDER_HOURS": env.number("ALERTS_REMINDER_HOURS", 0.0, minimum=0.0),
         # Days left at which a certificate's coming expiry is told, once each.
         "ALERTS_CERT_DAYS": _days_list(env.str("ALERTS_CERT_DAYS", "21,7,1")),
-        # SMTP for e-mail alerts (DESIGN.md §12); unset EMAIL_HOST: no plain e-mail channels.
+        # SMTP for e-mail alerts; unset EMAIL_HOST: no plain e-mail channels.
         "EMAIL_HOST": env.str("EMAIL_HOST", ""),
         "EMAIL_PORT": env.integer("EMAIL_PORT", 25, minimum=1, maximum=65535),
         "EMAIL_HOST_USER": env.str("EMAIL_HOST_USER", ""),
@@ -460,7 +460,7 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_ENABLE_UTC = True
-# --- Reliability (issue 8; the README's Operations section explains each value) ---
+# --- Reliability (the README's Operations section explains each value) ---
 # At-least-once delivery; the database makes effects exactly-once (guarded claims, unique rows). A message
 # is acknowledged when its task ends, so a task whose worker dies comes back: at once when only a pool
 # process died (reject on worker lost), after the visibility timeout when the whole worker died. Both
@@ -511,7 +511,7 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # (CONN_MAX_AGE with health checks; crawladmin.celery closes a broken or expired one around each task).
 # Celery's Django fixup would otherwise close every connection before and after each task: a new
 # PostgreSQL backend per task, 9,000-13,000 of them in one benchmark crawl, whose start-up cost the
-# database more CPU than the tasks' own queries (issue 9). The fixup still recycles them every
+# database more CPU than the tasks' own queries. The fixup still recycles them every
 # CELERY_DB_REUSE_MAX tasks of a worker process.
 CELERY_DB_REUSE_MAX = 1000
 CELERY_TASK_DEFAULT_QUEUE = queues.DEFAULT_QUEUE.value

@@ -1,4 +1,4 @@
-"""Who may read what (issue 18): the viewer and operator groups, and a viewer's limit to server groups.
+"""Who may read what: the viewer and operator groups, and a viewer's limit to server groups.
 
 A user reads the dashboard, the analyzer, the API and /metrics when active and a superuser or in the
 "viewer" or "operator" group (dashboard.migrations.0001_groups creates them). A reader may be limited to

@@ -314,7 +314,7 @@ class LinkAdmin(admin.ModelAdmin):
 
 @admin.register(Sitemap)
 class SitemapAdmin(admin.ModelAdmin):
-    """Each server's sitemap files as last read (issue 21); a bad one with its error."""
+    """Each server's sitemap files as last read; a bad one with its error."""
 
     list_display = ("url", "source", "kind", "status_code", "urls_listed", "urls_added", "error", "fetched_at")
     list_filter = ("source", "kind", ServerFilter)

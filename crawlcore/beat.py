@@ -1,5 +1,5 @@
 """Every beat job of the system in one table, and the one helper the data migrations call to put them in
-django-celery-beat's database schedule (editable in the admin, DESIGN.md §7).
+django-celery-beat's database schedule (editable in the admin).
 
 The table names tasks of the apps above the crawl core (monitoring, ranking, alerts, dashboard) only as strings:
 it imports none of them, and it is the one place an operator or a newcomer reads the whole schedule.

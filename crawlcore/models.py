@@ -61,8 +61,8 @@ class Server(models.Model):
         help_text="Mean ms per hour of day 0-23 (None: no data); written hourly by the monitor, read by the schedulers",
     )
     load_profile_at = models.DateTimeField(null=True, blank=True)
-    # Who answers for this server: alerts sends its own server's events to owner_email (issue 19);
-    # link reports address the owner by name (issue 20).
+    # Who answers for this server: alerts sends its own server's events to owner_email;
+    # link reports address the owner by name.
     owner_name = models.CharField(max_length=200, blank=True)
     owner_email = models.EmailField(max_length=254, blank=True, help_text="Gets this server's alerts")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -113,7 +113,7 @@ class ServerLease(models.Model):
 
 
 class Url(models.Model):
-    """A known URL and where it stands in the life-cycle (DESIGN.md §4)."""
+    """A known URL and where it stands in the life-cycle."""
 
     url = models.TextField()
     # Unique through Meta.constraints, not unique=True: that would add a second (LIKE) index on PostgreSQL.
@@ -144,7 +144,7 @@ class Url(models.Model):
         help_text="An image, stylesheet or script of a page: checked (HEAD, GET when HEAD is refused), "
         "never stored or parsed",
     )
-    # What the server's sitemaps say of this URL (issue 21): lastmod is a change signal for the recrawl (a
+    # What the server's sitemaps say of this URL: lastmod is a change signal for the recrawl (a
     # lastmod newer than the last fetch makes it due for the active scan); in_sitemap marks URLs a sitemap
     # listed, an orphan being one of them that no page links to (selectors.urls_orphaned).
     in_sitemap = models.BooleanField(default=False)
@@ -158,8 +158,8 @@ class Url(models.Model):
             # The claim: due work of one server in one state.
             models.Index(fields=["server", "state", "next_check_at"], name="url_claim_idx"),
             # The claim's order (shallowest first): read in order, the claim stops after its batch instead of
-            # fetching and sorting every due URL of the server (10,000 scattered rows a server at 10 million
-            # URLs: ~0.6 s a claim, issue 25). Neither index holds a lease column, so a claim stays HOT.
+            # fetching and sorting every due URL of the server (thousands of scattered rows a server in a
+            # frontier of millions). Neither index holds a lease column, so a claim stays HOT.
             models.Index(fields=["server", "state", "depth", "id"], name="url_claim_order_idx"),
             # Sweeps across servers (dispatcher, inactive scan).
             models.Index(fields=["state", "next_check_at"], name="url_due_idx"),
@@ -239,7 +239,7 @@ class Link(models.Model):
         Url, on_delete=models.CASCADE, related_name="links_out", db_index=False, db_constraint=False
     )
     to_url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="links_in", db_constraint=False)
-    # What a site owner needs to find the link on the page (DESIGN.md §6b), of the first occurrence on the
+    # What a site owner needs to find the link on the page, of the first occurrence on the
     # page (one row per page and target). Empty on links found before migration 0010. Database defaults, so
     # writers that name only the ids (raw inserts, benchmarks) still work.
     anchor_text = models.CharField(
@@ -258,7 +258,7 @@ class Link(models.Model):
 
 
 class StatusCheck(models.Model):
-    """One HTTP request and what came of it: the raw material of monitoring (DESIGN.md §6).
+    """One HTTP request and what came of it: the raw material of monitoring.
 
     The crawl's agents write the row in two steps, so a request is never lost from the record: an intent
     row in category PENDING, committed before the request is sent, then the outcome written over it. A
@@ -334,7 +334,7 @@ class UrlEvent(models.Model):
 
 
 class Sitemap(models.Model):
-    """One sitemap file of a server as last read (issue 21): where it was found, what came of it. A bad
+    """One sitemap file of a server as last read: where it was found, what came of it. A bad
     sitemap keeps its error here, and the crawl goes on without it."""
 
     server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="sitemaps")

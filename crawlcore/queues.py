@@ -13,7 +13,7 @@ import re
 
 
 class Queue(enum.StrEnum):
-    """The agents' queues (DESIGN.md §5), the beat jobs' queue and the monitor's."""
+    """The agents' queues, the beat jobs' queue and the monitor's."""
 
     LOAD = "load"
     EXTRACT = "extract"

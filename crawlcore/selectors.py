@@ -149,7 +149,7 @@ def load_profiles(*, server_ids: Sequence[int] | None = None) -> dict[int, list[
 
 
 def urls_orphaned(*, server_id: int, limit: int = 100) -> list[dict]:
-    """A server's orphans (issue 21): URLs its sitemaps list that no page of the crawl links to, with what
+    """A server's orphans: URLs its sitemaps list that no page of the crawl links to, with what
     the sitemap says of them, by URL. Their pages are fetched like any other; only a sitemap leads to them."""
     rows = (
         _orphans(server_id)

@@ -1,4 +1,4 @@
-"""When a link is broken for a reader (DESIGN.md §6b), and how a report writes it down (pure).
+"""When a link is broken for a reader, and how a report writes it down (pure).
 
 A link is broken when its target is Dead or NoResponse (no answer, or a 4xx/5xx), when the target
 redirects and the chain ends in such a URL (or loops, or points nowhere), or when its #fragment names

@@ -546,7 +546,7 @@ _BAD_RESPONSE_CODES = frozenset({8, pycurl.E_BAD_CONTENT_ENCODING, 100})
 
 def refused_nul_header(result: FetchResult) -> bool:
     """libcurl refused the response because a header line holds a NUL byte (RFC 9110 lets a recipient reject
-    it). The Fetcher reads such a response and cleans the header (issue 18: the page is stored), so a caller
+    it). The Fetcher reads such a response and cleans the header (the page is stored), so a caller
     that must keep that behaviour asks once more with the Fetcher."""
     return result.failure is FailureKind.BAD_RESPONSE and "nul byte in header" in result.detail.lower()
 

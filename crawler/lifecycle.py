@@ -1,4 +1,4 @@
-"""The URL life-cycle of DESIGN.md §4: states, events, and the one table that says which moves exist.
+"""The URL life-cycle: states, events, and the one table that says which moves exist.
 
 Pure: the data layer asks `next_state()` before its guarded UPDATE, so a move that is not in this table
 is refused before it can reach the database.
@@ -90,7 +90,7 @@ def next_state(state: State | str, event: Event | str, agent: Agent | str | None
 
 
 def is_valid_response(status: int | None) -> bool:
-    """A response that counts as 'fetched' for the life-cycle: 2xx and 3xx (DESIGN.md §4)."""
+    """A response that counts as 'fetched' for the life-cycle: 2xx and 3xx."""
     return status is not None and 200 <= status < 400
 
 

@@ -1,4 +1,4 @@
-"""Why a link was not followed: the fixed list of reasons a site owner sees (DESIGN.md §6b, issue 20).
+"""Why a link was not followed: the fixed list of reasons a site owner sees.
 
 A URL keeps the reason it was set aside in its own words (`exclusion_reason`, e.g. "private address:
 10.0.0.0/8"); `category` maps those words onto this list, so counts per site add up the same way

@@ -9,7 +9,7 @@ raises on bad input: the web is full of truncated, mis-declared and binary
 "HTML".
 
 Each link keeps what a site owner needs to find it again on the page: its anchor text, the element and
-attribute it came from, and `rel=nofollow` (DESIGN.md §6b). Links to images, stylesheets and scripts are
+attribute it came from, and `rel=nofollow`. Links to images, stylesheets and scripts are
 resources (`Found.resource`): checked, never parsed.
 """
 

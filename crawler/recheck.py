@@ -186,7 +186,7 @@ def _compare_redirect(stored: str, now: str | None) -> Finding:
 
 
 # What a finding means for the life-cycle, per agent: the inactive scan's "responds" is the active
-# scan's "unchanged" (DESIGN.md §4).
+# scan's "unchanged".
 _EVENTS: dict[Agent, dict[Outcome, Event]] = {
     Agent.ACTIVE_SCAN: {
         Outcome.CHANGED: Event.CHANGED,

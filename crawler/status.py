@@ -1,4 +1,4 @@
-"""Status values, in one table: the four HTTP-status categories of seed paper 002 (DESIGN.md §6), and
+"""Status values, in one table: the four HTTP-status categories of seed paper 002, and
 the statuses a monitored server can show.
 
 A check's category:

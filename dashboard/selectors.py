@@ -5,8 +5,9 @@ per request: the crawl's counts, the check totals and the dead-link report are s
 dashboard.rollups (each with the time it was computed, which the pages show); a server's URL and failure
 figures come from its ServerRollup row, a site's dead links from the link reports' record
 (reports.LinkBreak); recent checks are found by their id range (ids grow with time), table sizes come
-from PostgreSQL's estimate, and server history from the hourly rollups or the (server, checked_at) index. The only write reachable
-from here is a stale rollup's read-through refresh (dashboard.rollups.figures).
+from PostgreSQL's estimate, and server history from the hourly rollups or the (server, checked_at)
+index. The only write reachable from here is a stale rollup's read-through refresh
+(dashboard.rollups.figures).
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ def url_state_counts() -> dict:
         "states": crawl.data["states"],
         "excluded": sum(reasons.values()),
         "reasons": reasons,
-        "not_followed": crawl.data.get("not_followed", {}),  # absent from a snapshot taken before issue 20
+        "not_followed": crawl.data.get("not_followed", {}),  # absent from a snapshot of an older version
         "total": crawl.data["urls"],
         "computed_at": crawl.computed_at,
     }
@@ -584,7 +585,7 @@ class ChartData:
 def server_latency_chart(*, server_id: int, range_name: str, now: datetime | None = None) -> ChartData:
     """server_latency_series as JSON. On PostgreSQL the hourly ranges are written as JSON by the database
     itself: a month is 720 points in three series, and rounding and encoding them in Python was a third of
-    the server page's cost (issue 7's benchmark). The values are server_latency_series's, rounded by
+    the server page's cost (bench.dashboard). The values are server_latency_series's, rounded by
     PostgreSQL's numeric rounding (1092.55 → 1092.6 where Python's float gives 1092.5)."""
     now = now or timezone.now()
     if range_name == "1h" or not features.json_aggregates():

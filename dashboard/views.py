@@ -344,7 +344,7 @@ def dead_links_site(request: HttpRequest, server_id: int) -> HttpResponse:
             "as_of": as_of,
             "first_page": after is None,
             "next_after": f"{last['from_url_id']}-{last['to_url_id']}" if more and last else None,
-            # Pages only the server's sitemaps lead to (issue 21): on the first page of the report.
+            # Pages only the server's sitemaps lead to: on the first page of the report.
             "orphans": urls_orphaned(server_id=server_id, limit=ORPHANS_SHOWN) if after is None else [],
             "orphan_count": urls_orphaned_count(server_id=server_id) if after is None else 0,
         },

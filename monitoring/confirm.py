@@ -1,4 +1,4 @@
-"""Confirmed status changes: a server's status moves only after enough checks agree (issue 4).
+"""Confirmed status changes: a server's status moves only after enough checks agree.
 
 Pure: no Django or Celery import. The status values are crawler.status's.
 """
@@ -39,7 +39,7 @@ def confirm(
 ) -> tuple[Confirmation, Change | None]:
     """Apply one check to a server's confirmation state; return the new state and the change, if any.
 
-    The rule (issue 4): it takes ``fail_after`` (N) checks in a row to go down to disconnect or error,
+    The rule: it takes ``fail_after`` (N) checks in a row to go down to disconnect or error,
     and ``recover_after`` (M) good ones (normal or delay) to count as recovered. Every other move
     (normal -> delay, disconnect <-> error) is a degradation or a change of failure and needs N.
 

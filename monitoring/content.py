@@ -1,4 +1,4 @@
-"""Content checks (issue 19), the pure part: text a health page must contain and text it must not, as
+"""Content checks, the pure part: text a health page must contain and text it must not, as
 plain text or as a regular expression searched with a time bound.
 
 The `regex` module, not `re`: it takes a timeout, so a catastrophic pattern on a large page costs at most

@@ -45,7 +45,7 @@ class ServerMonitor(models.Model):
         max_length=200,
         blank=True,
         validators=[locations_valid],
-        help_text="Crawler numbers that each check it, e.g. 1,2,3; the status moves when a quorum agrees (issue 19)",
+        help_text="Crawler numbers that each check it, e.g. 1,2,3; the status moves when a quorum agrees",
     )
     content_must = models.TextField(blank=True, help_text="The health page must contain this (content check)")
     content_must_not = models.TextField(blank=True, help_text="The health page must not contain this")
@@ -218,7 +218,7 @@ class LocationState(models.Model):
 
 
 class ServerCertificate(models.Model):
-    """The certificate the server's last https check saw (issue 19): what the server page shows and what
+    """The certificate the server's last https check saw: what the server page shows and what
     alerts compares to tell an expiry coming."""
 
     server = models.OneToOneField(Server, on_delete=models.CASCADE, primary_key=True, related_name="certificate")

@@ -42,7 +42,7 @@ class ServerRow:
     delay_threshold_s: float | None
     accepted_codes: str
     owner_email: str = ""  # the server owner's contact: alerts sends them their server's events
-    owner_name: str = ""  # how the link reports address the owner (issue 20)
+    owner_name: str = ""  # how the link reports address the owner
 
 
 def is_header(cells: Sequence[str]) -> bool:

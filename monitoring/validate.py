@@ -3,7 +3,7 @@
 One set of rules serves the admin's forms (model ``clean()``), the import of a server list and the check
 round itself: a row that reached the database some other way (a shell, raw SQL, an older version) is
 judged by the same rules when it is checked, and fails its own check with the reason instead of the
-round (issue 18). The server's own fields are crawlcore.validate's.
+round. The server's own fields are crawlcore.validate's.
 
 Each function returns ``{field name: message}``; empty when all is well.
 """

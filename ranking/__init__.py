@@ -1,4 +1,4 @@
-"""Converting and ranking (issue 6, DESIGN.md §8, seed 003): dense site, domain, community and page IDs,
+"""Converting and ranking (seed 003): dense site, domain, community and page IDs,
 PageRank and BlockRank over the link graph, and the Django side that reads the graph from the
 database in bulk and stores each page's rank.
 

@@ -1,4 +1,4 @@
-"""Ranking the crawl (DESIGN.md §8): read the link graph in bulk, convert, BlockRank, write ranks back.
+"""Ranking the crawl: read the link graph in bulk, convert, BlockRank, write ranks back.
 
 Two methods (`METHODS`):
 - `blockrank` (default): exact PageRank, started from the BlockRank estimate (fewer global iterations).

@@ -47,7 +47,7 @@ def _real_links():
 
 
 def broken_links_now() -> Iterator[Broken]:
-    """Every link broken now, from the crawl core's tables (DESIGN.md §6b): to a failing URL, through a
+    """Every link broken now, from the crawl core's tables: to a failing URL, through a
     redirect chain that ends broken, or to a missing #fragment. Each link at most once (the first reason
     found, in that order). Targets set aside (robots.txt, out of scope) were never checked: not broken."""
     yield from _to_failing()

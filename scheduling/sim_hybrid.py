@@ -126,7 +126,7 @@ def simulate(cfg: Config, servers: list[SimServer], policy: ServerOrder[int]) ->
         busy = {s for s in robots if s is not None}
         unfinished = [s.id for s in servers if remaining[s.id] > 0]
         # A paused server waits behind every other one: a robot takes it only when nothing else is left,
-        # rather than idle (the dispatcher releases one when the load queue runs dry; see DESIGN notes).
+        # rather than idle (the dispatcher releases one when the load queue runs dry).
         ordered = [s for s in policy.order(hour, unfinished) if s not in busy]
         waiting = [s for s in ordered if paused_until.get(s, 0) > step]
         queue = deque([s for s in ordered if paused_until.get(s, 0) <= step] + waiting)

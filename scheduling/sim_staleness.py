@@ -1,7 +1,7 @@
 """Seed 004's experiment: mean page staleness (minutes) under the staleness-optimal recrawl schedule and
 under baselines (the paper: 235.4 min against 526.5 and 897.7 min for its two predecessors).
 
-The model (DESIGN.md §7):
+The model:
 
 * pages of random sizes (log-normal, KB) spread over a few servers; each server has an hourly
   response-time profile g_i(h) (seconds per KB; the four load shapes of seed 000 scale it up to 5×);

@@ -1,5 +1,5 @@
 """Local test webs for the crawler, shared by the tests, the benchmarks and the demo: deterministic
-sites on 127.0.0.x loopback IPs, never the internet (DESIGN.md §11).
+sites on 127.0.0.x loopback IPs, never the internet.
 
   site, server   the test web: sites with dead, slow, changing, redirecting and robots-ruled pages
   hostile        servers that lie, flood, trickle, trap and never answer

@@ -1,4 +1,4 @@
-"""A small local web whose pages are served under more than one URL (seed 003's page dedup, issue 23).
+"""A small local web whose pages are served under more than one URL (seed 003's page dedup).
 
 `DuplicateWeb(variant)` serves one site on 127.0.<variant>.1: the home page is both `/` and `/index.html`
 (byte for byte), `/b.html` has a printer copy `/print/b.html` with the same bytes (its links are absolute,

@@ -1,4 +1,4 @@
-"""The throughput benchmark's web: a deterministic (seeded) set of static sites to crawl (issue 9).
+"""The throughput benchmark's web: a deterministic (seeded) set of static sites to crawl.
 
 `servers` sites on loopback addresses (127.0.1.1, 127.0.1.2 … by default), one port, each with `pages`
 public HTML pages of ~`page_bytes` bytes: the home page `/` and `/p/<k>.html` for k = 1 … pages-1. Every

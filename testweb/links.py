@@ -1,4 +1,4 @@
-"""A small local web whose links break in every way a site owner meets (issue 20), with its own manifest
+"""A small local web whose links break in every way a site owner meets, with its own manifest
 of the broken links: 404 and 410 pages, broken images and scripts, redirects to a 404 and to a dead server,
 a missing #fragment, a nofollow link, and anchor text with markup and spreadsheet-formula prefixes.
 

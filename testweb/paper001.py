@@ -2,7 +2,7 @@
 
 The paper (§IV.2.2) crawled 10 university sites for 6 h. Its "dead links" came from hosts down for a
 while, unstable networks and inactive sites (§I), and its active scan re-loaded pages that changed. It
-gives no figures for that mix, so this web sets it by parameters, all on loopback (DESIGN.md §11):
+gives no figures for that mix, so this web sets it by parameters, all on loopback:
 
 - ``sites`` live sites (the seeds) on 127.0.0.<first_octet + i>, each a home page and ``pages`` pages
   ``/p/<k>.html`` linked in a chain (every page is reachable) and at random, a few links leading off-site;

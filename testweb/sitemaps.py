@@ -1,4 +1,4 @@
-"""A small site that publishes sitemaps (issue 21), for the archive and sitemap tests and the demo.
+"""A small site that publishes sitemaps, for the archive and sitemap tests and the demo.
 
 One server on one loopback address. Its home page links to `linked` pages and to `duplicates` pages whose
 body is byte for byte the body of /a/0.html; `orphans` more pages are linked from nowhere and listed only

@@ -1,4 +1,4 @@
-"""Two host names on one address and port (seed 003's site dedup by IP, issue 23): one site under two names,
+"""Two host names on one address and port (seed 003's site dedup by IP): one site under two names,
 and two sites under two names (name-based virtual hosting), served by the Host header.
 
 `VhostWeb()` listens on 127.0.0.1 on three ports, one per pair. On each port `127.0.0.1` is the first site

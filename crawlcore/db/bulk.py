@@ -152,13 +152,13 @@ def insert_new(model: type[Model], rows: Sequence[dict], *, unique: str, returni
     that do not violate the unique constraint on `unique`, in one statement of one parameter a column on
     PostgreSQL; `returning` of the rows inserted. A row another transaction inserts meanwhile is skipped
     (the caller looks it up). No model instances: bulk_create's per-field preparation of each row cost more
-    than the insert (issue 25). Elsewhere bulk_create(ignore_conflicts) and no rows returned."""
+    than the insert. Elsewhere bulk_create(ignore_conflicts) and no rows returned."""
     if not rows:
         return []
     meta = model._meta
     # In the order of the unique key: two statements inserting some of the same keys wait for each other
-    # key by key, and in different orders they deadlock (issue 25: 124 deadlocks, each a second lost and a
-    # retried extract batch, in a 54-second crawl whose servers link to each other's new pages).
+    # key by key, and in different orders they deadlock (each deadlock a second lost and an extract batch
+    # retried, many of them in a crawl whose servers link to each other's new pages).
     rows = sorted(rows, key=lambda row: row[unique])
     if not is_postgres():
         model.objects.bulk_create([model(**row) for row in rows], ignore_conflicts=True, batch_size=500)

@@ -35,8 +35,8 @@ _QUOTED = frozenset({"text", "timestamptz", "timestamp with time zone", "inet", 
 def array_param(values: list, kind: str) -> str | list:
     """One input column as a single parameter in PostgreSQL's array text form ('{1,2,NULL}', '{"a","b"}'),
     read by array_in: a Python list would become ARRAY[$1, $2, …], one literal per value for the driver to
-    adapt and for PostgreSQL to parse and plan, ~20 % of the extract worker's time and a share of the
-    server's for 300 links a batch (issue 25). Columns of other types (bytea), and values of a type the
+    adapt and for PostgreSQL to parse and plan, a large share of the extract worker's time and some of
+    the server's at hundreds of links a batch. Columns of other types (bytea), and values of a type the
     column does not expect, keep the list form; a NUL in a text still makes the driver refuse the value."""
     out = []
     try:
@@ -83,6 +83,6 @@ def by_key_only(condition: str) -> str:
     guard like `state = 'init'` or `extracted_at IS NULL` matches an index of its own (url_due_idx, the
     partial page_unextracted_idx), and while a crawl grows a table faster than autovacuum analyses it the
     planner believes that index holds a handful of rows, scans it, and joins the ids against every row of
-    the backlog: tens of milliseconds a statement at 100,000 Init URLs (issue 25). `IS TRUE` is the same
+    the backlog, a cost that grows with the frontier. `IS TRUE` is the same
     test (a guard over NULL is not true either way) in a form the planner cannot match to an index."""
     return f"({condition}) IS TRUE"

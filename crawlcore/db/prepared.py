@@ -2,7 +2,7 @@
 
 The load and extract agents send the same handful of statements thousands of times a minute (the group
 writes of crawlcore.db.chain, the new-URL insert, the intents). Sent as text, PostgreSQL parses, analyses and
-plans each one afresh: a quarter of its CPU in the benchmark (issue 25). Prepared once per connection and then
+plans each one afresh, a large share of its CPU in a crawl. Prepared once per connection and then
 EXECUTEd, the parse and analysis happen once, and after five executions PostgreSQL keeps a generic plan when
 it costs no more than the custom ones (plan_cache_mode auto).
 

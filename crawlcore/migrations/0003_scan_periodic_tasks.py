@@ -1,4 +1,4 @@
-"""The scans' sweeps in django-celery-beat's database schedule (issue 3). Data only.
+"""The scans' sweeps in django-celery-beat's database schedule. Data only.
 
 The jobs are crawlcore.beat's table; a second migrate keeps an operator's edits (get_or_create).
 """

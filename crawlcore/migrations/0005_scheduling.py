@@ -1,4 +1,4 @@
-"""Scheduling (issue 5): the Hybrid-Sorting pause of a server (seed 000) and the index the staleness
+"""Scheduling: the Hybrid-Sorting pause of a server (seed 000) and the index the staleness
 choice of the active scan walks (seed 004)."""
 
 from django.db import migrations, models

@@ -1,4 +1,4 @@
-"""Issue 8: a status check is written as an intent row (category pending) before its request is sent,
+"""A status check is written as an intent row (category pending) before its request is sent,
 and finished with the outcome; the reconciler finds the ones never finished through a partial index."""
 
 from django.db import migrations, models

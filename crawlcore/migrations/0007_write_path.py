@@ -1,4 +1,4 @@
-"""Issue 9: the crawl's write path. A claim of 1,000 URLs in a 1,000,000-URL frontier under 50 ms: the lease
+"""The crawl's write path. A claim of 1,000 URLs in a 1,000,000-URL frontier under 50 ms: the lease
 columns lose their index and the URL table keeps 10 % of each page free, so a claim updates its rows in
 place (HOT) instead of adding an entry to every index per row. Indexes another index already covers, and
 PostgreSQL's extra LIKE indexes on hashes, are dropped; links (~30 a page) have no database-level foreign

@@ -1,4 +1,4 @@
-# Issue 20: what a link is (anchor text, element, nofollow, #fragments) and what a fragment may name.
+# What a link is (anchor text, element, nofollow, #fragments) and what a fragment may name.
 
 from django.db import migrations, models
 

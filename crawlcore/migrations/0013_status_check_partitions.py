@@ -1,4 +1,4 @@
-"""Status checks partitioned by time on PostgreSQL (issue 25): the table, with its rows, becomes a table
+"""Status checks partitioned by time on PostgreSQL: the table, with its rows, becomes a table
 partitioned by range of checked_at, with a DEFAULT partition (crawlcore.db.partitions.partition_table). Beat's
 job that keeps partitions made ahead of time is migration 0014. SQLite keeps its plain table.
 

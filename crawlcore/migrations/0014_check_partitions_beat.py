@@ -1,4 +1,4 @@
-"""Beat's job that keeps the status-check partitions made ahead of time (issue 25). Data only.
+"""Beat's job that keeps the status-check partitions made ahead of time. Data only.
 
 The job is crawlcore.beat's table; a second migrate keeps an operator's edits (get_or_create).
 """

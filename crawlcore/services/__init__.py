@@ -1,1 +1,1 @@
-"""Services: every write to the crawl's tables goes through a named function here (DESIGN.md §3)."""
+"""Services: every write to the crawl's tables goes through a named function here."""

@@ -151,7 +151,7 @@ def checks_finish_write(
 
     `begun_after`: a time before every one of these intents was begun (their visit's opening). The intent
     rows are then looked for only in the partitions from it to now (give or take CLOCK_MARGIN), not in
-    every day's partition of the table (issue 25: nine planned and scanned for each write)."""
+    every day's partition of the table (each planned and scanned for each write)."""
     columns = [("c_id", "bigint"), *((f"c_{name}", kind) for name, kind in _OUTCOME_COLUMNS)]
     rows = []
     for check_id, result, url_id in outcomes:

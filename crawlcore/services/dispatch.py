@@ -215,8 +215,8 @@ def servers_dispatch_with_due_work(*, server_ids: Iterable[int], continuation: b
     if features.write_chains():
         # Mostly, while a crawl runs, there is no room for another server, or every one of these is being
         # loaded with all its slots held: two small prepared statements say so, before the dispatchable query
-        # (whose building alone cost the extract agent, which asks after every batch, a fifth of its CPU:
-        # issue 25).
+        # (whose building alone was a large share of the CPU of the extract agent, which asks after
+        # every batch).
         room = load_capacity(now=now).room
         if not room:
             return 0

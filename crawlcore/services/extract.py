@@ -144,13 +144,13 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
 
     # The new URLs first, each statement committed on its own: an insert waits for any other transaction
     # inserting the same URL, so in one long transaction with the rest, extract tasks queued behind each
-    # other for whole batches (issue 25). A URL committed before its links is harmless: a redelivered
+    # other for whole batches. A URL committed before its links is harmless: a redelivered
     # message finds it known, and the page stays unextracted until the links are written.
     inserted = urls_insert(urls=list(new.values()))
     ids = inserted.ids
     with transaction.atomic():
         # Only the URLs the lookup found set aside for a liftable reason are offered to the lift (usually
-        # none): the guarded update probes every id it is given (issue 25: ~600 a batch, a quarter of its reads).
+        # none): the guarded update probes every id it is given (hundreds a batch).
         depths = {ids[url]: depth for url, depth in followed.items() if ids.get(url) in inserted.liftable}
         links = {
             (page.url_id, ids[link.url]): (link.text, link.element, link.nofollow, _fragments(link))
@@ -191,7 +191,7 @@ def _record_chained(depths: dict[int, int], link_rows: list[tuple], page_rows: l
     liftable = ", ".join(f"'{reason}'" for reason in notfollowed.LIFTABLE)
     # `p.id + 0`, not `p.id`: for min(p.id) PostgreSQL walks the primary key from the smallest id and tests
     # each page's checksum until one matches, which for a new body (the page itself, the newest) is the whole
-    # table: quadratic over a crawl, ~40 % of PostgreSQL's time at 50,000 pages (issue 25). An expression
+    # table: quadratic over a crawl, soon most of PostgreSQL's time. An expression
     # takes the rows page_checksum_idx finds (one or a few) instead.
     first = f"(SELECT min(p.id + 0) FROM {page} p WHERE p.checksum = {page}.checksum)"
     writes = [

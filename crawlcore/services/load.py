@@ -47,7 +47,7 @@ POISON = (DataError, ValueError, OverflowError)
 # Pages per extract message: fewer messages (a Celery send costs ~1-2 ms of the load worker's Python, and
 # each task as much again in the extract worker), still prompt extraction. A round of the visit sends what it
 # stored at its end, so with CRAWL_BATCH_SIZE 25 a round is one message of 25 pages (with 20, a round was
-# two, of 20 and 5: issue 25, the benchmark's CPU a page 3.21 → 2.52 ms); bigger batches send every 40.
+# two, of 20 and 5, at a measurable cost a page: bench/README.md); bigger batches send every 40.
 EXTRACT_GROUP = 40
 # ... or fewer, when their bodies come to this many bytes: an extract batch holds what it parses of all its
 # pages at once (up to thousands of links a page), so large pages go in smaller messages.
@@ -123,8 +123,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         """The robot stays on its server (seed 000) within the task's budget: after a full batch, the next
         one is claimed in the same visit when another round as long as this one still fits the budget and
         the server is still to be crawled and not paused. What the continuation message did, without the
-        visit's open and close, robots.txt, the dispatch and a message each batch (issue 25: ~0.4 ms a page
-        of the load worker, a fifth of its statements)."""
+        visit's open and close, robots.txt, the dispatch and a message each batch."""
         visit = self.visit
         if (
             self.outcome.server_excluded

@@ -1,4 +1,4 @@
-"""The active- and inactive-scan agents' work on one server (seed 001, DESIGN.md §4–5).
+"""The active- and inactive-scan agents' work on one server (seed 001).
 
 A sweep (crawlcore.services.sweep) reserves due URLs and sends them, grouped by server, to a scan
 task; the task takes them over, opens a ServerVisit (the same cluster-wide slot and request spacing
@@ -100,7 +100,7 @@ class ScanBatch(AgentBatch[Url, ScanOutcome]):
             if result is None:
                 return False
             self.visit.record(result, url.id)
-            # A body cut short by a timeout or a reset is no valid response (DESIGN.md §4), like for load.
+            # A body cut short by a timeout or a reset is no valid response, like for load.
             status = None if result.incomplete else result.status
             step = recheck.feed(Reply(status, result.headers, result.body if request.method == "GET" else None))
             if isinstance(step, Finding):

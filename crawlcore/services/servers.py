@@ -94,7 +94,7 @@ def server_claim(*, server_id: int, owner: str, agent: str = "", now: datetime |
     if agent == Agent.LOAD.value:
         # Every slot is held (a dispatch raced with another visit's claim): the message that sent us is consumed
         # all the same. Left marked queued, the server would get no continuation from its running visits
-        # either until CRAWL_REDISPATCH_AFTER (issue 25: a server stalled two minutes at the end of a crawl).
+        # either until CRAWL_REDISPATCH_AFTER (a stall at the end of a crawl).
         Server.objects.filter(id=server_id).update(dispatched_at=None)
     return None
 

@@ -1,4 +1,4 @@
-"""A server's sitemaps (issue 21): found in robots.txt `Sitemap:` lines and at /sitemap.xml, read on the
+"""A server's sitemaps: found in robots.txt `Sitemap:` lines and at /sitemap.xml, read on the
 load agent's visit at most once per CRAWL_SITEMAP_TTL, through the visit (politeness turn, the guard on
 every redirect hop, a status check per request). Indexes are followed down to crawler.sitemap.MAX_DEPTH,
 at most MAX_FILES files per visit.

@@ -2,7 +2,7 @@
 one message per server. Beat runs them (`tasks.scan.sweep_*`); the crawl command calls them too.
 
 The choice is one small function per agent; the active scan's is seed 004's staleness-optimal choice
-(issue 5, crawlcore.services.staleness).
+(crawlcore.services.staleness).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def active_candidates(*, now: datetime, limit: int) -> list[int]:
         .filter(state=State.VISITED.value)
         .filter(Q(next_check_at__isnull=True) | Q(next_check_at__lte=now))
     )
-    # A sitemap lastmod newer than the last check is the server saying the page changed (issue 21): due now,
+    # A sitemap lastmod newer than the last check is the server saying the page changed: due now,
     # before any staleness guess. The check moves last_checked_at past it, so it is due once per change.
     changed = list(
         visited.filter(sitemap_lastmod__gt=F("last_checked_at"))

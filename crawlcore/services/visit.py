@@ -216,7 +216,7 @@ class ServerVisit:
         result = thread_fetcher().fetch(url, method=method, headers=headers, address_check=check)
         if refused_nul_header(result) and self.wait_turn():
             # The engine (libcurl) refuses a header with a NUL in it; the Fetcher reads the response and
-            # cleans it, so the page is kept (issue 18). One more request, on the server's next turn, under
+            # cleans it, so the page is kept. One more request, on the server's next turn, under
             # the same check row: rare, and only for a server that sends such headers.
             self._last_send = time.monotonic()
             result = thread_fetcher("threads").fetch(url, method=method, headers=headers, address_check=check)

@@ -1,4 +1,4 @@
-"""The dashboard's groups and alerts (issue 19): viewers and operators read the notification log on the
+"""The dashboard's groups and alerts: viewers and operators read the notification log on the
 server page and in the admin; operators also mute a server's alerts ("mute for ..."). Channels hold
 secrets and stay with superusers."""
 

@@ -44,7 +44,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='servermonitor',
             name='locations',
-            field=models.CharField(blank=True, help_text='Crawler numbers that each check it, e.g. 1,2,3; the status moves when a quorum agrees (issue 19)', max_length=200, validators=[monitoring.models.locations_valid]),
+            field=models.CharField(blank=True, help_text='Crawler numbers that each check it, e.g. 1,2,3; the status moves when a quorum agrees', max_length=200, validators=[monitoring.models.locations_valid]),
         ),
         migrations.AddField(
             model_name='servermonitor',

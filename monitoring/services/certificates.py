@@ -1,4 +1,4 @@
-"""Certificates seen by https checks (issue 19): the latest per server, and what changed since the last."""
+"""Certificates seen by https checks: the latest per server, and what changed since the last."""
 
 from __future__ import annotations
 

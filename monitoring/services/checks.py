@@ -278,7 +278,7 @@ def _fetch_http(targets: Sequence[Target]) -> list[Checked]:
         category = classify(result.status, latency_s, target.threshold_s, target.accepted).value
         checked = Checked(target, result, datetime.fromtimestamp(started_at, UTC), category)
         if result.failure is FailureKind.TLS:
-            # An expired, mismatched or untrusted certificate: the server answers, wrongly (issue 19).
+            # An expired, mismatched or untrusted certificate: the server answers, wrongly.
             checked.category = Category.ERROR.value
         elif target.content and category in (Category.NORMAL.value, Category.DELAY.value):
             why = content_failure(result.body, target.content)
@@ -418,7 +418,7 @@ def _apply(m: ServerMonitor, c: Checked, paused: bool, changes: list[StatusChang
 
 
 # --------------------------------------------------------------------------------------------------
-# Several locations (issue 19): each crawler number confirms on its own; a quorum of them moves the status.
+# Several locations: each crawler number confirms on its own; a quorum of them moves the status.
 
 _LOCATION_FIELDS = ["status", "candidate", "streak", "last_check_at", "last_category", "next_check_at", "claim_token"]
 

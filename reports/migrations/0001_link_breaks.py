@@ -1,4 +1,4 @@
-# Issue 20: broken links with the time first seen broken, and the digests sent to owners.
+# Broken links with the time first seen broken, and the digests sent to owners.
 
 import django.db.models.deletion
 from django.db import migrations, models

@@ -1,5 +1,5 @@
 """`python manage.py dead_links [--site HOST] [--group G] [--since DATE] [--format csv|json] [-o FILE]`:
-the broken links of the crawl, for the people who fix them (issue 20). Brings the record up to date with
+the broken links of the crawl, for the people who fix them. Brings the record up to date with
 the crawl first, then streams: a site with 100,000 broken links exports in bounded memory."""
 
 from __future__ import annotations

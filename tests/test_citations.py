@@ -1,0 +1,45 @@
+"""The project's documents are the project's: no file cites a document outside the repository (the design
+notes or the papers' folder beside it), and product code cites no issue numbers (an issue's story and its
+measurements belong in commit messages and the benchmark documents, bench/*.md)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUTSIDE = re.compile(r"DESIGN(?:\.md|\s*§)|\bseeds/|\.\./shared|\bshared/seeds")
+ISSUE = re.compile(r"\b[Ii]ssues?\s+\d+")
+TEXT = (".py", ".md", ".html", ".txt", ".yaml", ".yml", ".sh", ".toml", ".ini", ".cfg", ".css", ".js")
+
+
+def _tracked() -> list[str]:
+    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [f for f in out.splitlines() if f.endswith(TEXT) or f == "Makefile"]
+
+
+def _hits(pattern: re.Pattern, files: list[str]) -> list[str]:
+    found = []
+    for rel in files:
+        path = ROOT / rel
+        if not path.is_file() or rel == "tests/test_citations.py":
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if pattern.search(line):
+                found.append(f"{rel}:{n}: {line.strip()[:100]}")
+    return found
+
+
+def test_no_file_cites_a_document_outside_the_repository():
+    assert _hits(OUTSIDE, _tracked()) == []
+
+
+def test_product_code_cites_no_issue_numbers():
+    product = [f for f in _tracked() if f.endswith(".py") and not f.startswith(("tests/", "bench/"))]
+    assert _hits(ISSUE, product) == []
+
+
+def test_the_patterns_see_what_they_look_for():
+    assert OUTSIDE.search("the life-cycle (DESIGN.md §4)") and OUTSIDE.search("see ../shared/seeds/001.txt")
+    assert ISSUE.search("# measured in issue 25: 3.21 ms") and not ISSUE.search("no issues here")
