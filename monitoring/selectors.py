@@ -16,7 +16,7 @@ from crawler.lifecycle import Agent
 from crawler.status import BAD, GOOD, STALE_AFTER_INTERVALS, Status
 
 from .load_profile import load_profile
-from .models import HourlyRollup, MaintenanceWindow, ServerCertificate, ServerMonitor, StatusChange
+from .models import HourlyRollup, MaintenanceWindow, ServerCertificate, ServerMonitor
 from .rollup import COUNT_FIELDS, CategoryCounts, Uptime, uptime
 
 Windows = Sequence[tuple[datetime, datetime]]
@@ -50,13 +50,6 @@ def monitors_selected(*, group: str | None = None, server_ids: Sequence[int] | N
     if server_ids is not None:
         qs = qs.filter(server_id__in=server_ids)
     return list(qs.order_by("server_id").values_list("server_id", flat=True))
-
-
-def server_timeline(*, server_id: int, since: datetime | None = None) -> list[StatusChange]:
-    qs = StatusChange.objects.filter(server_id=server_id)
-    if since is not None:
-        qs = qs.filter(at__gte=since)
-    return list(qs.order_by("at", "id"))
 
 
 def monitor_intervals() -> list[float]:
@@ -197,11 +190,6 @@ def _live_counts(ids: list[int], since: datetime, now: datetime) -> dict[int, li
 def uptime_of(counts: dict[str, list[int]] | None) -> dict[str, Uptime]:
     """Uptime per window from uptime_counts' figures for one server (None: no rollups)."""
     return {name: uptime(CategoryCounts(*(counts or {}).get(name, ()))) for name in UPTIME_WINDOWS}
-
-
-def server_uptime(*, server_id: int, now: datetime | None = None) -> dict[str, Uptime]:
-    """Uptime over the last 24 h, 7 d and 30 d, split by category, from the hourly rollups."""
-    return uptime_of(uptime_counts(server_ids=[server_id], now=now).get(server_id))
 
 
 def server_load_profile(*, server_id: int, days: int | None = None, now: datetime | None = None) -> list[float | None]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Max, Sum
-
 from crawlcore.models import Server
 
 from .models import PageRank, RankRun
@@ -26,21 +24,6 @@ def top_pages(*, site: Server | int | None = None, domain: str | None = None, li
         row["state"] = row.pop("url__state")
         out.append(row)
     return out
-
-
-def top_sites(*, limit: int = 20) -> list[dict]:
-    """Sites by the sum of their pages' ranks (the share of the surfer's time spent on the site).
-    Each item: server_id, rank, pages, best (the site's highest page rank)."""
-    rows = (
-        PageRank.objects.values("server_id")
-        .annotate(total=Sum("rank"), pages=Count("url_id"), best=Max("rank"))
-        .order_by("-total", "server_id")[:limit]
-    )
-    return [{"server_id": r["server_id"], "rank": r["total"], "pages": r["pages"], "best": r["best"]} for r in rows]
-
-
-def rank_of(*, url_id: int) -> float | None:
-    return PageRank.objects.filter(url_id=url_id).values_list("rank", flat=True).first()
 
 
 def latest_run() -> RankRun | None:

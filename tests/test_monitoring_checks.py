@@ -11,18 +11,26 @@ from django.test import override_settings
 from crawlcore.models import Server, StatusCheck
 from crawler.fetch import FailureKind, FetchResult, Timings
 from monitoring.accepted_codes import AcceptedCodes
-from monitoring.models import HourlyRollup, ServerMonitor, StatusChange
-from monitoring.selectors import server_load_profile, server_shown_status, server_timeline, server_uptime
+from monitoring.models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
+from monitoring.selectors import server_load_profile, server_shown_status, uptime_counts, uptime_of
 from monitoring.server_list import ServerRow
 from monitoring.services.checks import Checked, Target, checks_record, monitors_check, monitors_claim
 from monitoring.services.dispatch import monitors_dispatch_due
 from monitoring.services.history import history_prune, load_profiles_build, rollups_build
-from monitoring.services.servers import maintenance_add, servers_import
+from monitoring.services.servers import servers_import
 from testweb import SiteSpec, TestWebServer
 from testweb.monitor import refusing_url, scripted
 
 FAST = {"CRAWL_CONNECT_TIMEOUT": 1.0, "CRAWL_HEADER_TIMEOUT": 0.5, "CRAWL_BODY_TIMEOUT": 2.0}
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
+
+
+def server_timeline(*, server_id: int) -> list[StatusChange]:
+    return list(StatusChange.objects.filter(server_id=server_id).order_by("at", "id"))
+
+
+def server_uptime(*, server_id: int, now):
+    return uptime_of(uptime_counts(server_ids=[server_id], now=now).get(server_id))
 
 
 def row(url: str, **kw) -> ServerRow:
@@ -130,7 +138,9 @@ def test_several_checks_of_one_server_in_one_batch_apply_in_time_order(db):
 
 def test_checks_in_a_maintenance_window_move_no_status_and_are_left_out_of_uptime(db):
     sid = add_server()
-    maintenance_add(server_id=sid, starts_at=T0 + timedelta(minutes=9), ends_at=T0 + timedelta(minutes=31))
+    MaintenanceWindow.objects.create(
+        server_id=sid, starts_at=T0 + timedelta(minutes=9), ends_at=T0 + timedelta(minutes=31)
+    )
     feed(sid, [200, 200, None, None, None, None, None, 200])  # 10, 15, 20, 25, 30 are inside the window
     assert [(c.from_status, c.to_status) for c in server_timeline(server_id=sid)] == [("unknown", "normal")]
     with override_settings(MONITOR_INTERVAL=3600.0):  # checks every 5 min here: never stale

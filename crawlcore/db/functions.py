@@ -28,23 +28,3 @@ class AgeSeconds(Func):
             arg_joiner=") - julianday(",
             **extra,
         )
-
-
-class JsonArrayFloat(Func):
-    """Element `index` of the JSON array in column `field`, as a float; NULL when the array or that element
-    is missing."""
-
-    output_field = FloatField()
-
-    def __init__(self, field: str, index: int):
-        self.index = int(index)  # formatted into the SQL: an int, never text
-        super().__init__(F(field))
-
-    def as_sql(self, compiler, connection, **extra):
-        sql, params = compiler.compile(self.source_expressions[0])
-        return f"(({sql}) ->> {self.index})::double precision", params
-
-    def as_sqlite(self, compiler, connection, **extra):
-        sql, params = compiler.compile(self.source_expressions[0])
-        return f"CAST(json_extract({sql}, '$[{self.index}]') AS REAL)", params
-

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from django.db import transaction
 
@@ -12,7 +11,7 @@ from crawlcore.db import bulk
 from crawlcore.models import Server
 from crawler.urlnorm import ServerKey
 
-from ..models import MaintenanceWindow, ServerMonitor
+from ..models import ServerMonitor
 from ..server_list import ServerRow
 
 
@@ -96,11 +95,3 @@ def _import_chunk(rows: Sequence[ServerRow], out: Imported) -> None:
     bulk.update_plain(Server, _SERVER_FIELDS, changed_servers)
     bulk.update_plain(ServerMonitor, _MONITOR_FIELDS, changed_monitors)
     bulk.insert_plain(ServerMonitor, new_monitors)
-
-
-def maintenance_add(*, server_id: int, starts_at: datetime, ends_at: datetime, reason: str = "") -> MaintenanceWindow:
-    if ends_at <= starts_at:
-        raise ValueError("a maintenance window must end after it starts")
-    return MaintenanceWindow.objects.create(
-        server_id=server_id, starts_at=starts_at, ends_at=ends_at, reason=reason[:200]
-    )
