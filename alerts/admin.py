@@ -11,6 +11,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.utils.html import format_html
 
+from crawlcore.admin import ReaderScopedAdmin
 from crawlcore.models import Server
 from monitoring.admin import MonitoredServerAdmin
 
@@ -71,7 +72,7 @@ class ChannelForm(forms.ModelForm):
 
 
 @admin.register(Channel)
-class ChannelAdmin(admin.ModelAdmin):
+class ChannelAdmin(ReaderScopedAdmin):  # no group paths: superusers (destinations are secrets)
     form = ChannelForm
     list_display = ("name", "masked", "enabled", "owner_of", "log")
     list_filter = ("enabled",)
@@ -100,8 +101,10 @@ class ChannelAdmin(admin.ModelAdmin):
 
 
 @admin.register(Notification)
-class NotificationAdmin(admin.ModelAdmin):
+class NotificationAdmin(ReaderScopedAdmin):
     """The notification log: every (event, channel), filterable by channel, status and server."""
+
+    group_paths = ("server__group",)
 
     list_display = ("created_at", "kind", "server", "channel", "status", "attempts", "sent_at", "error_short")
     list_filter = ("status", "channel", "event__kind")
@@ -128,13 +131,15 @@ class NotificationAdmin(admin.ModelAdmin):
 
 
 @admin.register(Mute)
-class MuteAdmin(admin.ModelAdmin):
+class MuteAdmin(ReaderScopedAdmin):
+    group_paths = ("server__group", "group")
     list_display = ("__str__", "server", "group", "until", "reason")
     raw_id_fields = ("server",)
 
 
 @admin.register(MaintenanceSchedule)
-class MaintenanceScheduleAdmin(admin.ModelAdmin):
+class MaintenanceScheduleAdmin(ReaderScopedAdmin):
+    group_paths = ("server__group", "group")
     list_display = ("__str__", "server", "group", "schedule", "duration_minutes", "enabled", "reason")
     list_filter = ("enabled",)
     raw_id_fields = ("server",)

@@ -2,11 +2,14 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from crawlcore.admin import ReaderScopedAdmin
+
 from .models import Domain, PageAnalysis
 
 
 @admin.register(PageAnalysis)
-class PageAnalysisAdmin(admin.ModelAdmin):
+class PageAnalysisAdmin(ReaderScopedAdmin):
+    group_paths = ("page__url__server__group",)
     list_display = ("page_id", "host", "language", "media_type", "content_class", "homepage", "analyzed_at")
     list_filter = ("language", "content_class", "homepage_kind", "tld")
     search_fields = ("host", "homepage")
@@ -19,7 +22,7 @@ class PageAnalysisAdmin(admin.ModelAdmin):
 
 
 @admin.register(Domain)
-class DomainAdmin(admin.ModelAdmin):
+class DomainAdmin(ReaderScopedAdmin):  # the whole crawl: unlimited readers only
     list_display = ("name", "tld", "suffix", "ip", "resolved_at")
     list_filter = ("tld",)
     search_fields = ("name",)

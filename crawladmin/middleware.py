@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 # C0 controls but tab, CR and LF, and DEL: no page's parameter holds one. NUL is the one that matters:
@@ -26,6 +26,30 @@ class JunkParametersMiddleware:
         ):
             return HttpResponseBadRequest("control characters in the URL", content_type="text/plain")
         return self.get_response(request)
+
+
+class AdminLookupRangeMiddleware:
+    """An admin list filtered on a number no integer column holds (`?server=99999999999999999999999`) is a
+    bad lookup, answered as the admin answers other bad lookups: the plain list again, with `?e=1`; such a
+    number as a row's id is a row that does not exist (404). SQLite raises OverflowError when the number is
+    bound to a query, past the admin's own handling of bad values, and any page's filter, ours or a
+    library's, could take one."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not (isinstance(exception, OverflowError) and request.path.startswith(_ADMIN_PATH)):
+            return None
+        if request.GET:
+            return HttpResponseRedirect(request.path + "?e=1")
+        raise Http404("no such row")
+
+
+_ADMIN_PATH = "/admin/"
 
 
 class StaticFilesMiddleware(WhiteNoiseMiddleware):

@@ -79,3 +79,34 @@ def reader_groups_set(*, user, names: set[str]) -> None:
     if names - current:
         user.groups.add(*(Group.objects.get_or_create(name=name)[0] for name in sorted(names - current)))
     user.__dict__.pop("_crawladmin_server_groups", None)
+
+
+# The server fields that decide what is fetched and who hears of it: the address (scheme, host, port, ip),
+# whether its private addresses may be reached (trusted), and who gets its alerts (owner_email). Only a
+# superuser sets them, in the admin and wherever else servers are edited.
+SUPERUSER_SERVER_FIELDS = ("trusted", "scheme", "host", "port", "ip", "owner_email")
+
+
+def may_edit_server_field(user, name: str) -> bool:
+    return user.is_superuser or name not in SUPERUSER_SERVER_FIELDS
+
+
+def rows_q(user, group_paths: Iterable[str]):
+    """The Q admitting the rows this reader may see, each row reaching a server group through any of
+    `group_paths` (e.g. "server__group"); None when the reader is not limited. A limited reader and no path
+    (what describes the whole crawl): a Q that admits nothing."""
+    from django.db.models import Q
+
+    allowed = server_groups_of(user)
+    if allowed is None:
+        return None
+    q = Q(pk__in=[])
+    for path in group_paths:
+        q |= Q(**{f"{path}__in": sorted(allowed)})
+    return q
+
+
+def rows_visible(user, queryset, group_paths: Iterable[str]):
+    """`queryset` cut to what this reader may see (rows_q)."""
+    q = rows_q(user, group_paths)
+    return queryset if q is None else queryset.filter(q)

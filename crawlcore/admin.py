@@ -9,6 +9,11 @@ has it, "viewer" has view only), and is recorded in the admin's log.
 
 Filters on the big tables offer fixed choices rather than Django's distinct-value lists, which would
 scan a million URLs on every page.
+
+Every page here is a ReaderScopedAdmin: a reader limited to server groups (crawlcore.access) sees in the
+admin what the dashboard shows it, its groups' rows (lists, change pages, history, filters, actions) and
+none of what describes the whole crawl; another group's row is a 404 and a whole-crawl page a 403. Only a
+superuser edits a server's address, trust and owner e-mail (access.SUPERUSER_SERVER_FIELDS).
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import PermissionDenied
 from django.db.models import OuterRef, Subquery
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.timesince import timesince
@@ -26,7 +32,7 @@ from django.utils.timesince import timesince
 from crawler.fetch import FailureKind
 from crawler.lifecycle import State
 
-from . import workers
+from . import access, workers
 from .models import Link, Page, Server, Sitemap, StatusCheck, Url, UrlEvent
 from .services import operator
 
@@ -53,6 +59,62 @@ def log_change(request: HttpRequest, model, ids, message: str) -> None:
     )
 
 
+MAX_ID = 2**63 - 1  # the largest id a 64-bit integer column holds
+
+
+class ReaderScopedAdmin(admin.ModelAdmin):
+    """An admin page cut to the reader's server groups (crawlcore.access).
+
+    `group_paths`: lookups from this model to a server group name, any of which admits a row to a reader
+    limited to that group ("server__group"). None of them (the default): the page describes the whole crawl
+    and is for unlimited readers only. A row saved here must stay within the saver's groups.
+    """
+
+    group_paths: tuple[str, ...] = ()
+
+    def get_queryset(self, request):
+        return access.rows_visible(request.user, super().get_queryset(request), self.group_paths)
+
+    def _whole_crawl_refused(self, request) -> bool:
+        return not self.group_paths and access.server_groups_of(request.user) is not None
+
+    def has_module_permission(self, request) -> bool:
+        return not self._whole_crawl_refused(request) and super().has_module_permission(request)
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return not self._whole_crawl_refused(request) and super().has_view_permission(request, obj)
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return not self._whole_crawl_refused(request) and super().has_change_permission(request, obj)
+
+    def has_add_permission(self, request) -> bool:
+        return not self._whole_crawl_refused(request) and super().has_add_permission(request)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return not self._whole_crawl_refused(request) and super().has_delete_permission(request, obj)
+
+    def get_object(self, request, object_id, from_field=None):
+        """A row outside the reader's groups is not found (404), like one that does not exist; the admin's
+        default would redirect to the index with a message naming the id."""
+        obj = super().get_object(request, object_id, from_field)
+        if obj is None:
+            raise Http404("no such row")
+        return obj
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.related_model is Server:
+            kwargs["queryset"] = access.rows_visible(request.user, Server.objects.all(), ("group",))
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        # Inside the admin's transaction: a row moved out of the saver's groups (another group typed in,
+        # another group's server picked) is refused, and the save rolled back.
+        limited = access.server_groups_of(request.user) is not None
+        if limited and not self.get_queryset(request).filter(pk=obj.pk).exists():
+            raise PermissionDenied("outside your server groups")
+
+
 class PinForm(forms.Form):
     crawler_num = forms.IntegerField(
         required=False, min_value=0, max_value=10_000, help_text="Empty: unpin (any worker may take them)"
@@ -60,7 +122,7 @@ class PinForm(forms.Form):
 
 
 @admin.register(Server)
-class ServerAdmin(admin.ModelAdmin):
+class ServerAdmin(ReaderScopedAdmin):
     list_display = (
         "origin",
         "group",
@@ -75,6 +137,13 @@ class ServerAdmin(admin.ModelAdmin):
     search_fields = ("host", "ip", "group")
     readonly_fields = ("robots_txt", "robots_fetched_at", "next_request_at", "dispatched_at")
     actions = ["enable", "disable", "pin", "crawl_now", "revive_dead"]
+    group_paths = ("group",)
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if request.user.is_superuser:
+            return fields
+        return fields + tuple(f for f in access.SUPERUSER_SERVER_FIELDS if f not in fields)
 
     def get_queryset(self, request):
         newest = StatusCheck.objects.filter(server=OuterRef("pk")).order_by("-checked_at")
@@ -183,11 +252,16 @@ class ServerFilter(admin.SimpleListFilter):
     LIMIT = 200
 
     def lookups(self, request, model_admin):
-        return [(str(s.pk), str(s)) for s in Server.objects.order_by("host", "port")[: self.LIMIT]]
+        servers = access.rows_visible(request.user, Server.objects.all(), ("group",))
+        return [(str(s.pk), str(s)) for s in servers.order_by("host", "port")[: self.LIMIT]]
 
     def queryset(self, request, queryset):
         value = self.value()
-        return queryset.filter(server_id=int(value)) if value and value.isdigit() else queryset
+        if not (value and value.isascii() and value.isdigit()):
+            return queryset
+        if int(value) > MAX_ID:  # no row has it; SQLite would raise on an integer past 64 bits
+            return queryset.none()
+        return queryset.filter(server_id=int(value))
 
 
 class LastStatusFilter(admin.SimpleListFilter):
@@ -219,7 +293,7 @@ class FailureKindFilter(admin.SimpleListFilter):
 
 
 @admin.register(Url)
-class UrlAdmin(admin.ModelAdmin):
+class UrlAdmin(ReaderScopedAdmin):
     list_display = (
         "url",
         "state",
@@ -238,6 +312,7 @@ class UrlAdmin(admin.ModelAdmin):
     readonly_fields = ("url_hash", "lease_owner", "lease_expires_at")
     show_full_result_count = False  # a COUNT(*) over a million URLs on every page is wasted
     actions = ["requeue", "revive", "exclude_urls"]
+    group_paths = ("server__group",)
 
     @admin.display(description="next check", ordering="next_check_at")
     def next_check(self, obj: Url) -> str:
@@ -287,33 +362,36 @@ class UrlAdmin(admin.ModelAdmin):
 
 
 @admin.register(Page)
-class PageAdmin(admin.ModelAdmin):
+class PageAdmin(ReaderScopedAdmin):
     list_display = ("url", "title", "content_type", "size", "fetched_at", "extracted_at", "duplicate_of")
     search_fields = ("title", "url__url")
     raw_id_fields = ("url", "duplicate_of")
     exclude = ("body_z",)
     list_select_related = ("url", "duplicate_of")
     show_full_result_count = False
+    group_paths = ("url__server__group",)
 
 
 @admin.register(StatusCheck)
-class StatusCheckAdmin(admin.ModelAdmin):
+class StatusCheckAdmin(ReaderScopedAdmin):
     list_display = ("requested_url", "checked_at", "status_code", "category", "failure_kind", "latency_ms", "agent")
     list_filter = ("category", "failure_kind", "agent", "crawler_num")
     raw_id_fields = ("url", "server")
     date_hierarchy = "checked_at"
     show_full_result_count = False
+    group_paths = ("server__group",)
 
 
 @admin.register(Link)
-class LinkAdmin(admin.ModelAdmin):
+class LinkAdmin(ReaderScopedAdmin):
     list_display = ("from_url", "to_url")
     raw_id_fields = ("from_url", "to_url")
     show_full_result_count = False
+    group_paths = ("from_url__server__group",)
 
 
 @admin.register(Sitemap)
-class SitemapAdmin(admin.ModelAdmin):
+class SitemapAdmin(ReaderScopedAdmin):
     """Each server's sitemap files as last read; a bad one with its error."""
 
     list_display = ("url", "source", "kind", "status_code", "urls_listed", "urls_added", "error", "fetched_at")
@@ -321,3 +399,4 @@ class SitemapAdmin(admin.ModelAdmin):
     search_fields = ("url", "error")
     list_select_related = ("server",)
     raw_id_fields = ("server",)
+    group_paths = ("server__group",)

@@ -4,11 +4,14 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
+from crawlcore.admin import ReaderScopedAdmin
+
 from .models import StatusPage
 
 
 @admin.register(StatusPage)
-class StatusPageAdmin(admin.ModelAdmin):
+class StatusPageAdmin(ReaderScopedAdmin):
+    group_paths = ("group",)  # a page of every server (no group) is for unlimited readers
     list_display = ("slug", "group", "title", "enabled", "show_addresses", "link")
     list_filter = ("enabled",)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
-from crawlcore.admin import ServerAdmin, log_change
+from crawlcore.admin import ReaderScopedAdmin, ServerAdmin, log_change
 from crawlcore.models import Server
 from crawler.status import Category, Status
 
@@ -85,7 +85,8 @@ admin.site.register(Server, MonitoredServerAdmin)
 
 
 @admin.register(ServerMonitor)
-class ServerMonitorAdmin(admin.ModelAdmin):
+class ServerMonitorAdmin(ReaderScopedAdmin):
+    group_paths = ("server__group",)
     list_display = (
         "server",
         "enabled",
@@ -115,7 +116,8 @@ class ServerMonitorAdmin(admin.ModelAdmin):
 
 
 @admin.register(StatusChange)
-class StatusChangeAdmin(admin.ModelAdmin):
+class StatusChangeAdmin(ReaderScopedAdmin):
+    group_paths = ("server__group",)
     list_display = ("server", "at", "from_status", "to_status", "reason")
     list_filter = ("to_status", "from_status")
     search_fields = ("server__host",)
@@ -124,7 +126,8 @@ class StatusChangeAdmin(admin.ModelAdmin):
 
 
 @admin.register(HourlyRollup)
-class HourlyRollupAdmin(admin.ModelAdmin):
+class HourlyRollupAdmin(ReaderScopedAdmin):
+    group_paths = ("server__group",)
     list_display = (
         "server",
         "hour",
@@ -139,6 +142,7 @@ class HourlyRollupAdmin(admin.ModelAdmin):
 
 
 @admin.register(MaintenanceWindow)
-class MaintenanceWindowAdmin(admin.ModelAdmin):
+class MaintenanceWindowAdmin(ReaderScopedAdmin):
+    group_paths = ("server__group",)
     list_display = ("server", "starts_at", "ends_at", "reason")
     raw_id_fields = ("server",)

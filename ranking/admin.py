@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db.models import OuterRef, Subquery
 
-from crawlcore.admin import PageAdmin
+from crawlcore.admin import PageAdmin, ReaderScopedAdmin
 from crawlcore.models import Page
 
 from .models import PageRank, RankRun
@@ -31,7 +31,8 @@ admin.site.register(Page, RankedPageAdmin)
 
 
 @admin.register(PageRank)
-class PageRankAdmin(admin.ModelAdmin):
+class PageRankAdmin(ReaderScopedAdmin):
+    group_paths = ("server__group",)
     list_display = ("url", "rank_display", "server", "domain", "community", "local_rank", "block_rank", "computed_at")
     list_filter = (("server", admin.RelatedOnlyFieldListFilter), "domain", "community")
     search_fields = ("url__url", "domain", "community")
@@ -52,7 +53,7 @@ class PageRankAdmin(admin.ModelAdmin):
 
 
 @admin.register(RankRun)
-class RankRunAdmin(admin.ModelAdmin):
+class RankRunAdmin(ReaderScopedAdmin):  # the whole crawl: unlimited readers only
     list_display = (
         "finished_at", "method", "block", "pages", "duplicates", "links", "blocks", "local_iterations",
         "block_iterations", "global_iterations", "uniform_iterations", "converged", "l1_to_exact", "read_seconds",
