@@ -15,12 +15,13 @@ NOFOLLOW = "nofollow"
 PRIVATE = "private address"
 DUPLICATE = "duplicate content"
 SERVER_EXCLUDED = "server excluded"
+TOO_MANY_LINKS = "too many links"  # found past the per-page bound of links followed (crawler.parse)
 
-REASONS = (ROBOTS, OUT_OF_SCOPE, TOO_DEEP, TOO_LONG, NOFOLLOW, PRIVATE, DUPLICATE, SERVER_EXCLUDED)
+REASONS = (ROBOTS, OUT_OF_SCOPE, TOO_DEEP, TOO_LONG, NOFOLLOW, PRIVATE, DUPLICATE, SERVER_EXCLUDED, TOO_MANY_LINKS)
 
 # Set aside only for how the URL was first found: found again through a link that is followed, the URL is
 # crawled after all (the other reasons are about the URL itself or its server, however it is reached).
-LIFTABLE = (TOO_DEEP, NOFOLLOW)
+LIFTABLE = (TOO_DEEP, NOFOLLOW, TOO_MANY_LINKS)
 
 
 def category(reason: str) -> str:

@@ -11,12 +11,21 @@ raises on bad input: the web is full of truncated, mis-declared and binary
 Each link keeps what a site owner needs to find it again on the page: its anchor text, the element and
 attribute it came from, and `rel=nofollow`. Links to images, stylesheets and scripts are
 resources (`Found.resource`): checked, never parsed.
+
+What one page may cost is bounded, so that no single page holds up the extract agent (and the pages
+batched with it): the bytes parsed (PARSE_MAX_BYTES), the attributes of one tag (MAX_TAG_ATTRIBUTES: libxml2
+compares each attribute of a tag with all the tag's earlier ones, so a tag of many thousand attributes costs
+seconds to minutes; a cheap scan of the bytes cuts such a tag down before libxml2 sees it), the nesting
+(libxml2's own limit, past which it drops the rest of the page) and the links (the first `max_links` are
+followed, up to MAX_LINKS_RECORDED more are kept to be recorded as not followed). A page over a bound is
+parsed up to it and says which bound in `Extracted.limits`.
 """
 
 from __future__ import annotations
 
 import codecs
 import logging
+import re
 from dataclasses import dataclass, field
 
 from bs4.dammit import UnicodeDammit
@@ -31,7 +40,7 @@ log = logging.getLogger(__name__)
 
 MAX_TITLE = 512
 MAX_DESCRIPTION = 1024
-# Reason recorded in ``Extracted.rejected`` for valid links beyond max_links.
+# Reason counted in ``Extracted.rejected`` for links beyond max_links and MAX_LINKS_RECORDED.
 OVER_LIMIT = "over_limit"
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -40,6 +49,23 @@ MAX_ANCHOR_TEXT = 200
 MAX_FRAGMENT = 200
 MAX_FRAGMENTS = 20  # distinct #fragments kept per link
 MAX_ANCHORS = 5000  # ids and names kept per page, for "missing anchor" checks
+
+# The bounds of one page's parse, and the names `Extracted.limits` gives them.
+MAX_LINKS = 5000  # links followed a page (extract's default max_links)
+MAX_LINKS_RECORDED = 50_000  # links past max_links kept, to be recorded as not followed; past these, counted only
+PARSE_MAX_BYTES = 4 * 1024 * 1024  # of the body as decoded to UTF-8; the rest is not parsed
+MAX_TAG_ATTRIBUTES = 1000  # attributes of one tag; the rest of the tag is dropped before parsing
+LIMIT_BYTES = "bytes"
+LIMIT_ATTRIBUTES = "attributes"
+LIMIT_NESTING = "nesting"
+LIMIT_LINKS = "links"
+
+# One attribute inside a tag, as an HTML tokenizer reads it (a value is quoted only after '='), and a tag
+# with more than MAX_TAG_ATTRIBUTES of them: its name and first MAX_TAG_ATTRIBUTES attributes (group 1), then
+# the rest. Every quantifier is possessive and each attribute an atomic group, so the scan never backtracks:
+# one pass over the bytes, in C, that matches only the rare giant tag.
+_ATTRIBUTE = rb"""(?>[\s/]*+[^\s"'>/=]++(?:\s*+=\s*+(?:"[^"]*+"|'[^']*+'|[^\s>]*+))?+)"""
+_GIANT_TAG = re.compile(rb"(<[A-Za-z][^\s/>]*+%s{%d})%s++" % (_ATTRIBUTE, MAX_TAG_ATTRIBUTES, _ATTRIBUTE))
 
 # Tag -> the attribute holding its link, and the element label stored with the link (a contract: the
 # export's `element` column). Pages (followed) first, then resources (checked, not parsed).
@@ -86,6 +112,9 @@ class Extracted:
     description: str = ""
     links: list[Found] = field(default_factory=list)
     rejected: dict[str, int] = field(default_factory=dict)
+    # Links past max_links (up to MAX_LINKS_RECORDED): recorded, not followed.
+    over_limit: list[Found] = field(default_factory=list)
+    limits: list[str] = field(default_factory=list)  # the bounds the page went over (LIMIT_*), in order
     nofollow: bool = False  # <meta name=robots content=nofollow>: none of the page's links is followed
     base_url: str = ""
     anchors: list[str] = field(default_factory=list)  # element ids and <a name>s, for #fragment checks
@@ -122,13 +151,32 @@ def _decode(body: bytes, content_type: str | None) -> str:
     return text if text is not None else body.decode("latin-1")
 
 
-def _parse(body: bytes, content_type: str | None) -> etree._Element | None:
+def bounded(text: bytes) -> tuple[bytes, list[str]]:
+    """`text` (UTF-8) cut to what one parse may cost: at most PARSE_MAX_BYTES, and no tag of more than
+    MAX_TAG_ATTRIBUTES attributes (the rest of such a tag is dropped). The bounds it went over."""
+    limits = []
+    if len(text) > PARSE_MAX_BYTES:
+        text = text[:PARSE_MAX_BYTES]
+        limits.append(LIMIT_BYTES)
+    cut = _GIANT_TAG.sub(rb"\1", text)
+    if len(cut) != len(text):
+        limits.append(LIMIT_ATTRIBUTES)
+    return cut, limits
+
+
+def _parse(body: bytes, content_type: str | None, limits: list[str]) -> etree._Element | None:
     # lxml reports each NUL character as a text node of its own, and HTML ignores them anyway: a decompressed
     # gzip bomb of NULs would cost memory and seconds. The text is handed to libxml2 as UTF-8 with the
     # encoding stated, so a <meta charset> in the page cannot make it decode the bytes a second time.
     text = _decode(body, content_type).replace("\0", "")
+    data, over = bounded(text.encode("utf-8", errors="replace"))
+    limits.extend(over)
     parser = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True)
-    return etree.fromstring(text.encode("utf-8", errors="replace"), parser)
+    root = etree.fromstring(data, parser)
+    # Past 256 levels libxml2 stops and drops the rest of the page (lxml's huge_tree would lift the limit).
+    if any(e.type_name == "ERR_RESOURCE_LIMIT" for e in parser.error_log):
+        limits.append(LIMIT_NESTING)
+    return root
 
 
 def _effective_base(root: etree._Element, url: str) -> str:
@@ -201,6 +249,10 @@ def _collect_links(root: etree._Element, base: str, max_links: int, out: Extract
         rel = tag.get("rel")
         if rel is not None and name == "link" and LINK_REL_SKIPPED.intersection(rel.lower().split()):
             continue
+        if len(out.over_limit) >= MAX_LINKS_RECORDED:
+            # Past both bounds the rest is counted, not canonicalised (which is most of a link's cost).
+            rejected[OVER_LIMIT] = rejected.get(OVER_LIMIT, 0) + 1
+            continue
         try:
             link = canonicalize(raw, base=base)
         except UrlError as exc:
@@ -214,9 +266,7 @@ def _collect_links(root: etree._Element, base: str, max_links: int, out: Extract
             if "#" in raw:
                 _add_fragment(known, raw, tag, name)
             continue
-        if len(links) >= max_links:
-            rejected[OVER_LIMIT] = rejected.get(OVER_LIMIT, 0) + 1
-            continue
+        over = len(links) >= max_links
         if name == "a" and not len(tag):  # the common case, a plain text link: inline, no XPath
             text = tag.text
             text = " ".join(text.split())[:MAX_ANCHOR_TEXT] if text else ""
@@ -231,7 +281,9 @@ def _collect_links(root: etree._Element, base: str, max_links: int, out: Extract
         if "#" in raw:
             _add_fragment(found, raw, tag, name, text)
         seen[link] = found
-        links.append(found)
+        (out.over_limit if over else links).append(found)
+    if out.over_limit:
+        out.limits.append(LIMIT_LINKS)
 
 
 def extract(
@@ -239,14 +291,15 @@ def extract(
     url: str,
     *,
     content_type: str | None = None,
-    max_links: int = 5000,
+    max_links: int = MAX_LINKS,
 ) -> Extracted:
-    """Parse ``body`` (fetched from ``url``) and return what the crawler needs."""
+    """Parse ``body`` (fetched from ``url``) and return what the crawler needs, within the bounds of one
+    page (the module's docstring)."""
     out = Extracted(base_url=url)
     if not body:
         return out
     try:
-        root = _parse(body, content_type)
+        root = _parse(body, content_type, out.limits)
     except Exception:  # noqa: BLE001 - a parser bug must not kill the worker
         log.warning("could not parse %s", url[:200], exc_info=True)
         return out

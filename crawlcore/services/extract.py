@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -105,13 +106,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
     pages = [StoredPage(*row) for row in stored]
     if not pages:
         return outcome
-    parsed: list[tuple[StoredPage, Extracted | None]] = []
-    for page in pages:
-        try:
-            parsed.append((page, extract(page.body, page.url, content_type=page.content_type or None)))
-        except Exception:  # a parser bug must not stop the batch: the page is marked and logged
-            log.exception("extract failed for page %s (%s)", page.id, page.url)
-            parsed.append((page, None))
+    parsed = _parse_pages(pages)
 
     rules = FollowRules.from_settings()
     new: dict[str, NewUrl] = {}
@@ -120,10 +115,10 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
         if ex is None:
             continue
         depth = page.depth + 1
-        for link in ex.links:
+        for link, over in _links_of(ex):
             if link.resource and not rules.check_resources:
                 continue
-            reason = not_followed_reason(ex, link, depth, rules)
+            reason = notfollowed.TOO_MANY_LINKS if over else not_followed_reason(ex, link, depth, rules)
             candidate = new_url_from(
                 page, link.url, depth=depth, resource=link.resource, offsite_depth=rules.offsite_depth
             )
@@ -156,7 +151,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
             (page.url_id, ids[link.url]): (link.text, link.element, link.nofollow, _fragments(link))
             for page, ex in parsed
             if ex is not None
-            for link in reversed(ex.links)  # reversed: the first occurrence on the page is the one kept
+            for link, _over in reversed(_links_of(ex))  # reversed: the first occurrence on the page is the one kept
             if link.url in ids and ids[link.url] != page.url_id
         }
         link_rows = [(*key, *links[key]) for key in sorted(links)]
@@ -165,6 +160,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
             for page, ex in parsed
         ]
         now = timezone.now()
+        _record_limits(parsed)
         if features.write_chains():
             lifted = _record_chained(depths, link_rows, page_rows, now)
         else:
@@ -181,6 +177,43 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
     servers_dispatch_with_due_work(server_ids=inserted.server_ids | lifted)
     outcome.pages, outcome.links, outcome.new_urls = len(pages), len(links), len(new)
     return outcome
+
+
+def _parse_pages(pages: list[StoredPage]) -> list[tuple[StoredPage, Extracted | None]]:
+    """Each page parsed (None when the parser failed on it). Each parse is bounded (crawler.parse), yet a
+    batch of large pages takes a while: the pages' extract_dispatched_at is moved on as it goes, so the
+    reconciler does not take them for lost (CRAWL_REDISPATCH_AFTER) and start a second parse of the same
+    pages beside this one."""
+    ids = [page.id for page in pages]
+    beat = max(1.0, settings.CRAWL_REDISPATCH_AFTER / 4)
+    last = time.monotonic()
+    Page.objects.filter(id__in=ids, extracted_at__isnull=True).update(extract_dispatched_at=timezone.now())
+    parsed: list[tuple[StoredPage, Extracted | None]] = []
+    for page in pages:
+        try:
+            parsed.append((page, extract(page.body, page.url, content_type=page.content_type or None)))
+        except Exception:  # a parser bug must not stop the batch: the page is marked and logged
+            log.exception("extract failed for page %s (%s)", page.id, page.url)
+            parsed.append((page, None))
+        if time.monotonic() - last > beat:
+            last = time.monotonic()
+            Page.objects.filter(id__in=ids, extracted_at__isnull=True).update(extract_dispatched_at=timezone.now())
+    return parsed
+
+
+def _links_of(ex: Extracted) -> list[tuple[Found, bool]]:
+    """The page's links, each with whether it is past the page's bound of links followed (recorded, set aside)."""
+    return [(link, False) for link in ex.links] + [(link, True) for link in ex.over_limit]
+
+
+def _record_limits(parsed: list[tuple[StoredPage, Extracted | None]]) -> None:
+    """A page over one of the parse's bounds (crawler.parse: bytes, attributes, nesting, links) says which on
+    its URL, as what was wrong with the response (failure_kind, when nothing else was)."""
+    for page, ex in parsed:
+        if ex is not None and ex.limits:
+            kind = ("parse:" + ",".join(ex.limits))[:32]
+            log.warning("page %s (%s) is over the parse bounds: %s", page.id, page.url[:200], ", ".join(ex.limits))
+            Url.objects.filter(id=page.url_id, failure_kind="").update(failure_kind=kind)
 
 
 def _record_chained(depths: dict[int, int], link_rows: list[tuple], page_rows: list[tuple], now: datetime) -> set[int]:

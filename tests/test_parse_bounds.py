@@ -1,0 +1,159 @@
+"""What one page may cost the extract agent is bounded: the bytes parsed, the attributes of one tag, the
+nesting and the links. A page over a bound is parsed up to it, says which bound (`Extracted.limits`, and
+its URL's failure kind), and keeps its links up to the bound; links past the bound of links followed are
+recorded as not followed, with the reason. A batch whose parse takes a while is not taken for lost by the
+reconciler and parsed a second time beside the first."""
+
+from __future__ import annotations
+
+import time
+import zlib
+
+import pytest
+from django.utils import timezone
+
+from crawlcore.models import Link, Page, Url
+from crawlcore.selectors import crawl_summary
+from crawlcore.services.dispatch import reconcile
+from crawlcore.services.extract import pages_extract
+from crawlcore.services.urls import NewUrl, urls_insert
+from crawler import notfollowed
+from crawler.parse import MAX_LINKS, MAX_TAG_ATTRIBUTES, OVER_LIMIT, PARSE_MAX_BYTES, extract
+
+PAGE = "http://example.com/dir/page.html"
+# Generous: libxml2 alone takes tens of seconds on the 100,000-attribute tag; bounded, it is a fraction of one.
+QUICK = 10.0
+
+
+def _attributes(n: int, form: str = 'a{i}="x"', sep: str = " ") -> str:
+    return sep.join(form.format(i=i) for i in range(n))
+
+
+@pytest.mark.parametrize(
+    ("form", "sep"),
+    [('a{i}="x"', " "), ("a{i}", " "), ('a{i}=">"', "/"), ("a{i}='<b>'", ""), ("a{i}=x", "\n")],
+    ids=["quoted", "bare", "gt-in-value-slash-separated", "single-quoted-no-separator", "unquoted"],
+)
+def test_one_tag_of_100000_attributes_is_cut_down_and_its_page_links_kept(form, sep):
+    body = f"<html><body><a href='/before'>b</a><div {_attributes(100_000, form, sep)}>hi</div>"
+    body += "<a href='/after'>a</a></body></html>"
+    started = time.monotonic()
+    out = extract(body.encode(), PAGE)
+    took = time.monotonic() - started
+    assert took < QUICK, f"{took:.1f}s"
+    assert out.limits == ["attributes"]
+    assert out.urls == ["http://example.com/before", "http://example.com/after"]
+
+
+def test_a_tag_at_the_attribute_bound_is_left_whole():
+    body = f"<html><body><a href='/x' {_attributes(MAX_TAG_ATTRIBUTES - 1)}>x</a></body></html>".encode()
+    out = extract(body, PAGE)
+    assert out.limits == [] and out.urls == ["http://example.com/x"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'<a b="' * 200_000 + b"x" * 500_000,  # every quote but the last closed by the next tag's
+        b"<a b='x' c=\"" + b"<a b=' " * 200_000,  # a quote that never closes, then many tags
+        b"<a " * 300_000,  # tags that never end
+        b"<" * 1_000_000 + b"a" * 1_000_000,
+        b"<p a=1 b=2>x</p>" * 200_000,  # many small tags: the common case, at scale
+    ],
+    ids=["paired-quotes", "open-quote", "unclosed-tags", "angles", "small-tags"],
+)
+def test_the_scan_before_the_parse_is_linear_on_hostile_bytes(body):
+    started = time.monotonic()
+    extract(body, PAGE)
+    assert time.monotonic() - started < QUICK
+
+
+def test_past_the_nesting_libxml2_keeps_the_page_is_classified():
+    body = ("<div>" * 300 + "<a href='/deep'>x</a>" + "</div>" * 300).encode()
+    assert extract(body, PAGE).limits == ["nesting"]
+
+
+def test_past_the_bytes_parsed_the_rest_is_not_parsed():
+    filler = b"<p>" + b"x" * (PARSE_MAX_BYTES + 10) + b"</p>"
+    out = extract(b"<html><body><a href='/first'>f</a>" + filler + b"<a href='/last'>l</a></body></html>", PAGE)
+    assert out.limits == ["bytes"]
+    assert out.urls == ["http://example.com/first"]
+
+
+def test_links_past_the_bound_are_kept_to_be_recorded_then_counted(monkeypatch):
+    monkeypatch.setattr("crawler.parse.MAX_LINKS_RECORDED", 2000)  # the same rule, a smaller page
+    n = MAX_LINKS + 2000 + 7
+    body = ("<html><body>" + "".join(f"<a href='/p{i}'>l</a>" for i in range(n)) + "</body></html>").encode()
+    out = extract(body, PAGE)
+    assert len(out.links) == MAX_LINKS and len(out.over_limit) == 2000
+    assert out.over_limit[0].url == f"http://example.com/p{MAX_LINKS}"
+    assert out.rejected == {OVER_LIMIT: 7}
+    assert out.limits == ["links"]
+
+
+def _page(url: str, body: bytes, *, depth: int = 0) -> Page:
+    (pk,) = urls_insert(urls=[NewUrl(url, depth=depth)]).ids.values()
+    return Page.objects.create(
+        url_id=pk, body_z=zlib.compress(body), checksum=url[-8:], fetched_at=timezone.now(),
+        extract_dispatched_at=timezone.now(),
+    )  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_links_past_the_bound_are_set_aside_with_the_reason_and_counted_not_followed(monkeypatch):
+    monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    n = MAX_LINKS + 300
+    body = ("<html><body>" + "".join(f"<a href='/p{i}'>l</a>" for i in range(n)) + "</body></html>").encode()
+    page = _page("http://example.com/", body)
+    pages_extract(page_ids=[page.id])
+    linked = Url.objects.filter(links_in__from_url_id=page.url_id)
+    assert linked.count() == n and Link.objects.filter(from_url_id=page.url_id).count() == n
+    assert linked.filter(exclusion_reason="").count() == MAX_LINKS
+    assert linked.filter(exclusion_reason=notfollowed.TOO_MANY_LINKS).count() == 300
+    assert Url.objects.get(url="http://example.com/p5000").exclusion_reason == notfollowed.TOO_MANY_LINKS
+    assert crawl_summary(checks=False)["not_followed"]["example.com"][notfollowed.TOO_MANY_LINKS] == 300
+    assert Url.objects.get(id=page.url_id).failure_kind == "parse:links"
+
+    # Found again through a link that is followed (a page of few links), it is crawled after all.
+    other = _page("http://example.com/other", b"<a href='/p5000'>again</a>")
+    pages_extract(page_ids=[other.id])
+    assert Url.objects.get(url="http://example.com/p5000").exclusion_reason == ""
+
+
+@pytest.mark.django_db
+def test_a_page_over_a_bound_is_classified_and_its_batch_goes_on(monkeypatch):
+    monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    giant = _page("http://example.com/giant", f"<div {_attributes(100_000)}><a href='/g'>g</a>".encode())
+    plain = _page("http://example.com/plain", b"<a href='/q'>q</a>")
+    started = time.monotonic()
+    pages_extract(page_ids=[giant.id, plain.id])
+    assert time.monotonic() - started < QUICK
+    assert Page.objects.filter(extracted_at__isnull=True).count() == 0
+    assert Url.objects.get(id=giant.url_id).failure_kind == "parse:attributes"
+    assert Url.objects.get(id=plain.url_id).failure_kind == ""
+    assert Url.objects.filter(url__in=["http://example.com/g", "http://example.com/q"]).count() == 2
+
+
+@pytest.mark.django_db
+def test_the_reconciler_does_not_send_a_batch_again_while_it_is_being_parsed(settings, monkeypatch):
+    """A batch whose pages take a while to parse (each within its bounds) is not lost: the reconciler leaves
+    it to the worker parsing it instead of sending it to a second one."""
+    settings.CRAWL_REDISPATCH_AFTER = 4.0
+    monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    monkeypatch.setattr("crawlcore.services.dispatch.queue_backlog", lambda queue: 0)
+    resent: list[list[int]] = []
+    monkeypatch.setattr(
+        "crawlcore.services.dispatch.enqueue_extract_on_commit", lambda page_ids: resent.append(page_ids)
+    )
+    pages = [_page(f"http://example.com/{i}", f"<a href='/l{i}'>l</a>".encode()) for i in range(4)]
+    real = extract
+
+    def slow(body: bytes, url: str, **kw):
+        time.sleep(1.5)  # a page of the batch that parses slowly, within its bounds
+        reconcile()  # the reconciler runs meanwhile, as beat has it do every few seconds
+        return real(body, url, **kw)
+
+    monkeypatch.setattr("crawlcore.services.extract.extract", slow)
+    pages_extract(page_ids=[p.id for p in pages])
+    assert resent == []
+    assert Page.objects.filter(extracted_at__isnull=True).count() == 0
