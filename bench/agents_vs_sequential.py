@@ -10,8 +10,8 @@ Here, on testweb.paper001 (10 sites, pages that change, 2 sites down for a while
 each robot runs for ``--seconds``, read at six checkpoints (one paper-hour = seconds / 6):
 (a) ``manage.py crawl``: our agents (``--mode cluster``: PostgreSQL, Redis and celery workers for the
     load, extract, active-scan and inactive-scan queues; ``--mode embedded``: one process, threads);
-(b) ``bench.sequential_multi``: ``--procs`` loader processes, each re-checking the URLs it met in line;
-(c) ``bench.sequential``: the single loader with in-line retries, the earlier comparison (second table).
+(b) ``bench.baselines.sequential_multi``: ``--procs`` loader processes, each re-checking the URLs it met in line;
+(c) ``bench.baselines.sequential``: the single loader with in-line retries, the earlier comparison (second table).
 Timeouts and the web's answer time are the paper's x ``--scale``; the life-cycle's clock (revisit,
 NoResponse back-offs, robots.txt memo, page changes, down windows) runs one paper-hour per checkpoint.
 
@@ -30,11 +30,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.harness.services import wait_for_workers
 from testweb.paper001 import MixSpec, MixWeb
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -217,7 +217,7 @@ def run_agents_cluster(setup: Setup, web: MixWeb, run: int) -> RunResult:
             procs.worker("extract", "extract,housekeeping", concurrency=2)
             procs.worker("active", "active_scan", concurrency=setup.scan_threads)
             procs.worker("inactive", "inactive_scan", concurrency=setup.scan_threads)
-            _wait_for_workers(env, ("load@", "extract@", "active@", "inactive@"))
+            wait_for_workers(env["CELERY_BROKER_URL"], ("load", "extract", "active", "inactive"))
             summary = _manage_crawl(env, setup, web.seeds())
         con = psycopg2.connect(db)
         try:
@@ -231,23 +231,6 @@ def run_agents_cluster(setup: Setup, web: MixWeb, run: int) -> RunResult:
         finally:
             con.close()
     return _agent_result(rows, checks, start, summary, setup.seconds)
-
-
-def _wait_for_workers(env: dict[str, str], names: tuple[str, ...], attempts: int = 20) -> None:
-    """Workers answer a ping before the clock starts: their start-up is not crawl time."""
-    for _ in range(attempts):
-        proc = subprocess.run(
-            [sys.executable, "-m", "celery", "-A", "crawladmin", "inspect", "ping", "--timeout", "1"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        if all(name in proc.stdout for name in names):
-            return
-        time.sleep(0.5)
-    raise RuntimeError("celery workers did not answer a ping")
 
 
 def _bench_module(setup: Setup, module: str, args: list[str], seeds: list[str]) -> dict:
@@ -270,12 +253,12 @@ def _bench_module(setup: Setup, module: str, args: list[str], seeds: list[str]) 
 def run_multi_sequential(setup: Setup, web: MixWeb, run: int) -> RunResult:
     clock = setup.clock()
     args = ["--procs", str(setup.procs)] + [f"--{k.replace('_', '-')}={v:g}" for k, v in clock.items()]
-    report = _bench_module(setup, "bench.sequential_multi", args, web.seeds())
+    report = _bench_module(setup, "bench.baselines.sequential_multi", args, web.seeds())
     return RunResult("multi-sequential", report.pop("collected"), extra=report)
 
 
 def run_single_sequential(setup: Setup, web: MixWeb, run: int) -> RunResult:
-    report = _bench_module(setup, "bench.sequential", ["--retries", str(setup.retries)], web.seeds())
+    report = _bench_module(setup, "bench.baselines.sequential", ["--retries", str(setup.retries)], web.seeds())
     processed = report.pop("processed")
     return RunResult(
         "sequential",
@@ -403,8 +386,8 @@ def table_single(runs: list[RunSet], setup: Setup, width: float) -> list[str]:
     med_q = [_median(list(col)) for col in zip(*per_q, strict=True)]
     cum_a, cum_q = cumulative(med_a), cumulative(med_q)
     lines = [
-        f"Second table: ours vs one sequential loader (bench.sequential: one process, {setup.retries} in-line retries "
-        f"of an unanswered URL); URLs processed per {width:g} s",
+        "Second table: ours vs one sequential loader (bench.baselines.sequential: one process, "
+        f"{setup.retries} in-line retries of an unanswered URL); URLs processed per {width:g} s",
         "",
         f"{'until':>7} {'agents':>8} {'seq':>6} {'agents cum':>11} {'seq cum':>8} {'ratio':>7}",
     ]

@@ -27,7 +27,7 @@ import zlib
 from datetime import UTC, datetime
 
 from analyzer.synthetic import host_name, synthetic_pages
-from bench.pgdb import fill_defaults, fresh_database, manage
+from bench.harness.db import fill_defaults, fresh_database, manage
 
 
 def load_crawl(url: str, pages: int, hosts: int) -> tuple[float, int]:

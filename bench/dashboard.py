@@ -45,7 +45,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.pgdb import fill_defaults, fresh_database, manage
+from bench.harness.db import fill_defaults, fresh_database, manage
+from bench.harness.proc import cpu_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PG = os.environ.get("CRAWLADMIN_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
@@ -320,16 +321,11 @@ def _pages(servers: int, dead_site: int) -> list[tuple[str, object]]:
 
 
 WEB_APP_NAME = "bench-dashboard-web"  # PGAPPNAME of the web app's connections: its PostgreSQL backends
-_TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_ms(pid: int) -> float:
-    """User + system CPU time of a process so far (0 when it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) * _TICK_MS  # utime, stime (fields 14 and 15 of stat)
+    """User + system CPU time of a process so far (0 when it is gone), in milliseconds."""
+    return 1000.0 * cpu_seconds(pid)
 
 
 class CpuMeter:

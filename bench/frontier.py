@@ -3,7 +3,7 @@
     python -m bench.frontier [--urls 1000000] [--servers 1000] [--claims 50] [--claim-size 1000]
                              [--links 100000] [--link-runs 3] [--known-share 0.5] [--json]
 
-Creates a fresh database on the local PostgreSQL (bench.pgdb), migrates it, and loads with COPY a frontier
+Creates a fresh database on the local PostgreSQL (bench.harness.db), migrates it, and loads with COPY a frontier
 of --urls Init URLs, all due, spread evenly over --servers servers (depth 0–4), plus the pages that will
 yield the discovered links; VACUUM ANALYZE. Then, in a child process with Django on that database:
 
@@ -35,7 +35,7 @@ import uuid
 import zlib
 from pathlib import Path
 
-from bench.pgdb import copy_lines, fill_defaults, fresh_database, manage
+from bench.harness.db import copy_lines, fill_defaults, fresh_database, manage
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAIM_TARGET_MS = 50.0

@@ -22,7 +22,7 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
-from bench.pgdb import ROOT, fresh_database
+from bench.harness.db import ROOT, fresh_database
 
 
 def server_list(path: Path, lines: int) -> int:

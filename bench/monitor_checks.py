@@ -37,6 +37,10 @@ import time
 from contextlib import ExitStack, closing
 from pathlib import Path
 
+from bench.harness.proc import cpu_seconds, machine_cpu, stat, tree_cpu
+from bench.harness.services import find_nginx
+from bench.harness.services import start_redis as harness_redis
+
 ROOT = Path(__file__).resolve().parent.parent
 PG = {"host": "127.0.0.1", "port": 5432, "user": "postgres"}
 SERVERS_PER_WEB = 250  # 127.0.0.2 .. 127.0.0.251
@@ -66,7 +70,6 @@ def _stop(proc: subprocess.Popen, timeout: float = 15.0) -> None:
             proc.wait(5)
 
 
-
 def worker_env(*, database: str, broker: str, workdir: str, args: argparse.Namespace) -> dict[str, str]:
     """The environment of the benchmark's workers and commands: ours, none of the caller's crawl settings."""
     env = {
@@ -89,28 +92,12 @@ def worker_env(*, database: str, broker: str, workdir: str, args: argparse.Names
     )
     return env
 
+
 def start_redis(stack: ExitStack, workdir: str) -> str:
-    exe = shutil.which("redis-server")
-    if exe is None:
-        raise BenchError("redis-server not found on PATH")
-    port = free_port()
-    proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    stack.callback(_stop, proc)
-    STARTED["redis"].append(proc.pid)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), 0.2) as s:
-                s.sendall(b"PING\r\n")
-                if s.recv(16).startswith(b"+PONG"):
-                    return f"redis://127.0.0.1:{port}/0"
-        except OSError:
-            time.sleep(0.05)
-    raise BenchError("redis-server did not start within 10 s")
+    """A private redis-server (bench.harness), its PID counted as the "redis" role."""
+    url, pid = harness_redis(stack, workdir)
+    STARTED["redis"].append(pid)
+    return url
 
 
 def create_database(stack: ExitStack) -> str:
@@ -204,10 +191,6 @@ http {{
 """
 
 
-def find_nginx() -> str | None:
-    return shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.access(p, os.X_OK)), None)
-
-
 def _accepting(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), 0.2):
@@ -285,50 +268,11 @@ def nginx_capacity(port: int, seconds: float = 2.0) -> float | None:
     return None
 
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _stat(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return []
-
-
-def _cpu_seconds(pid: int, *, reaped: bool = False) -> float:
-    """User + system CPU of one process (0 once it is gone); with `reaped`, plus its exited children's."""
-    fields = _stat(pid)
-    return sum(int(x) for x in fields[11 : 15 if reaped else 13]) / _TICK  # utime stime [cutime cstime]
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
-def _tree_cpu(pid: int) -> float:
-    """A master's CPU with its live and exited children's: nginx, or the postgres postmaster, whose
-    backends (Celery's Django fixup closes the connection after every task) come and go."""
-    return _cpu_seconds(pid, reaped=True) + sum(_cpu_seconds(c) for c in _children(pid))
-
-
-def _machine_cpu() -> tuple[float, float]:
-    """(busy, all) CPU seconds of the whole machine since boot."""
-    with open("/proc/stat") as f:
-        ticks = [int(x) for x in f.readline().split()[1:]]
-    idle = ticks[3] + ticks[4]  # idle, iowait
-    return (sum(ticks) - idle) / _TICK, sum(ticks) / _TICK
-
-
 def cpu_snapshot(postmaster: int | None) -> dict:
-    roles = {role: sum(_tree_cpu(pid) for pid in pids) for role, pids in STARTED.items()}
-    roles["postgres (all databases)"] = _tree_cpu(postmaster) if postmaster else 0.0
-    roles["driver"] = _cpu_seconds(os.getpid())
-    return {"roles": roles, "machine": _machine_cpu()}
+    roles = {role: sum(tree_cpu(pid) for pid in pids) for role, pids in STARTED.items()}
+    roles["postgres (all databases)"] = tree_cpu(postmaster) if postmaster else 0.0
+    roles["driver"] = cpu_seconds(os.getpid())
+    return {"roles": roles, "machine": machine_cpu()}
 
 
 def cpu_per_check(before: dict, after: dict, checks: int) -> dict:
@@ -476,7 +420,7 @@ def run(args: argparse.Namespace) -> dict:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_backend_pid()")
             backend = cursor.fetchone()[0]
-        postmaster = int(_stat(backend)[1]) if _stat(backend) else None  # our backend's parent
+        postmaster = int(stat(backend)[1]) if stat(backend) else None  # our backend's parent
         cpu_before = cpu_snapshot(postmaster)
         round_times = []
         mark = 0  # every row of the rounds so far has an id <= mark; a round's rows get larger ids

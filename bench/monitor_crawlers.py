@@ -6,7 +6,7 @@ its share of the servers pinned to it), beside the paper's 1,000 URLs in 1.2 s. 
     python -m bench.monitor_crawlers --crawlers 1,2 --rounds 3 --json
 
 The real stack, as bench.monitor_checks runs it (and with its pieces): a fresh PostgreSQL database
-(bench.pgdb), a private redis-server, its own nginx serving every server's home page on 127.0.0.2.. (the
+(bench.harness.db), a private redis-server, its own nginx serving every server's home page on 127.0.0.2.. (the
 Python test web if nginx is missing), and `celery worker -Q monitor` processes. For N crawler numbers, N
 workers are started with CRAWLER_NUM=1..N (each then also consumes `monitor.c<n>`), and server i is pinned
 to crawler number 1 + i mod N (Server.crawler_num), so the beat dispatcher sends each server's batch to the
@@ -42,7 +42,9 @@ from contextlib import ExitStack
 from datetime import timedelta
 
 from bench import monitor_checks as mc
-from bench.pgdb import ROOT, fresh_database, manage
+from bench.harness.db import ROOT, fresh_database, manage
+from bench.harness.proc import cpu_seconds, machine_cpu, tree_cpu, waited
+from bench.harness.services import find_nginx
 
 PAPER_MS_PER_1000 = 1200.0  # seed 002: 1,000 URLs registered on one machine, processed in 1,200 ms
 PER = 1000  # figures are given per 1,000 URLs, as the paper's
@@ -69,25 +71,7 @@ def start_crawler(stack: ExitStack, env: dict, num: int, pool_threads: int, logd
 
 
 def _cpu(pids: list[int]) -> float:
-    return sum(mc._cpu_seconds(pid) for pid in pids)
-
-
-def _waited(pids: list[int]) -> float:
-    """Seconds the threads of these processes spent runnable but waiting for a CPU (/proc schedstat): on a
-    shared machine, the part of a round that others' work took."""
-    total = 0
-    for pid in pids:
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    return total / 1e9
+    return sum(cpu_seconds(pid) for pid in pids)
 
 
 class Meter:
@@ -103,19 +87,19 @@ class Meter:
         with connection.cursor() as cur:
             cur.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
             pids = [row[0] for row in cur.fetchall()]
-        return {pid: mc._cpu_seconds(pid) for pid in pids}
+        return {pid: cpu_seconds(pid) for pid in pids}
 
     def read(self) -> dict:
         backends = self._backends()
         ours = [*self.workers, *mc.STARTED["redis"], *backends]
         return {
-            "waited": _waited(ours),
+            "waited": waited(ours),
             "workers": _cpu(self.workers),
             "redis": _cpu(mc.STARTED["redis"]),
-            "web": sum(mc._tree_cpu(pid) for pid in mc.STARTED["web"]),
+            "web": sum(tree_cpu(pid) for pid in mc.STARTED["web"]),
             "backends": backends,
-            "driver": mc._cpu_seconds(os.getpid()),
-            "machine": mc._machine_cpu(),
+            "driver": cpu_seconds(os.getpid()),
+            "machine": machine_cpu(),
         }
 
     def per_check(self, before: dict, after: dict, checks: int) -> dict:
@@ -231,7 +215,7 @@ def run(args: argparse.Namespace) -> dict:
         manage(env, "migrate", "-v0", timeout=600)
         webs = -(-servers // mc.SERVERS_PER_WEB)
         per_web = [min(mc.SERVERS_PER_WEB, servers - i * mc.SERVERS_PER_WEB) for i in range(webs)]
-        nginx = mc.find_nginx() if args.web in ("auto", "nginx") else None
+        nginx = find_nginx() if args.web in ("auto", "nginx") else None
         if args.web == "nginx" and nginx is None:
             raise mc.BenchError("nginx not found (Debian: apt-get install -y nginx)")
         if nginx is not None:

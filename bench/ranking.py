@@ -30,7 +30,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from bench.pgdb import fill_defaults, fresh_database, manage
+from bench.harness.db import fill_defaults, fresh_database, manage
 from ranking.blockrank import blockrank
 from ranking.pagerank import build_graph, pagerank
 from ranking.synthetic import WebGraph, web_graph

@@ -35,7 +35,7 @@ import uuid
 from argparse import Namespace
 from pathlib import Path
 
-from bench.pgdb import fresh_database, manage
+from bench.harness.db import fresh_database, manage
 
 # Table 8 of the paper: seconds on nine Pentium 4 2.0 GHz PCs (512 MB each) on one 100 Mbps hub.
 PAPER = {
@@ -57,8 +57,9 @@ def _rank_commands(env: dict) -> dict:
 
 def real_crawl(servers: int, pages: int, *, port: int, net: str, max_seconds: float) -> dict:
     """bench.throughput's crawl of ours on a generated web, then both rankings in its database."""
+    from bench.harness.services import find_nginx
     from bench.throughput import BenchError, check_ours, default_workers, run_ours
-    from testweb.generated import NginxWeb, Web, WebSpec, ensure_written, find_nginx, port_is_free
+    from testweb.generated import NginxWeb, Web, WebSpec, ensure_written, port_is_free
 
     if find_nginx() is None or shutil.which("redis-server") is None:
         raise SystemExit("the real crawl needs nginx and redis-server (or run with --no-crawl)")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.pgdb import copy_lines, fill_defaults, fresh_database
+from bench.harness.db import copy_lines, fill_defaults, fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PG = os.environ.get("CRAWLADMIN_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")

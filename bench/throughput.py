@@ -9,12 +9,12 @@ Prints figures; asserts nothing, but checks each crawl found exactly the web and
    a robots.txt per server disallowing /private/, written under a temp directory (or --keep-web DIR, reused
    when its manifest matches) and served by our own nginx on 127.0.1.1 … on one port, access log on. wrk
    measures it first (keep-alive and a fresh connection per request) so the reader sees it is no bottleneck.
-2. Ours, per run: a fresh PostgreSQL database (bench.pgdb), migrated; a private redis-server; the celery
+2. Ours, per run: a fresh PostgreSQL database (bench.harness.db), migrated; a private redis-server; the celery
    workers of --workers and one `celery beat`; then `manage.py crawl <the home pages>` seeds, dispatches and
    watches (README "The cluster"). The clock is the crawl command's own: from inserting the seeds until
    nothing is due, leased, or unextracted. Loopback is allowed (CRAWL_ALLOW_PRIVATE), no politeness delay
    (CRAWL_DEFAULT_DELAY=0), CRAWL_SERVER_CONCURRENCY = --slots.
-3. Scrapy, per run (bench.scrapy_spider): CrawlSpider + LinkExtractor, robots.txt obeyed, --slots per
+3. Scrapy, per run (bench.baselines.scrapy_spider): CrawlSpider + LinkExtractor, robots.txt obeyed, --slots per
    server, slots × servers in all, no delay, no autothrottle, one item per page to JSON lines. Its clock is
    Scrapy's own elapsed_time_seconds (engine start to close; the interpreter's start is outside, as ours).
 4. Figures, medians over --runs: pages, seconds, pages/s, CPU seconds per page, worker peak RSS, rows
@@ -52,11 +52,11 @@ from contextlib import ExitStack, closing, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from testweb.generated import NginxWeb, Web, WebSpec, ensure_written, find_nginx, port_is_free
+from bench.harness.proc import TICK, child_named, children, machine_cpu, stat, tree_cpu, tree_pss, tree_rss
+from bench.harness.services import find_nginx, wait_for_workers
+from testweb.generated import NginxWeb, Web, WebSpec, ensure_written, port_is_free
 
 ROOT = Path(__file__).resolve().parent.parent
-_TICK = os.sysconf("SC_CLK_TCK")
-_PAGE = os.sysconf("SC_PAGE_SIZE")
 MB = 1024 * 1024
 
 
@@ -111,98 +111,6 @@ def default_workers(servers: int, slots: int) -> str:
     # (dispatcher, reconciler, sweeps) share that process: extract tasks last tens of milliseconds, so a
     # dispatch never waits long behind them, and two threads more than extraction's are theirs.
     return f"load:threads:{servers * slots},extract+housekeeping:threads:{2 * (os.cpu_count() or 2) + 2}"
-
-
-# --------------------------------------------------------------------------------------------------
-# /proc
-
-
-def _stat(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return []
-
-
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                out += [int(x) for x in f.read().split()]
-        except OSError:
-            pass
-    return out
-
-
-def tree(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += _children(p)
-    return out
-
-
-def tree_cpu(pid: int) -> float:
-    """CPU seconds of a process and all its descendants, live and exited: each live process's utime + stime
-    + the cutime + cstime of the children it reaped. Exact as a difference of two readings while `pid` lives,
-    however many children (postgres backends, pool processes) come and go in between."""
-    total = 0
-    for p in tree(pid):
-        fields = _stat(p)
-        if fields:
-            total += sum(int(x) for x in fields[11:15])
-    return total / _TICK
-
-
-def tree_rss(pid: int) -> int:
-    total = 0
-    for p in tree(pid):
-        fields = _stat(p)
-        if fields:
-            total += int(fields[21]) * _PAGE
-    return total
-
-
-def tree_pss(pid: int) -> int:
-    """Proportional set size of a process tree: each page shared by n processes counts 1/n in each, so a
-    prefork pool's copy-on-write pages count once in the sum (RSS counts them in every child)."""
-    total = 0
-    for p in tree(pid):
-        try:
-            with open(f"/proc/{p}/smaps_rollup") as f:
-                for line in f:
-                    if line.startswith("Pss:"):
-                        total += int(line.split()[1]) * 1024
-                        break
-        except OSError:
-            pass
-    return total
-
-
-def machine_cpu() -> tuple[float, float]:
-    """(busy, all) CPU seconds of the whole machine since boot."""
-    with open("/proc/stat") as f:
-        ticks = [int(x) for x in f.readline().split()[1:]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / _TICK, sum(ticks) / _TICK
-
-
-def child_named(name: str) -> int | None:
-    for pid in _children(os.getpid()):
-        fields = _stat(pid)
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip() == name and fields:
-                    return pid
-        except OSError:
-            pass
-    return None
 
 
 class RssSampler:
@@ -295,9 +203,9 @@ class BackendSampler:
     def _sample(self, baseline: bool = False) -> None:
         if self.postmaster is None:
             return
-        for pid in _children(self.postmaster):
+        for pid in children(self.postmaster):
             kind = self.kind.get(pid) or self._classify(pid)
-            fields = _stat(pid)
+            fields = stat(pid)
             if kind is None or not fields:
                 continue
             self.kind[pid] = kind
@@ -323,7 +231,7 @@ class BackendSampler:
         """Seconds by kind, `unattributed` (the exact `total` minus the samples) and `ours_estimate`."""
         out = dict.fromkeys(("ours", "background", "others"), 0.0)
         for pid, ticks in self.last.items():
-            out[self.kind[pid]] += (ticks - self.first[pid]) / _TICK
+            out[self.kind[pid]] += (ticks - self.first[pid]) / TICK
         rest = max(0.0, total - sum(out.values()))
         backends = out["ours"] + out["others"]
         share = out["ours"] / backends if backends else 1.0
@@ -401,7 +309,7 @@ def pg_snapshot(db_url: str) -> dict:
             (ours,) = cur.fetchone()
             cur.execute("SELECT pg_backend_pid()")
             (backend,) = cur.fetchone()
-            fields = _stat(backend)  # read once, while the backend lives
+            fields = stat(backend)  # read once, while the backend lives
             postmaster = int(fields[1]) if fields else None  # our backend's parent
             statements = None
             cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'")
@@ -561,22 +469,6 @@ def web_requests(nginx: NginxWeb, offset: int, agent: str) -> dict:
 # Ours
 
 
-def _wait_workers(broker: str, names: list[str], timeout: float = 120.0) -> None:
-    from celery import Celery
-
-    app = Celery(broker=broker)
-    try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            replies = app.control.ping(timeout=1.0) or []
-            seen = {name.split("@")[0] for r in replies for name in r}
-            if seen >= set(names):
-                return
-        raise BenchError(f"celery workers {sorted(set(names) - seen)} did not answer within {timeout:g} s")
-    finally:
-        app.close()
-
-
 def _ours_env(args, db: str, broker: str, tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAWL", "DATABASE_URL", "CELERY_", "DJANGO_"))}
     env.update(
@@ -597,7 +489,7 @@ def _ours_env(args, db: str, broker: str, tmp: Path) -> dict[str, str]:
 def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
     """One crawl of ours (step 2 of the module docstring). `after(env)`, if given, runs in the crawl's database
     once the crawl is done and counted (bench.seed003 ranks it there); its result is returned under "after"."""
-    from bench.pgdb import manage
+    from bench.harness.db import manage
     from testweb.cluster import Processes, redis_server
 
     workers = parse_workers(args.workers)
@@ -615,7 +507,7 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
                 for n, w in zip(names, workers, strict=True)
             }
             beat = procs.start("beat", "beat", "-l", "WARNING", "-s", str(tmp / "beat-schedule")).pid
-            _wait_workers(broker, names)
+            wait_for_workers(broker, names)
             redis = child_named("redis-server")
             pg0 = pg_snapshot(db)
             roots = {**pids, "beat": beat, "redis": redis, "postgres": pg0["postmaster"], "nginx": nginx.pid}
@@ -712,7 +604,7 @@ def _database(args, tmp: Path) -> Iterator[str]:
     """The crawl's database: on a private cluster of its own (--pg private) or a fresh one on the shared
     server (--pg shared, CRAWLADMIN_TEST_PG)."""
     if _pg_mode(args) == "shared":
-        from bench.pgdb import fresh_database
+        from bench.harness.db import fresh_database
 
         with fresh_database("tput") as db:
             yield db
@@ -798,7 +690,7 @@ def check_ours(r: dict, expected: dict) -> list[str]:
 def run_scrapy(args, web: Web, nginx: NginxWeb, tmp: Path) -> dict:
     items_path, stats_path = tmp / "items.jl", tmp / "scrapy-stats.json"
     nginx_cpu0, machine0, offset = tree_cpu(nginx.pid), machine_cpu(), nginx.log_size()
-    cmd = [sys.executable, "-m", "bench.scrapy_spider", "--out", str(items_path), "--stats", str(stats_path)]
+    cmd = [sys.executable, "-m", "bench.baselines.scrapy_spider", "--out", str(items_path), "--stats", str(stats_path)]
     cmd += ["--slots", str(args.slots), "--max-seconds", str(args.max_seconds), *web.seeds()]
     code, wall, cpu, sampler = run_timed(cmd, env=None, log=tmp / "scrapy.log", timeout=args.max_seconds + 300)
     nginx_cpu = tree_cpu(nginx.pid) - nginx_cpu0

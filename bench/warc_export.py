@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from analyzer.synthetic import host_name, synthetic_pages
-from bench.pgdb import ROOT, copy_lines, fill_defaults, fresh_database, manage
+from bench.harness.db import ROOT, copy_lines, fill_defaults, fresh_database, manage
 
 FETCHED = datetime(2026, 11, 1, tzinfo=UTC)
 # COPY text format: a backslash-r backslash-n in a column is CR LF, backslash-N is NULL.

@@ -44,7 +44,7 @@ IDLE_STEPS_TO_FINISH = 2
 # While URLs are due the crawl cannot be finished: the other progress counts (leased reads the whole URL
 # table, rechecks joins the servers) are refreshed this often only, for the progress bar; once nothing is
 # due, every step counts everything afresh, so the end is never decided on old figures (counted every
-# step, they were a visible share of a large crawl's database time: bench/README.md).
+# step, they were a visible share of a large crawl's database time: bench/THROUGHPUT.md).
 FULL_PROGRESS_EVERY = 10.0
 
 

@@ -1,4 +1,4 @@
-"""The benchmark's sequential baseline (bench/sequential.py) crawls the test web correctly; its speed is the
+"""The benchmark's sequential baseline (bench/baselines/sequential.py) crawls the test web correctly; its speed is the
 benchmark's business, not this test's."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from bench.sequential import SequentialLoader
+from bench.baselines.sequential import SequentialLoader
 from crawler.fetch import FetchPolicy
 from testweb import SiteSpec, TestWebServer
 from testweb.site import canonical_url

@@ -1,4 +1,4 @@
-"""Seed 001's multi-process sequential baseline (bench/sequential_multi.py) does its re-checks itself, in the
+"""Seed 001's multi-process sequential baseline (bench/baselines/sequential_multi.py) does its re-checks itself, in the
 loader's own time, and its processes share one uniqueness check. Its speed is the benchmark's business."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from bench.sequential_multi import Loader, Timings, run
+from bench.baselines.sequential_multi import Loader, Timings, run
 from crawler.fetch import FetchPolicy
 from testweb.paper001 import MixSpec, MixWeb
 

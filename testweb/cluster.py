@@ -66,8 +66,9 @@ def postgres_database() -> Iterator[str]:
 
 
 @contextmanager
-def redis_server(tmp: Path) -> Iterator[str]:
-    """A private redis-server on a free loopback port (no persistence); stopped afterwards."""
+def redis_process(tmp: Path) -> Iterator[tuple[str, subprocess.Popen]]:
+    """A private redis-server on a free loopback port (no persistence): (its URL, its process); stopped
+    afterwards."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise ServiceMissing("redis-server is not installed")
@@ -90,10 +91,17 @@ def redis_server(tmp: Path) -> Iterator[str]:
             if time.monotonic() > deadline:
                 raise RuntimeError("redis-server did not start")
             time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield f"redis://127.0.0.1:{port}/0", proc
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@contextmanager
+def redis_server(tmp: Path) -> Iterator[str]:
+    """A private redis-server on a free loopback port (no persistence); its URL; stopped afterwards."""
+    with redis_process(tmp) as (url, _proc):
+        yield url
 
 
 def manage(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess:

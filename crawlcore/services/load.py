@@ -47,7 +47,7 @@ POISON = (DataError, ValueError, OverflowError)
 # Pages per extract message: fewer messages (a Celery send costs ~1-2 ms of the load worker's Python, and
 # each task as much again in the extract worker), still prompt extraction. A round of the visit sends what it
 # stored at its end, so with CRAWL_BATCH_SIZE 25 a round is one message of 25 pages (with 20, a round was
-# two, of 20 and 5, at a measurable cost a page: bench/README.md); bigger batches send every 40.
+# two, of 20 and 5, at a measurable cost a page: bench/THROUGHPUT.md); bigger batches send every 40.
 EXTRACT_GROUP = 40
 # ... or fewer, when their bodies come to this many bytes: an extract batch holds what it parses of all its
 # pages at once (up to thousands of links a page), so large pages go in smaller messages.

@@ -5,7 +5,7 @@ per-server concurrency as ours, no delay, no autothrottle; one item (url, status
 JSON-lines feed. Scrapy is a benchmark-only dependency (requirements-bench.txt). Run by bench.throughput
 as a subprocess:
 
-    python -m bench.scrapy_spider --out items.jl --stats stats.json --slots 2 http://127.0.1.1:8089/ …
+    python -m bench.baselines.scrapy_spider --out items.jl --stats stats.json --slots 2 http://127.0.1.1:8089/ …
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from testweb.cluster import fresh_database
 
 __all__ = ["ROOT", "copy_lines", "fill_defaults", "fresh_database", "manage"]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def manage(env: dict, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess:

@@ -20,7 +20,7 @@ them" (§IV.2.2): what the multi-agent robot hands to its active and inactive sc
 Only the pure parts our agents use (fetcher, parser, canonicaliser, robots rules, re-check logic): no
 Django, no Celery, no database (the paper's buffers were in memory).
 
-    python -m bench.sequential_multi --seconds 60 --procs 4 http://127.0.0.60:8000/ …   # prints JSON
+    python -m bench.baselines.sequential_multi --seconds 60 --procs 4 http://127.0.0.60:8000/ …   # prints JSON
 """
 
 from __future__ import annotations
@@ -347,7 +347,7 @@ def run(
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bench.sequential_multi", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bench.baselines.sequential_multi", description=__doc__.split("\n\n")[0])
     p.add_argument("seeds", nargs="+")
     p.add_argument("--seconds", type=float, required=True, help="time budget")
     p.add_argument("--procs", type=int, default=4, help="loader processes")

@@ -9,7 +9,7 @@ database. State lives in memory (a FIFO deque and a set of seen URLs), like the 
 buffers" (ToLoad / Extracted / NewExtracted); a database would only add write latency to the baseline
 and make the comparison kinder to us, not fairer.
 
-    python -m bench.sequential --seconds 30 http://127.0.0.10:8000/ …     # prints a JSON report
+    python -m bench.baselines.sequential --seconds 30 http://127.0.0.10:8000/ …     # prints a JSON report
 """
 
 from __future__ import annotations
@@ -226,7 +226,7 @@ class SequentialLoader:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bench.sequential", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bench.baselines.sequential", description=__doc__.split("\n\n")[0])
     p.add_argument("seeds", nargs="+")
     p.add_argument("--seconds", type=float, required=True, help="time budget")
     p.add_argument("--connect-timeout", type=float, default=15.0)
