@@ -33,6 +33,8 @@ urlpatterns = [
     path("dead-links/export.<str:fmt>", views.dead_links_download, name="dead-links-export"),
     path("dead-links/<id:server_id>/export.<str:fmt>", views.dead_links_download, name="dead-links-site-export"),
     path("heatmap/", views.heatmap, name="heatmap"),
+    path("uptime/", views.uptime, name="uptime"),
+    path("uptime/report.<str:fmt>", views.uptime_download, name="uptime-export"),
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="dashboard:login"), name="logout"),
 ]

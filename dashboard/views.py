@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import wraps
+from urllib.parse import urlencode
 
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
@@ -34,6 +35,9 @@ from alerts.views import MUTE_CHOICES
 from crawlcore.access import READER_GROUPS, may_read, sees_server_group, server_groups_of
 from crawlcore.models import Server
 from crawlcore.selectors import urls_orphaned, urls_orphaned_count
+from monitoring.report import COLUMNS as UPTIME_COLUMNS
+from monitoring.report import FORMATS as UPTIME_FORMATS
+from monitoring.report import MAINTENANCE_NOTE, ReportError, report_write, uptime_report
 from monitoring.selectors import server_certificate, server_load_profile
 from ranking.selectors import latest_run, top_pages
 from reports.export import FORMATS, dead_links_export
@@ -401,3 +405,48 @@ def heatmap(request: HttpRequest) -> HttpResponse:
             "hours": range(24),
         },
     )
+
+
+def _uptime_report(request: HttpRequest):
+    """The month's report of the servers the reader may see (`?month=YYYY-MM`, `?group=`)."""
+    group = request.GET.get("group", "")[:100]
+    scope = _scope(request, group)
+    try:
+        report = uptime_report(month=request.GET.get("month") or None, group=group or None, groups=scope)
+    except ReportError as exc:
+        raise BadRequest(str(exc)) from None
+    return report, group, scope
+
+
+@dashboard_view
+def uptime(request: HttpRequest) -> HttpResponse:
+    report, group, scope = _uptime_report(request)
+    query = urlencode({"month": report.month, **({"group": group} if group else {})})
+    rows = [[_uptime_cell(row[c]) for c in UPTIME_COLUMNS] for row in report.rows]
+    context = {
+        "report": report, "rows": rows, "columns": UPTIME_COLUMNS, "group": group, "groups": _visible_groups(scope),
+        "note": MAINTENANCE_NOTE, "query": query,
+    }  # fmt: skip
+    return render(request, "dashboard/uptime.html", context)
+
+
+def _uptime_cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+@dashboard_view
+def uptime_download(request: HttpRequest, fmt: str) -> HttpResponse:
+    """The same report as `manage.py uptime_report --format csv|json` writes it."""
+    if fmt not in UPTIME_FORMATS:
+        raise Http404("csv or json")
+    report, group, _ = _uptime_report(request)
+    response = HttpResponse(
+        report_write(report, fmt), content_type="text/csv; charset=utf-8" if fmt == "csv" else "application/json"
+    )
+    suffix = f"-{group}" if group and group.replace("-", "").replace("_", "").isalnum() else ""
+    response["Content-Disposition"] = f'attachment; filename="uptime-{report.month}{suffix}.{fmt}"'
+    return response
