@@ -36,19 +36,23 @@ class Exchange:
 
 @dataclass(frozen=True)
 class Capture:
-    """A stored page, as much as its records need."""
+    """A stored page, or an answer kept without one (a redirect, a 4xx/5xx, robots.txt, a sitemap), as much
+    as its records need."""
 
-    page_id: int
+    page_id: int  # the Page's id, or the Exchange row's for an answer kept without a page
     url: str
     body: bytes
     checksum: str  # sha1 hex of body ('' for an empty body)
     content_type: str
     peer_ip: str | None
-    truncated: bool  # cut at the body limit: WARC-Truncated: length
+    truncated: str  # WARC-Truncated's word for a body not kept whole (length: the body limit), or ''
     fetch: Exchange
     revisit: Exchange | None  # a later re-fetch or re-check that found the same payload
-    duplicate_of: tuple[str, datetime] | None  # (URL, date) of the earlier page with the same payload
+    duplicate_of: tuple[str, datetime] | None  # (URL, date) of an earlier record with the same payload
     outlinks: tuple[str, ...]
+    # The crawl's verdict, `name: value` lines of the metadata record: links not followed and why, where a
+    # redirect led, the URL's state.
+    verdict: tuple[tuple[str, str], ...] = ()
 
 
 def payload_digest(checksum: str, body: bytes) -> str:
@@ -124,7 +128,7 @@ class RecordMaker:
             "WARC-Payload-Digest": payload_digest(capture.checksum, capture.body)
         }
         if capture.truncated:
-            headers["WARC-Truncated"] = "length"
+            headers["WARC-Truncated"] = capture.truncated
         http = http_response_headers(
             capture.fetch.response_head, body_length=len(capture.body), content_type=capture.content_type
         )
@@ -154,8 +158,10 @@ class RecordMaker:
         return record
 
     def metadata(self, capture: Capture, refers_to: str):
-        """The page's outlinks, one `outlink: URL` line each (application/warc-fields, as Heritrix writes)."""
-        body = "".join(f"outlink: {link}\r\n" for link in capture.outlinks).encode("utf-8")
+        """The page's outlinks, one `outlink: URL` line each (application/warc-fields, as Heritrix writes), then
+        the crawl's verdict (`not-followed: URL reason`, `redirect: URL`, `state: …`)."""
+        lines = [("outlink", link) for link in capture.outlinks] + list(capture.verdict)
+        body = "".join(f"{name}: {_field(value)}\r\n" for name, value in lines).encode("utf-8")
         headers = {"WARC-Date": warc_date(capture.fetch.at), "WARC-Refers-To": refers_to}
         return self.writer.create_warc_record(
             capture.url,
@@ -165,6 +171,17 @@ class RecordMaker:
             warc_content_type="application/warc-fields",
             warc_headers_dict=headers,
         )
+
+
+def _field(value: str) -> str:
+    """One line of a warc-fields body: a line break in a value (a scraped reason) would start a field."""
+    return " ".join(value.split())
+
+
+def head_content_type(head: str) -> str:
+    """The Content-Type a stored response head names ('' when none)."""
+    _, headers = parse_head(head)
+    return next((v for n, v in headers if n.lower() == "content-type"), "")
 
 
 def is_not_modified(head: str) -> bool:

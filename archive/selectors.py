@@ -1,4 +1,5 @@
-"""Reads for the archive: the stored pages to export, in id order and in chunks, as Capture values.
+"""Reads for the archive: the stored pages to export, and the answers kept without a page (redirects, 4xx/5xx,
+robots.txt, sitemaps), in id order and in chunks, as Capture values.
 
 Memory stays bounded whatever the crawl's size: a chunk's rows are read without their bodies, and the
 bodies then in groups of at most BODY_BUDGET bytes (Page.size), so one chunk of large pages can't load
@@ -15,10 +16,12 @@ from datetime import datetime
 
 from django.db.models import Q
 
-from crawlcore.models import Link, Page
+from crawlcore.models import Exchange as ExchangeRow
+from crawlcore.models import Link, Page, Url
 from crawler.fetch import FailureKind
+from crawler.urlnorm import url_hash
 
-from .records import Capture, Exchange
+from .records import Capture, Exchange, head_content_type
 
 CHUNK = 500
 BODY_BUDGET = 32 * 1024 * 1024
@@ -40,6 +43,17 @@ class ExportScope:
             q &= Q(**{f"{prefix}url__server__group": self.group})
         if self.since:
             q &= Q(**{f"{prefix}fetched_at__gte": self.since}) | Q(**{f"{prefix}revisit_at__gte": self.since})
+        return q
+
+    def exchanges(self) -> Q:
+        """The answers kept without a page (crawlcore.models.Exchange) this export takes."""
+        q = Q()
+        if self.site:
+            q &= Q(server__host__iexact=self.site.strip("[]"))
+        if self.group:
+            q &= Q(server__group=self.group)
+        if self.since:
+            q &= Q(fetched_at__gte=self.since)
         return q
 
     def holds_fetch(self, *, host: str, group: str, fetched_at: datetime) -> bool:
@@ -109,16 +123,25 @@ def _originals(ids: set[int]) -> dict[int, dict]:
     }
 
 
-def _outlinks(url_ids: list[int]) -> dict[int, list[str]]:
-    out: dict[int, list[str]] = defaultdict(list)
+def _outlinks(url_ids: list[int]) -> dict[int, list[tuple[str, str]]]:
+    """Each page's outlinks, (target, why it was not followed or '') each."""
+    out: dict[int, list[tuple[str, str]]] = defaultdict(list)
     rows = Link.objects.filter(from_url_id__in=url_ids).order_by("from_url_id", "to_url_id")
-    for from_id, to in rows.values_list("from_url_id", "to_url__url"):
-        out[from_id].append(to)
+    for from_id, to, reason in rows.values_list("from_url_id", "to_url__url", "to_url__exclusion_reason"):
+        out[from_id].append((to, reason))
     return out
 
 
+def _not_followed(links: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    return tuple(("not-followed", f"{to} {reason}") for to, reason in links if reason)
+
+
 def _capture(
-    r: dict, bodies: dict[int, bytes], links: dict[int, list[str]], originals: dict[int, dict], scope: ExportScope
+    r: dict,
+    bodies: dict[int, bytes],
+    links: dict[int, list[tuple[str, str]]],
+    originals: dict[int, dict],
+    scope: ExportScope,
 ) -> Capture:
     duplicate_of = None
     original = originals.get(r["duplicate_of_id"])
@@ -146,9 +169,100 @@ def _capture(
         checksum=r["checksum"],
         content_type=r["content_type"],
         peer_ip=r["peer_ip"],
-        truncated=r["url__failure_kind"] == FailureKind.TOO_LARGE.value,
+        truncated="length" if r["url__failure_kind"] == FailureKind.TOO_LARGE.value else "",
         fetch=Exchange(r["fetched_at"], r["request_head"], r["response_head"]),
         revisit=revisit,
         duplicate_of=duplicate_of,
-        outlinks=tuple(links.get(r["url_id"], ())),
+        outlinks=tuple(to for to, _ in links.get(r["url_id"], ())),
+        verdict=_not_followed(links.get(r["url_id"], [])),
+    )
+
+
+# -- answers kept without a page (crawlcore.models.Exchange) ------------------------------------------------
+_EXCHANGE_COLUMNS = (
+    "id", "url_id", "requested_url", "kind", "fetched_at", "status", "request_head", "response_head", "peer_ip",
+    "size", "checksum", "truncated", "body_dropped_at", "url__state", "url__redirect_to", "url__failure_kind",
+)  # fmt: skip
+
+
+def exchanges_export_count(*, scope: ExportScope) -> int:
+    return ExchangeRow.objects.filter(scope.exchanges()).count()
+
+
+def exchanges_export_chunks(*, scope: ExportScope, chunk: int = CHUNK) -> Iterator[list[Capture]]:
+    """The answers kept without a page in scope (redirects, 4xx/5xx, resources, robots.txt, sitemaps), in id
+    order, `chunk` at a time, their bodies read in groups of at most BODY_BUDGET bytes."""
+    last = 0
+    columns = _EXCHANGE_COLUMNS
+    while True:
+        rows = list(
+            ExchangeRow.objects.filter(scope.exchanges(), id__gt=last).order_by("id").values_list(*columns)[:chunk]
+        )
+        if not rows:
+            return
+        last = rows[-1][0]
+        records = [dict(zip(columns, row, strict=True)) for row in rows]
+        bodies = _exchange_bodies(records)
+        reasons = _target_reasons({r["url__redirect_to"] for r in records if r["url__redirect_to"]})
+        yield [_exchange_capture(r, bodies.get(r["id"], b""), reasons) for r in records]
+
+
+def _exchange_bodies(records: list[dict]) -> dict[int, bytes]:
+    bodies: dict[int, bytes] = {}
+    group: list[int] = []
+    size = 0
+    for r in records:
+        if r["size"] and r["body_dropped_at"] is None:
+            group.append(r["id"])
+            size += r["size"]
+        if size >= BODY_BUDGET:
+            bodies |= _read_exchange_bodies(group)
+            group, size = [], 0
+    return bodies | _read_exchange_bodies(group)
+
+
+def _read_exchange_bodies(ids: list[int]) -> dict[int, bytes]:
+    if not ids:
+        return {}
+    rows = ExchangeRow.objects.filter(id__in=ids).values_list("id", "body_z")
+    return {pk: zlib.decompress(bytes(z)) if z else b"" for pk, z in rows}
+
+
+def _target_reasons(urls: set[str]) -> dict[str, str]:
+    """Why each redirect target was not followed ('' when it was), by URL."""
+    if not urls:
+        return {}
+    hashes = [url_hash(u) for u in urls]
+    rows = Url.objects.filter(url_hash__in=hashes).values_list("url", "exclusion_reason")
+    return {u: reason for u, reason in rows if u in urls}
+
+
+def _exchange_capture(r: dict, body: bytes, reasons: dict[str, str]) -> Capture:
+    dropped = r["body_dropped_at"] is not None and r["size"] > 0
+    verdict: list[tuple[str, str]] = []
+    if r["kind"] != ExchangeRow.PAGE:
+        verdict.append(("fetched-as", r["kind"]))  # robots or sitemap: the crawl's own file, no URL row
+    if r["url__redirect_to"] and 300 <= r["status"] < 400:
+        target = r["url__redirect_to"]
+        reason = reasons.get(target, "")
+        verdict.append(("redirect", target) if not reason else ("not-followed", f"{target} {reason}"))
+    if r["url__state"]:
+        state = r["url__state"] + (f" ({r['url__failure_kind']})" if r["url__failure_kind"] else "")
+        verdict.append(("state", state))
+    if dropped:
+        verdict.append(("body-dropped", r["body_dropped_at"].isoformat()))
+    return Capture(
+        page_id=r["id"],
+        url=r["requested_url"],
+        body=body,
+        checksum="" if dropped else r["checksum"],
+        content_type=head_content_type(r["response_head"]),
+        peer_ip=r["peer_ip"],
+        # Dropped by retention: what is left is not what was answered.
+        truncated="unspecified" if dropped else r["truncated"],
+        fetch=Exchange(r["fetched_at"], r["request_head"], r["response_head"]),
+        revisit=None,
+        duplicate_of=None,
+        outlinks=(),
+        verdict=tuple(verdict),
     )

@@ -112,6 +112,12 @@ def _load() -> dict:
         # A server's sitemaps (robots.txt Sitemap: lines, /sitemap.xml) are read again after this long.
         "CRAWL_SITEMAP_TTL": env.number("CRAWL_SITEMAP_TTL", 86400.0, minimum=0.0, maximum=_YEAR),
         "CRAWL_SITEMAPS": env.boolean("CRAWL_SITEMAPS", True),
+        # The archive: the bodies of answers that are not pages (4xx, 5xx, redirects, resources, robots.txt
+        # and sitemap fetches: crawlcore.models.Exchange) are dropped after this many days, their heads kept;
+        # 0 keeps them for ever.
+        "ARCHIVE_KEEP_ERROR_BODIES_DAYS": env.number(
+            "ARCHIVE_KEEP_ERROR_BODIES_DAYS", 90.0, minimum=0.0, maximum=36600.0
+        ),
         # robots.txt unreachable or 5xx: the server counts as not responding for this long (RFC 9309).
         "CRAWL_ROBOTS_RETRY": env.number("CRAWL_ROBOTS_RETRY", 600.0, minimum=0.0, maximum=_YEAR),
         "CRAWL_DISPATCH_INTERVAL": env.number("CRAWL_DISPATCH_INTERVAL", 5.0, minimum=0.5, maximum=3600.0),

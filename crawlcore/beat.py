@@ -52,6 +52,11 @@ BEAT_JOBS: tuple[BeatJob, ...] = (
     BeatJob(
         "crawladmin: status-check partitions ahead", "tasks.housekeeping.check_partitions", 3600, Queue.HOUSEKEEPING
     ),
+    # crawl core (crawlcore/migrations 0018): the archive's old error bodies dropped (ARCHIVE_KEEP_ERROR_BODIES_DAYS)
+    BeatJob(
+        "crawladmin: drop old archived error bodies", "tasks.housekeeping.drop_exchange_bodies", 1, Queue.HOUSEKEEPING,
+        period="days",
+    ),
     # monitoring (monitoring/migrations 0002)
     BeatJob("monitoring: dispatch due server checks", "tasks.monitor.dispatch", 10, Queue.MONITOR),
     BeatJob("monitoring: hourly rollups", "tasks.monitor.rollup", 300, Queue.MONITOR),

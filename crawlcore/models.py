@@ -231,6 +231,46 @@ def page_body(body_z: bytes | memoryview | None) -> bytes:
     return zlib.decompress(bytes(body_z)) if body_z else b""
 
 
+class Exchange(models.Model):
+    """A request and its answer kept for the archive where no Page row holds them: a redirect, a 4xx or 5xx
+    answer (its body bounded as a page's is), a resource's check, a robots.txt or sitemap fetch. One row per
+    such request, appended as it is recorded; a 2xx page keeps its exchange on its Page row instead, so the
+    plain pages of the load path write nothing here. ARCHIVE_KEEP_ERROR_BODIES_DAYS drops old bodies, the
+    heads stay."""
+
+    PAGE, ROBOTS, SITEMAP = "page", "robots", "sitemap"
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # SET_NULL through the ORM only: the row outlives nothing it needs from the URL but its text.
+    url = models.ForeignKey(
+        Url, null=True, blank=True, on_delete=models.SET_NULL, related_name="exchanges", db_constraint=False
+    )
+    requested_url = models.TextField()
+    kind = models.CharField(max_length=8, default=PAGE, help_text="page, robots or sitemap")
+    method = models.CharField(max_length=8, default="GET")
+    fetched_at = models.DateTimeField()
+    status = models.PositiveSmallIntegerField()
+    request_head = models.TextField(blank=True)
+    response_head = models.TextField(blank=True)
+    peer_ip = models.GenericIPAddressField(null=True, blank=True)
+    body_z = models.BinaryField(blank=True, help_text="zlib-compressed body; empty once dropped by retention")
+    size = models.PositiveIntegerField(default=0, help_text="Body bytes before compression")
+    checksum = models.CharField(max_length=40, blank=True, help_text="sha1 of the body ('' when empty)")
+    # WARC-Truncated's word for a body not kept whole: length (the body limit), time (the body deadline),
+    # disconnect (reset, undecodable); empty when whole.
+    truncated = models.CharField(max_length=12, blank=True)
+    body_dropped_at = models.DateTimeField(null=True, blank=True, help_text="When retention removed the body")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["server", "fetched_at"], name="exchange_server_time_idx"),
+            models.Index(fields=["fetched_at"], name="exchange_time_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.status} {self.requested_url}"
+
+
 class Link(models.Model):
     # ~30 per page, the most written table: no database-level foreign keys (two trigger checks a row; the
     # ids come straight from the URL rows, and deletes cascade through the ORM), and from_url has no

@@ -1,4 +1,5 @@
-"""Beat jobs (queue `housekeeping`): the dispatcher, the reconciler, the status-check partitions."""
+"""Beat jobs (queue `housekeeping`): the dispatcher, the reconciler, the status-check partitions, the
+archive's retention of error bodies."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from celery import shared_task
 
 from crawlcore.services.check_history import check_partitions_ensure
 from crawlcore.services.dispatch import dispatch_due, reconcile
+from crawlcore.services.exchanges import exchanges_drop_bodies
 
 from .retry import skip_without_database
 
@@ -33,3 +35,8 @@ def reconcile_leases() -> dict | None:
 @shared_task(name="tasks.housekeeping.check_partitions")
 def check_partitions() -> list[str] | None:
     return skip_without_database("check partitions", check_partitions_ensure)
+
+
+@shared_task(name="tasks.housekeeping.drop_exchange_bodies")
+def drop_exchange_bodies() -> int | None:
+    return skip_without_database("drop archived error bodies", exchanges_drop_bodies)

@@ -127,8 +127,23 @@ def test_one_response_per_fetched_page_with_its_checksum_as_digest_and_revisits_
             assert record.rec_type == "revisit"
             assert record.rec_headers.get_header("WARC-Profile").endswith("/revisit/identical-payload-digest")
             assert record.rec_headers.get_header("WARC-Refers-To-Target-URI") == page["original"]
-    responses = sum(1 for _, r, _ in records if r.rec_type == "response")
+    page_urls = {p["url"] for p in pages}
+    responses = sum(
+        1
+        for _, r, _ in records
+        if r.rec_type == "response" and r.rec_headers.get_header("WARC-Target-URI") in page_urls
+    )
     assert responses == len(pages) - len(duplicates)
+
+
+def test_every_request_the_site_answered_has_its_record_robots_txt_and_sitemaps_included(exported):
+    site, _, _, _, records, _ = exported
+    answered = Counter(f"{site.origin}{path}" for path in site.requests)
+    kept = Counter(
+        r.rec_headers.get_header("WARC-Target-URI") for _, r, _ in records if r.rec_type in ("response", "revisit")
+    )
+    assert f"{site.origin}/robots.txt" in answered and f"{site.origin}/maps/index.xml.gz" in answered
+    assert {url: n for url, n in answered.items() if kept[url] < n} == {}
 
 
 def test_request_records_are_the_requests_sent_and_point_at_their_response(exported):
@@ -149,7 +164,8 @@ def test_a_gzip_encoded_response_describes_the_decoded_body_stored(exported):
     for _, record, body in records:
         if record.rec_type == "response":
             h = record.http_headers
-            assert h.get_header("X-Archive-Orig-Content-Encoding") == "gzip"  # the site gzips every page
+            if h.get_header("Content-Type") == "text/html":  # the site gzips every page, not robots.txt or sitemaps
+                assert h.get_header("X-Archive-Orig-Content-Encoding") == "gzip"
             assert h.get_header("Content-Encoding") is None
             assert int(h.get_header("Content-Length")) == len(body)
 
@@ -169,7 +185,9 @@ def test_metadata_records_list_each_pages_outlinks(exported):
         for _, r, body in records
         if r.rec_type == "metadata"
     }
-    assert meta == dict(links)
+    meta = {url: {line for line in lines if not line.startswith(("not-followed: ", "state: ", "fetched-as: "))}
+            for url, lines in meta.items()}  # fmt: skip
+    assert {url: lines for url, lines in meta.items() if lines} == dict(links)
 
 
 def test_cdxj_index_finds_every_record(exported):

@@ -2,7 +2,7 @@
 in ONE statement — the checks' outcomes, the guarded moves to Visited with their events, the pages — and
 keeps every guarantee of the step-by-step path: a URL another owner took is not moved and gets no event or
 page (its check is still recorded), a resource gets no page, a value the database refuses falls back to one
-by one so only that page is classified. Through `manage.py shell` against a fresh database."""
+by one so only that page is classified; a resource's answer is kept for the archive. Through `manage.py shell` against a fresh database."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import hashlib, json
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
-from crawlcore.models import Page, Server, StatusCheck, Url, UrlEvent
+from crawlcore.models import Exchange, Page, Server, StatusCheck, Url, UrlEvent
 from crawlcore.services.checks import check_begin
 from crawlcore.services.load import LoadBatch
 from crawlcore.services.urls import urls_claim
@@ -72,6 +72,7 @@ print(json.dumps({
     "bad_failure": Url.objects.get(url="http://a.example/bad").failure_kind,
     "leases": sorted(Url.objects.exclude(lease_owner="").values_list("url", "lease_owner")),
     "fetched": batch.outcome.fetched,
+    "exchanges": sorted(Exchange.objects.values_list("requested_url", "status", "method", "url__url", "size")),
 }))
 """
 
@@ -108,6 +109,9 @@ def test_a_group_of_pages_is_one_statement_and_keeps_every_guarantee(tmp_path):
     assert out["bad_failure"] == "bad_response"
     assert out["leases"] == [[f"{a}/taken", "someone else"]]
     assert out["fetched"] == 3
+    # The resource's answer is kept for the archive in the same statement; the pages keep theirs on their rows.
+    size = len(f"<html><title>{a}/logo.png</title></html>")
+    assert out["exchanges"] == [[f"{a}/logo.png", 200, "GET", f"{a}/logo.png", size]]
 
 
 EXTRACT = """

@@ -20,9 +20,9 @@ from django.utils import timezone
 
 from crawlcore.db import features
 from crawlcore.db.bulk import upsert
-from crawlcore.db.chain import Input, Insert, chain
+from crawlcore.db.chain import Const, Input, Insert, chain
 from crawlcore.db.params import column_types
-from crawlcore.models import Link, Page
+from crawlcore.models import Exchange, Link, Page
 from crawler.fetch import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, event_for_fetch
 from crawler.parse import is_html
@@ -31,6 +31,7 @@ from crawler.urlnorm import UrlError, canonicalize
 from .agent import AgentBatch, AgentOutcome, response_fields
 from .checks import FINISHED, checks_finish_write
 from .dispatch import server_goes_on
+from .exchanges import archivable, exchanges_store, truncated_word
 from .queue import enqueue_extract_on_commit
 from .servers import server_merge_if_alias
 from .sitemaps import sitemaps_read
@@ -236,6 +237,8 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             status=result.status if result.status is not None and 100 <= result.status <= 999 else None,
             headers={},
             body=b"",
+            request_head="",
+            response_head="",  # nothing of it for the archive either (crawlcore.services.exchanges)
             failure=FailureKind.BAD_RESPONSE,
             detail=f"could not be stored: {type(exc).__name__}",
         )
@@ -276,7 +279,11 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
                             now=now,
                         )
                     )
-                    # A resource is checked, not kept: no page, nothing to extract.
+                    # A resource is checked, not kept: no page, nothing to extract; its answer is an exchange.
+                    exchanges_store(
+                        results=[(result, url.id) for url, result in fetched if url.id in moved and url.resource],
+                        server_id=self.visit.server.id,
+                    )
                     page_ids = pages_store(
                         [(url.id, result, checksums[url.id]) for url, result in fetched
                          if url.id in moved and not url.resource],
@@ -316,6 +323,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             page_rows.append((*row, not url.resource))  # a resource is checked, not kept
             if is_html_page:
                 html.add(url.id)
+        resources = _ResourceAnswers(fetched, server_id=self.visit.server.id)
         store = Insert(
             "stored_pages",
             Page._meta.db_table,
@@ -328,10 +336,10 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         )
         with transaction.atomic() if connection.in_atomic_block else nullcontext():
             given = Input(
-                [*check_columns, *move_columns, *page_columns, ("p_keep", "boolean")],
-                [(*c, *m, *p) for c, m, p in zip(check_rows, move_rows, page_rows, strict=True)],
+                [*check_columns, *move_columns, *page_columns, ("p_keep", "boolean"), *resources.columns],
+                [(*c, *m, *p, *r) for c, m, p, r in zip(check_rows, move_rows, page_rows, resources.rows, strict=True)],
             )
-            out = chain({"v": given}, [finish, *move_writes, store])
+            out = chain({"v": given}, [finish, *move_writes, store, *resources.writes])
         finished = {check_id for (check_id,) in out[FINISHED]}
         for url, result in fetched:
             if result.check_id not in finished:
@@ -386,6 +394,36 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         if target in ids and ids[target] != url.id:
             Link.objects.bulk_create([Link(from_url_id=url.id, to_url_id=ids[target])], ignore_conflicts=True)
         return target, failure
+
+
+class _ResourceAnswers:
+    """A group's resources' answers kept for the archive as exchanges (crawlcore.services.exchanges), in the
+    group's one statement: an INSERT of those whose URL moved, over the page columns each row already
+    carries (the body, its size and checksum, the heads) and a few of its own (`e_`). A group of pages only,
+    the usual one, has no such write: its statement is the same as without the archive."""
+
+    def __init__(self, fetched: list[tuple[Claimed, FetchResult]], *, server_id: int) -> None:
+        keep = [url.resource and archivable(result) for url, result in fetched]
+        self.columns: list[tuple[str, str]] = []
+        self.rows: list[tuple] = [() for _ in fetched]
+        self.writes: list[Insert] = []
+        if not any(keep):
+            return
+        self.columns = [("e_keep", "boolean"), ("e_url", "text"), ("e_method", "text"), ("e_status", "integer"),
+                        ("e_truncated", "text")]  # fmt: skip
+        self.rows = [
+            (k, r.url, r.method[:8], r.status if k else None, truncated_word(r))
+            for k, (_, r) in zip(keep, fetched, strict=True)
+        ]
+        values = {
+            "server_id": Const(server_id, "bigint"), "url_id": "p_url_id", "requested_url": "e_url",
+            "kind": Const(Exchange.PAGE, "text"), "method": "e_method", "fetched_at": "p_fetched_at",
+            "status": "e_status", "request_head": "p_request_head", "response_head": "p_response_head",
+            "peer_ip": "p_peer_ip", "body_z": "p_body_z", "size": "p_size", "checksum": "p_checksum",
+            "truncated": "e_truncated",
+        }  # fmt: skip
+        self.writes = [Insert("kept_answers", Exchange._meta.db_table, values=values, after=(MOVED, "u_id"),
+                              where="e_keep")]  # fmt: skip
 
 
 def _failure(result: FetchResult) -> str:

@@ -15,7 +15,7 @@ from typing import Protocol
 from django.conf import settings
 from django.utils import timezone
 
-from crawlcore.models import Server
+from crawlcore.models import Exchange, Server
 from crawler.engine import EngineFetcher, refused_nul_header
 from crawler.fetch import FailureKind, Fetcher, FetchPolicy, FetchResult, Timings
 from crawler.lifecycle import Agent
@@ -33,6 +33,7 @@ from .checks import (
     checks_discard,
     checks_finish,
 )
+from .exchanges import exchanges_store, held_by_page
 from .servers import (
     server_back_off,
     server_claim,
@@ -226,8 +227,12 @@ class ServerVisit:
             result.check_id = check_id
         return result
 
-    def record(self, result: FetchResult, url_id: int | None) -> None:
-        """The outcome of a fetch(), written over its intent row (in the caller's transaction, if any)."""
+    def record(self, result: FetchResult, url_id: int | None, *, kind: str = Exchange.PAGE) -> None:
+        """The outcome of a fetch(), written over its intent row (in the caller's transaction, if any); an
+        answer no Page row keeps (a redirect, a 4xx or 5xx, a robots.txt or sitemap fetch: `url_id` None) is
+        kept for the archive beside it (crawlcore.services.exchanges)."""
+        if url_id is None or not held_by_page(result):
+            exchanges_store(results=[(result, url_id)], server_id=self.server.id, kind=kind)
         if result.check_id is not None and check_finish(check_id=result.check_id, result=result, url_id=url_id):
             return
         check_record(result=result, server_id=self.server.id, url_id=url_id, agent=self.agent)
@@ -319,18 +324,19 @@ class ServerVisit:
         return rules
 
     def _fetch_robots(self, url: str) -> FetchResult:
-        return self.fetch_following(url)
+        return self.fetch_following(url, kind=Exchange.ROBOTS)
 
-    def fetch_following(self, url: str) -> FetchResult:
+    def fetch_following(self, url: str, *, kind: str = Exchange.SITEMAP) -> FetchResult:
         """GET a file of the server's own (robots.txt, a sitemap) following redirects, each hop on its
-        politeness turn, through fetch()'s guard, and recorded (no Url row); the last answer."""
+        politeness turn, through fetch()'s guard, and recorded (no Url row; each answer kept as an exchange
+        of `kind`); the last answer."""
         result: FetchResult | None = None
         for _hop in range(settings.CRAWL_MAX_REDIRECTS + 1):
             self.wait_turn()
             result = self.fetch(url)
             if result.failure == FailureKind.FORBIDDEN_ADDRESS:
                 return result
-            self.record(result, url_id=None)
+            self.record(result, url_id=None, kind=kind)
             location = result.headers.get("location")
             if result.status is None or not (300 <= result.status < 400 and location):
                 break

@@ -1,6 +1,9 @@
-"""`python manage.py export_warc OUT.warc.gz [--site HOST] [--group G] [--since DATE] [--max-size SIZE]`:
-the stored pages as WARC/1.1 (archive.services.warc_export), a CDXJ index beside it (OUT.cdxj), a
-progress bar on stderr."""
+"""`python manage.py export_warc OUT.warc.gz [--site HOST] [--group G] [--since DATE | --since-export PREV.cdxj]
+[--dedup-cdxj PREV.cdxj] [--max-size SIZE]`: the stored pages and every other answer the crawl kept as WARC/1.1
+(archive.services.warc_export), a CDXJ index beside it (OUT.cdxj), a progress bar on stderr.
+
+A rolling archive: the first export whole, each next one `--since-export` the previous one's index: only
+what was fetched since it, payloads it already holds written as revisits."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.dateparse import parse_date, parse_datetime
 from tqdm import tqdm
 
+from archive.dedup import NotAnIndex, PayloadIndex
 from archive.selectors import ExportScope
 from archive.services import warc_export
 
@@ -45,6 +49,15 @@ def parse_since(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def read_earlier_index(path: Path) -> PayloadIndex:
+    if not path.is_file():
+        raise CommandError(f"{path}: no such file (the .cdxj index written beside an earlier export)")
+    try:
+        return PayloadIndex.from_cdxj(path)
+    except NotAnIndex as exc:
+        raise CommandError(str(exc)) from exc
+
+
 class Command(BaseCommand):
     help = "Export the stored pages as WARC/1.1 with a CDXJ index (request, response, revisit, metadata records)."
 
@@ -52,7 +65,19 @@ class Command(BaseCommand):
         parser.add_argument("out", help="OUT.warc.gz; the index is written beside it as OUT.cdxj")
         parser.add_argument("--site", help="only this server's host")
         parser.add_argument("--group", help="only servers of this group")
-        parser.add_argument("--since", type=str, help="only pages fetched or revisited since this date (UTC)")
+        parser.add_argument("--since", type=str, help="only what was fetched or revisited since this date (UTC)")
+        parser.add_argument(
+            "--dedup-cdxj",
+            type=str,
+            metavar="FILE.cdxj",
+            help="an earlier export's index: payloads it holds are written as revisit records",
+        )
+        parser.add_argument(
+            "--since-export",
+            type=str,
+            metavar="FILE.cdxj",
+            help="the index of the previous export of a rolling archive: --since its newest record, --dedup-cdxj it",
+        )
         parser.add_argument("--max-size", type=str, help="roll over to OUT-00001.warc.gz, … at this size (500M, 1G)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
@@ -62,21 +87,33 @@ class Command(BaseCommand):
             raise CommandError(f"{out}: the name must end in .warc.gz (each record is gzipped on its own)")
         if not out.parent.is_dir():
             raise CommandError(f"{out.parent}: no such directory")
-        scope = ExportScope(
-            site=options["site"] or None,
-            group=options["group"] or None,
-            since=parse_since(options["since"]) if options["since"] else None,
-        )
+        since = parse_since(options["since"]) if options["since"] else None
+        dedup = None
+        earlier = options["since_export"] or options["dedup_cdxj"]
+        if options["since_export"] and options["dedup_cdxj"]:
+            raise CommandError("--since-export FILE already deduplicates against FILE: give one of the two")
+        if earlier:
+            dedup = read_earlier_index(Path(earlier))
+        if options["since_export"]:
+            if since is not None:
+                raise CommandError("--since-export FILE takes its date from FILE: give --since or --since-export")
+            if dedup is None or dedup.latest is None:
+                raise CommandError(f"{earlier}: an empty index has no date to start from; use --since")
+            since = dedup.latest
+        scope = ExportScope(site=options["site"] or None, group=options["group"] or None, since=since)
         max_size = parse_size(options["max_size"]) if options["max_size"] else None
         with tqdm(unit="page", disable=options["no_progress"], dynamic_ncols=True) as bar:
             summary = warc_export(
                 out=out,
                 scope=scope,
                 max_size=max_size,
+                dedup=dedup,
                 on_total=lambda n: setattr(bar, "total", n),
                 on_pages=bar.update,
             )
         names = ", ".join(str(p) for p in summary.files)
         self.stdout.write(
-            f"{summary.pages} pages, {summary.records} records, {summary.bytes} bytes in {names}; index {summary.index}"
+            f"{summary.pages} pages, {summary.exchanges} other answers, {summary.records} records "
+            f"({summary.deduplicated} revisits of an earlier export), {summary.bytes} bytes in {names}; "
+            f"index {summary.index}"
         )
