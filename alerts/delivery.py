@@ -3,6 +3,11 @@
 ``deliver`` never raises for a failed delivery: it returns the outcome with an error text that holds no
 secret (Apprise's own log lines, which it writes with masked URLs, or the exception's text with the
 destination's URL replaced by its masked form).
+
+``deliver_all`` is what the sender and the test message use: every delivery in its own child process,
+all at once, each stopped ALERTS_SEND_TIMEOUT after it started whatever it is doing (crawler.child). The
+socket timeouts below bound each read only: a receiver that answers a byte every few seconds would hold a
+delivery made in the sender's own thread for ever, and every channel behind it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from dataclasses import dataclass
 import apprise
 from django.conf import settings
 from django.core.mail import EmailMessage, get_connection
+
+from crawler.child import run_children
 
 from .destinations import Destination, text_redact
 from .logic import Message
@@ -83,3 +90,27 @@ def _email_send(dest: Destination, message: Message) -> Outcome:
 
 def deliver(dest: Destination, message: Message) -> Outcome:
     return _email_send(dest, message) if dest.kind == "email" else _apprise_send(dest, message)
+
+
+def _timeout_text(seconds: float) -> str:
+    return f"no complete answer within {seconds:g}s (ALERTS_SEND_TIMEOUT): delivery stopped"
+
+
+def deliver_all(items: list[tuple[Destination, Message]], *, deadline_s: float | None = None) -> list[Outcome]:
+    """Deliver each (destination, message) in its own child process, all at once; one that has not ended
+    ``deadline_s`` (ALERTS_SEND_TIMEOUT) after it started is killed and fails. One stuck receiver
+    therefore delays no other, and once the call returns no attempt of it is still in flight."""
+    if not items:
+        return []
+    deadline = settings.ALERTS_SEND_TIMEOUT if deadline_s is None else deadline_s
+    calls = [lambda d=d, m=m: deliver(d, m) for d, m in items]
+    out = []
+    for (dest, _), result in zip(items, run_children(calls, deadline_s=deadline), strict=True):
+        if result.ok:
+            out.append(result.value)
+        elif result.timed_out:
+            out.append(Outcome(False, _timeout_text(deadline)))
+        else:
+            why = text_redact(result.error, dest.url, dest.masked())
+            out.append(Outcome(False, f"the delivery ended without an outcome ({why})"[:500]))
+    return out

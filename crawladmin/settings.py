@@ -201,12 +201,16 @@ def _load() -> dict:
         "ANALYZER_NATIONAL_CIDRS": env.cidrs("ANALYZER_NATIONAL_CIDRS"),
         # Alerts (alerts app): changes within the window go out as one message per channel; a failed
         # delivery is retried after BASE, 2 BASE ... (up to 1 h) until MAX_ATTEMPTS; a claimed batch not
-        # recorded within LEASE (a killed sender) is claimed again; SEND_TIMEOUT bounds one delivery.
+        # recorded within LEASE (a killed sender) is claimed again; SEND_TIMEOUT bounds one delivery in
+        # total (connect, send, the whole answer): it runs in a child process killed at that deadline, and
+        # SEND_PARALLEL deliveries go at once (one per channel), so one stuck receiver holds no other channel.
+        # The lease is never shorter than SEND_TIMEOUT + 5 s: no row is re-sent while its first try may run.
         "ALERTS_GROUP_WINDOW": env.number("ALERTS_GROUP_WINDOW", 60.0, minimum=0.0, maximum=3600.0),
         "ALERTS_MAX_ATTEMPTS": env.integer("ALERTS_MAX_ATTEMPTS", 8, minimum=1, maximum=100),
         "ALERTS_RETRY_BASE": env.number("ALERTS_RETRY_BASE", 30.0, minimum=0.0),
         "ALERTS_LEASE_SECONDS": env.number("ALERTS_LEASE_SECONDS", 120.0, minimum=1.0),
         "ALERTS_SEND_TIMEOUT": env.number("ALERTS_SEND_TIMEOUT", 10.0, minimum=0.1, maximum=300.0),
+        "ALERTS_SEND_PARALLEL": env.integer("ALERTS_SEND_PARALLEL", 8, minimum=1, maximum=64),
         "ALERTS_REMINDER_HOURS": env.number("ALERTS_REMINDER_HOURS", 0.0, minimum=0.0),
         # Days left at which a certificate's coming expiry is told, once each.
         "ALERTS_CERT_DAYS": _days_list(env.str("ALERTS_CERT_DAYS", "21,7,1")),

@@ -1,8 +1,12 @@
-"""Content checks, the pure part: text a health page must contain and text it must not, as
-plain text or as a regular expression searched with a time bound.
+r"""Content checks, the pure part: text a health page must contain and text it must not, as
+plain text or as a regular expression.
 
-The `regex` module, not `re`: it takes a timeout, so a catastrophic pattern on a large page costs at most
-CONTENT_TIMEOUT_S of a check worker, never the worker.
+A regular expression is an operator's program run on a stranger's page, so it runs in a child process
+(crawler.child) with a hard stop and a memory allowance: compiling one (at save, and again when checked)
+within COMPILE_TIMEOUT_S and COMPILE_MEMORY_BYTES, searching within CONTENT_TIMEOUT_S. The `regex` module's
+own timeout is still passed, but it is checked only between steps of the matcher: a pattern such as
+``\p{L}*\d$`` runs for seconds on a large page past it, and a repeat of repeats such as
+``(?:x{65535}){65535}`` is expanded at compile time into more memory than the machine has.
 """
 
 from __future__ import annotations
@@ -11,7 +15,13 @@ from dataclasses import dataclass
 
 import regex
 
+from crawler.child import run_in_child
+
 CONTENT_TIMEOUT_S = 0.5
+HARD_STOP_AFTER_S = 0.25
+COMPILE_TIMEOUT_S = 2.0
+COMPILE_MEMORY_BYTES = 256 * 1024 * 1024  # address space a compile or a search may add to its process
+MAX_PATTERN_CHARS = 2000
 MAX_SHOWN = 60
 
 
@@ -29,31 +39,55 @@ class ContentRule:
         return bool(self.must or self.must_not)
 
 
+def _compile(pattern: str) -> regex.Pattern:
+    # Not cached: the module's cache sits behind a lock that another thread of the parent may have held at
+    # the fork, and a pattern compiled in a child is thrown away with it anyway.
+    return regex.compile(pattern, cache_pattern=False)
+
+
+def _compiles(pattern: str) -> str:
+    """In the child: "" when the pattern compiles, else regex's reason."""
+    try:
+        _compile(pattern)
+    except regex.error as exc:
+        return str(exc)
+    return ""
+
+
 def rule_check(rule: ContentRule) -> None:
-    """Raise ContentRuleError when a pattern does not compile (checked when the monitor is saved)."""
+    """Raise ContentRuleError when a pattern does not compile, or not within COMPILE_TIMEOUT_S and
+    COMPILE_MEMORY_BYTES (checked when the monitor is saved)."""
     if not rule.is_regex:
         return
     for name, pattern in (("must contain", rule.must), ("must not contain", rule.must_not)):
-        if pattern:
-            try:
-                regex.compile(pattern)
-            except regex.error as exc:
-                raise ContentRuleError(f"{name}: not a regular expression ({exc})") from None
+        if not pattern:
+            continue
+        if len(pattern) > MAX_PATTERN_CHARS:
+            raise ContentRuleError(f"{name}: a regular expression of at most {MAX_PATTERN_CHARS} characters")
+        done = run_in_child(
+            lambda p=pattern: _compiles(p), deadline_s=COMPILE_TIMEOUT_S, memory_bytes=COMPILE_MEMORY_BYTES
+        )
+        if not done.ok:
+            # Too big (memory), too slow (timeout), or it killed its process: all a pattern too large to use.
+            raise ContentRuleError(
+                f"{name}: the regular expression is too large to compile (repeats of repeats such as "
+                "(?:x{1000}){1000} expand into every copy); simplify it"
+            )
+        if done.value:
+            raise ContentRuleError(f"{name}: not a regular expression ({done.value})")
 
 
 def _found(pattern: str, text: str, is_regex: bool, timeout_s: float) -> bool:
     if not is_regex:
         return pattern in text
-    return regex.search(pattern, text, timeout=timeout_s) is not None
+    return _compile(pattern).search(text, timeout=timeout_s) is not None
 
 
 def _shown(pattern: str) -> str:
     return pattern if len(pattern) <= MAX_SHOWN else pattern[: MAX_SHOWN - 1] + "…"
 
 
-def content_failure(body: bytes, rule: ContentRule, *, timeout_s: float = CONTENT_TIMEOUT_S) -> str | None:
-    """Why this body fails the rule, or None when it passes. A search that runs out of time fails."""
-    text = body.decode("utf-8", errors="replace")
+def _failure(text: str, rule: ContentRule, timeout_s: float) -> str | None:
     try:
         if rule.must and not _found(rule.must, text, rule.is_regex, timeout_s):
             return f"does not contain {_shown(rule.must)!r}"
@@ -64,3 +98,24 @@ def content_failure(body: bytes, rule: ContentRule, *, timeout_s: float = CONTEN
     except regex.error as exc:  # saved before validation existed
         return f"bad pattern: {exc}"
     return None
+
+
+def content_failure(body: bytes, rule: ContentRule, *, timeout_s: float = CONTENT_TIMEOUT_S) -> str | None:
+    """Why this body fails the rule, or None when it passes. A search that runs out of time (or out of
+    its memory allowance) fails."""
+    text = body.decode("utf-8", errors="replace")
+    if not rule.is_regex:
+        return _failure(text, rule, timeout_s)
+    # The text is decoded here, once: the child reads the parent's copy of it.
+    # The hard stop comes a little after regex's own timeout, which ends most searches itself (the cost of
+    # starting the child is not the pattern's).
+    done = run_in_child(
+        lambda: _failure(text, rule, timeout_s),
+        deadline_s=timeout_s + HARD_STOP_AFTER_S,
+        memory_bytes=COMPILE_MEMORY_BYTES,
+    )
+    if done.ok:
+        return done.value
+    if done.error == "memory":
+        return "content check ran out of memory (the pattern is too large)"
+    return f"content check took longer than {timeout_s:g}s"

@@ -73,9 +73,10 @@ print(outbox_write(events=events, servers=servers))
 
 def test_sender_killed_mid_batch_loses_no_event(tmp_path):
     channels, events = 6, 5
-    env = clean_env(CRAWLADMIN_DATA_DIR=str(tmp_path), ALERTS_LEASE_SECONDS="2")
+    # The lease is never shorter than a delivery may last (the send timeout + 5 s): 13 s here.
+    env = clean_env(CRAWLADMIN_DATA_DIR=str(tmp_path), ALERTS_LEASE_SECONDS="2", ALERTS_SEND_TIMEOUT="8")
     assert manage(env, "migrate", "-v0").returncode == 0
-    with webhook_receiver(delay_s=0.4) as rx:
+    with webhook_receiver(delay_s=2.0) as rx:
         setup = manage(env, "shell", "-c", SETUP.format(base=rx.base, channels=channels, events=events))
         assert setup.stdout.split()[-1:] == [str(channels * events)], setup.stderr[-2000:]
         sender = subprocess.Popen(
@@ -86,15 +87,15 @@ def test_sender_killed_mid_batch_loses_no_event(tmp_path):
             stderr=subprocess.DEVNULL,
         )
         try:
-            assert rx.wait_for(2, timeout=60), "the sender never reached the receiver"
-            os.kill(sender.pid, signal.SIGKILL)  # mid-batch: 2 of 6 messages answered, the third in flight
+            assert rx.wait_arrived(2, timeout=60), "the sender never reached the receiver"
+            os.kill(sender.pid, signal.SIGKILL)  # mid-batch: messages in flight, none answered or recorded
         finally:
             sender.wait(10)
         assert sender.returncode == -signal.SIGKILL
         db = sqlite3.connect(tmp_path / "crawladmin.sqlite3")
         states = dict(db.execute("SELECT status, count(*) FROM alerts_notification GROUP BY status").fetchall())
         assert states.get("sending", 0) > 0 and states.get("sent", 0) < channels * events
-        time.sleep(2.2)  # the killed sender's lease runs out
+        time.sleep(13.5)  # the killed sender's lease runs out
         again = manage(env, "send_notifications")
         assert again.returncode == 0, again.stderr[-2000:]
         states = dict(db.execute("SELECT status, count(*) FROM alerts_notification GROUP BY status").fetchall())

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from crawlcore.models import Server
 
-from ..delivery import Outcome, deliver
+from ..delivery import Outcome, deliver_all
 from ..destinations import DestinationError
 from ..logic import EventView, Kind, idempotency_key, kinds_parse, message_compose
 from ..models import Channel, Event, Notification, Rule
@@ -80,7 +80,8 @@ def channel_test(*, channel: Channel) -> Outcome:
     message = message_compose([view], key=key)
     message = type(message)(f"[crawladmin] test message to {channel.name}", message.body, message.events, key)
     try:
-        outcome = deliver(channel.destination, message)
+        # In a child process stopped at ALERTS_SEND_TIMEOUT, as the sender's deliveries are.
+        outcome = deliver_all([(channel.destination, message)])[0]
     except DestinationError as exc:
         outcome = Outcome(False, str(exc))
     Notification.objects.filter(id=row.id).update(

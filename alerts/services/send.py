@@ -6,6 +6,12 @@ spent) after. A sender killed in between leaves its rows "sending" with a lease 
 sender claims them again and re-sends them under the same idempotency key, which the rows keep from their
 first claim, so a receiver that got the first copy can drop the second.
 
+Never two attempts at once: every message of a run goes out in its own child process, all at once, each
+killed ALERTS_SEND_TIMEOUT after it started (alerts.delivery.deliver_all), and a child that outlives a
+killed sender ends itself at the same deadline. The lease is longer than that deadline (``lease_seconds``),
+so rows are claimed again only once nothing that carried them can still be sending. A receiver that
+trickles its answer holds its own channel's message until the deadline, and no other channel's.
+
 Grouping: a row waits ALERTS_GROUP_WINDOW after its event; when one row of a channel is due, every pending
 row of that channel goes along in the same message, so twelve servers failing within a minute are one
 message. ``notifications_flush`` ignores the window (check_servers sends what its round caused).
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,8 +34,8 @@ from django.utils import timezone
 from crawlcore.models import Server
 from monitoring.selectors import monitor_names
 
-from ..delivery import Outcome, deliver
-from ..destinations import DestinationError
+from ..delivery import Outcome, deliver_all
+from ..destinations import Destination, DestinationError
 from ..logic import EventView, idempotency_key, message_compose, retry_delay
 from ..models import Channel, Event, Notification
 
@@ -36,6 +43,15 @@ log = logging.getLogger(__name__)
 
 MAX_PER_RUN = 5000  # rows claimed by one run; the rest go with the next
 RETRY_CAP_S = 3600.0
+# Between a delivery's deadline and the end of its rows' lease: the child's own stop (half a second after
+# the deadline), the sender's work between claiming and starting the children, and clocks of senders on
+# different machines that disagree by a little.
+LEASE_MARGIN_S = 5.0
+
+
+def lease_seconds() -> float:
+    """How long a claim holds its rows: ALERTS_LEASE_SECONDS, and never less than a delivery can last."""
+    return max(settings.ALERTS_LEASE_SECONDS, settings.ALERTS_SEND_TIMEOUT + LEASE_MARGIN_S)
 
 
 @dataclass(frozen=True)
@@ -72,7 +88,7 @@ def _candidates(now: datetime, flush: bool) -> list[int]:
 def notifications_claim(*, now: datetime, flush: bool = False) -> tuple[str, list[Notification]]:
     token = secrets.token_hex(8)
     ids = _candidates(now, flush)
-    lease = now + timedelta(seconds=settings.ALERTS_LEASE_SECONDS)
+    lease = now + timedelta(seconds=lease_seconds())
     claimed = 0
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
@@ -97,13 +113,26 @@ def _batches(rows: Sequence[Notification], token: str) -> list[tuple[int, str, l
     by_message: dict[tuple[int, str], list[Notification]] = defaultdict(list)
     for r in rows:
         by_message[(r.channel_id, r.message_key)].append(r)
+    # At most ALERTS_SEND_PARALLEL messages at once (one child process each); the rest are handed back
+    # untouched, oldest rows first next run.
+    ordered = sorted(by_message.items(), key=lambda item: min(r.id for r in item[1]))
+    kept, rest = ordered[: settings.ALERTS_SEND_PARALLEL], ordered[settings.ALERTS_SEND_PARALLEL :]
+    _release([r.id for _, group in rest for r in group], token)
     out = []
-    for (channel_id, key), group in sorted(by_message.items()):
+    for (channel_id, key), group in sorted(kept):
         if not key:
             key = idempotency_key(channel_id, [r.id for r in group])
             Notification.objects.filter(id__in=[r.id for r in group], claim_token=token).update(message_key=key)
         out.append((channel_id, key, group))
     return out
+
+
+def _release(ids: list[int], token: str) -> None:
+    """Hand claimed rows back unsent: pending again, as they were (attempts and key untouched)."""
+    for i in range(0, len(ids), 500):
+        Notification.objects.filter(id__in=ids[i : i + 500], claim_token=token).update(
+            status=Notification.PENDING, claim_token="", claimed_until=None
+        )
 
 
 def _views(rows: Sequence[Notification]) -> list[EventView]:
@@ -159,22 +188,35 @@ def _record(rows: Sequence[Notification], token: str, outcome: Outcome, now: dat
 
 
 def notifications_send(*, flush: bool = False, now: datetime | None = None) -> list[Sent]:
-    """Process the outbox once: every due row, one message per channel (per kept key, for retries)."""
+    """Process the outbox once: every due row, one message per channel (per kept key, for retries), the
+    messages delivered side by side."""
     # A given `now` (tests, replays) is the clock of the whole run; otherwise outcomes get their own time.
     clock = (lambda: now) if now is not None else timezone.now
     now = clock()
+    claimed_at = time.monotonic()
     token, rows = notifications_claim(now=now, flush=flush)
     if not rows:
         return []
     channels = Channel.objects.in_bulk({r.channel_id for r in rows})
-    out = []
+    batches = []
     for channel_id, key, group in _batches(rows, token):
         channel = channels[channel_id]
-        message = message_compose(_views(group), key=key)
         try:
-            outcome = deliver(channel.destination, message)
+            dest: Destination | Outcome = channel.destination
         except DestinationError as exc:  # saved valid, invalid now (an Apprise upgrade dropped a service)
-            outcome = Outcome(False, str(exc))
+            dest = Outcome(False, str(exc))
+        batches.append((channel, key, group, dest, message_compose(_views(group), key=key)))
+    # Every delivery must be over before the lease is: what is left of it bounds the deadline.
+    left = lease_seconds() - LEASE_MARGIN_S - (time.monotonic() - claimed_at)
+    if left < min(1.0, settings.ALERTS_SEND_TIMEOUT):
+        _release([r.id for _, _, group, _, _ in batches for r in group], token)
+        log.warning("alerts sender: the claim's lease ran out before delivery began; rows handed back")
+        return []
+    sendable = [(dest, message) for _, _, _, dest, message in batches if isinstance(dest, Destination)]
+    delivered = iter(deliver_all(sendable, deadline_s=min(settings.ALERTS_SEND_TIMEOUT, left)))
+    out = []
+    for channel, key, group, dest, _ in batches:
+        outcome = next(delivered) if isinstance(dest, Destination) else dest
         final = _record(group, token, outcome, clock())
         if not outcome.ok:
             # The masked error only: never the channel's URL.

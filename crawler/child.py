@@ -1,0 +1,179 @@
+"""Run a function in a forked child process with a hard stop: the way to bound work that a thread cannot
+interrupt (a regular expression deep in C code, an HTTP client reading a trickling answer, a name lookup).
+
+A thread that overruns its deadline can only be abandoned, and it goes on holding its socket, its memory and
+whatever it was doing: a webhook it keeps posting, a CPU it keeps burning. A child process is killed. Each
+child also arms its own timer (SIGALRM at its default action: the kernel ends the process, no Python code
+runs), so it ends on time even when the parent that started it was killed first: a caller that leases work
+for longer than the deadline knows that, once the lease is over, nothing it started can still be running.
+
+``run_children`` starts every call at once and waits for all of them within one deadline, so a call that
+hangs delays no other. A child gets a copy of the parent's memory (fork): the function and its arguments
+are not pickled, only what it returns (which must be picklable). The child holds only the thread that
+forked it; what it calls must not wait on a lock another thread of the parent held at that moment (a
+child that does is killed at the deadline like any other).
+
+Linux and other POSIX systems; without os.fork the calls run in the caller's thread, unbounded.
+No Django or Celery import.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ChildResult", "can_fork", "run_children", "run_in_child"]
+
+_SELF_STOP_AFTER_S = 0.5  # the child's own timer fires this long after the parent's deadline
+
+
+@dataclass(frozen=True)
+class ChildResult:
+    """What one call came to. ``ok``: it returned ``value``. Otherwise ``error`` says why not: "timeout"
+    (killed at the deadline), "memory" (it ran out of its memory allowance), or the exception's text."""
+
+    ok: bool
+    value: Any = None
+    error: str = ""
+    seconds: float = 0.0
+
+    @property
+    def timed_out(self) -> bool:
+        return self.error == "timeout"
+
+
+def can_fork() -> bool:
+    return hasattr(os, "fork")
+
+
+def _vm_bytes() -> int | None:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _child_main(fn: Callable[[], Any], write_fd: int, deadline_s: float, memory_bytes: int | None) -> None:
+    """In the child: arm the self-stop, cap the memory, run, write the pickled outcome, exit at once (no
+    atexit handlers, no finalizers: the parent's open connections and files are left untouched)."""
+    code = 0
+    try:
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
+        signal.setitimer(signal.ITIMER_REAL, deadline_s + _SELF_STOP_AFTER_S)
+        if memory_bytes is not None:
+            import resource
+
+            current = _vm_bytes()
+            if current is not None:
+                limit = current + memory_bytes
+                _, hard = resource.getrlimit(resource.RLIMIT_AS)
+                if hard != resource.RLIM_INFINITY:
+                    limit = min(limit, hard)
+                resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        try:
+            outcome: tuple = ("ok", fn())
+        except MemoryError:
+            outcome = ("memory", None)
+        except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent as text
+            outcome = ("error", f"{type(exc).__name__}: {exc}"[:2000])
+        try:
+            data = pickle.dumps(outcome)
+        except Exception as exc:  # noqa: BLE001
+            data = pickle.dumps(("error", f"result not picklable: {exc}"[:500]))
+        view = memoryview(data)
+        while view:
+            view = view[os.write(write_fd, view) :]
+    except BaseException:  # noqa: BLE001 - the parent sees "no result"
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _outcome(data: bytes, status: int, seconds: float, killed: bool) -> ChildResult:
+    if killed:
+        return ChildResult(False, error="timeout", seconds=seconds)
+    try:
+        kind, value = pickle.loads(data)
+    except Exception:  # noqa: BLE001 - no or partial result: the child died
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            why = "timeout" if sig == signal.SIGALRM else f"killed by signal {sig}"
+            return ChildResult(False, error=why, seconds=seconds)
+        return ChildResult(False, error="ended without a result", seconds=seconds)
+    if kind == "ok":
+        return ChildResult(True, value=value, seconds=seconds)
+    return ChildResult(False, error="memory" if kind == "memory" else str(value), seconds=seconds)
+
+
+def _inline(fn: Callable[[], Any]) -> ChildResult:
+    started = time.monotonic()
+    try:
+        return ChildResult(True, value=fn(), seconds=time.monotonic() - started)
+    except MemoryError:
+        return ChildResult(False, error="memory", seconds=time.monotonic() - started)
+    except Exception as exc:  # noqa: BLE001
+        return ChildResult(False, error=f"{type(exc).__name__}: {exc}"[:2000], seconds=time.monotonic() - started)
+
+
+def run_children(
+    calls: Sequence[Callable[[], Any]], *, deadline_s: float, memory_bytes: int | None = None
+) -> list[ChildResult]:
+    """Run each call in its own child, all at once; each is killed if it has not ended ``deadline_s`` after
+    it started. ``memory_bytes``: how much address space a child may add to its copy of the parent.
+    Results in the order of ``calls``."""
+    if not can_fork():
+        return [_inline(fn) for fn in calls]
+    started = time.monotonic()
+    end = started + deadline_s
+    running: dict[int, tuple[int, int]] = {}  # read fd -> (index, pid)
+    chunks: dict[int, list[bytes]] = {}
+    results: list[ChildResult | None] = [None] * len(calls)
+    try:
+        for index, fn in enumerate(calls):
+            read_fd, write_fd = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child; it never returns
+                os.close(read_fd)
+                _child_main(fn, write_fd, deadline_s, memory_bytes)
+            os.close(write_fd)
+            running[read_fd] = (index, pid)
+            chunks[index] = []
+        while running:
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            ready, _, _ = select.select(list(running), [], [], left)
+            for fd in ready:
+                data = os.read(fd, 65536)
+                index, pid = running[fd]
+                if data:
+                    chunks[index].append(data)
+                    continue
+                # End of file: the child wrote its result (or died); collect it.
+                del running[fd]
+                os.close(fd)
+                _, status = os.waitpid(pid, 0)
+                results[index] = _outcome(b"".join(chunks[index]), status, time.monotonic() - started, False)
+    finally:
+        # Past the deadline (or on an exception here): whatever still runs is killed and reaped.
+        for fd, (index, pid) in running.items():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(pid, 0)
+            os.close(fd)
+            results[index] = _outcome(b"", 0, time.monotonic() - started, True)
+    return [r if r is not None else ChildResult(False, error="not run") for r in results]
+
+
+def run_in_child(fn: Callable[[], Any], *, deadline_s: float, memory_bytes: int | None = None) -> ChildResult:
+    return run_children([fn], deadline_s=deadline_s, memory_bytes=memory_bytes)[0]

@@ -1,0 +1,61 @@
+"""crawler.child: calls in child processes, each stopped at its deadline, side by side."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from crawler.child import run_children, run_in_child
+
+
+def test_results_errors_and_memory_come_back_in_order():
+    def boom() -> None:
+        raise ValueError("nope")
+
+    def hog() -> bytes:
+        return b"x" * (512 * 1024 * 1024)
+
+    got = run_children([lambda: 41 + 1, boom, hog], deadline_s=60, memory_bytes=64 * 1024 * 1024)
+    assert [(r.ok, r.value, r.error) for r in got] == [
+        (True, 42, ""),
+        (False, None, "ValueError: nope"),
+        (False, None, "memory"),
+    ]
+
+
+def test_a_call_that_hangs_is_killed_at_its_deadline_and_holds_no_other():
+    started = time.monotonic()
+    slow, quick = run_children([lambda: time.sleep(600), lambda: os.getpid()], deadline_s=2)
+    assert slow.timed_out and not slow.ok
+    assert quick.ok and quick.value != os.getpid()  # ran in a child, not here
+    assert time.monotonic() - started < 60
+
+
+def test_a_child_whose_parent_is_gone_stops_itself():
+    # The child's own timer: a grandchild started by a child that is then killed still ends on time.
+    def orphaning() -> int:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            run_in_child(lambda: (os.write(w, str(os.getpid()).encode()), time.sleep(600)), deadline_s=1)
+            os._exit(0)
+        os.close(w)
+        grandchild = int(os.read(r, 32) or b"0")
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        return grandchild
+
+    result = run_in_child(orphaning, deadline_s=60)
+    assert result.ok and result.value > 0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{result.value}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):  # ended, not yet reaped by init
+                    break
+        except (FileNotFoundError, ProcessLookupError):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the orphaned child is still running")
