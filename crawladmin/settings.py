@@ -247,6 +247,18 @@ _OIDC_ENDPOINTS = (
 )
 
 
+def _loopback_url(url: str) -> bool:
+    """Whether the URL's host is this machine (localhost, 127.0.0.0/8, ::1): a provider stub in tests."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(url).hostname or ""
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _oidc() -> dict:
     client_id = env.str("OIDC_RP_CLIENT_ID", "")
     if not client_id:
@@ -261,11 +273,22 @@ def _oidc() -> dict:
         "OIDC_VIEWER_GROUPS": [g.strip() for g in env.str("OIDC_VIEWER_GROUPS", "").split(",") if g.strip()],
         "OIDC_OPERATOR_GROUPS": [g.strip() for g in env.str("OIDC_OPERATOR_GROUPS", "").split(",") if g.strip()],
         "OIDC_SERVER_GROUP_PREFIX": env.str("OIDC_SERVER_GROUP_PREFIX", ""),
+        # A first login may take over the local account with the same e-mail only when the provider says the
+        # address is verified and this says so; otherwise users are found by the provider's subject alone.
+        "OIDC_LINK_VERIFIED_EMAIL": env.boolean("OIDC_LINK_VERIFIED_EMAIL", False),
+        # Seconds a login is trusted before the provider is asked again (silently): a user removed or moved in
+        # the directory loses access or changes groups within this time (mozilla_django_oidc's SessionRefresh).
+        "OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS": env.integer(
+            "OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS", 900, minimum=60, maximum=86400
+        ),
+        "OIDC_TIMEOUT": env.number("OIDC_TIMEOUT", 10.0, minimum=0.1, maximum=120.0),
     }
     for name in _OIDC_ENDPOINTS:
         out[name] = env.url(name, "", ("https", "http"))
         if not out[name]:
             raise ConfigError(f"{name} must be set when OIDC_RP_CLIENT_ID is")
+        if out[name].lower().startswith("http://") and not _loopback_url(out[name]):
+            raise ConfigError(f"{name} must be an https:// URL (plain http only to a provider on this machine)")
     if not out["OIDC_RP_CLIENT_SECRET"]:
         raise ConfigError("OIDC_RP_CLIENT_SECRET must be set when OIDC_RP_CLIENT_ID is")
     return out
@@ -354,6 +377,7 @@ if OIDC_ENABLED:
     ]
     LOGIN_REDIRECT_URL = "/dashboard/"
     LOGOUT_REDIRECT_URL = "/dashboard/login/"
+    OIDC_CREATE_USER = True
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -388,6 +412,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+if OIDC_ENABLED:
+    # A single sign-on session asks the provider again (prompt=none) once its ID token is older than
+    # OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS; local logins are left alone.
+    MIDDLEWARE.append("mozilla_django_oidc.middleware.SessionRefresh")
 
 ROOT_URLCONF = "crawladmin.urls"
 WSGI_APPLICATION = "crawladmin.wsgi.application"

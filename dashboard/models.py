@@ -13,6 +13,7 @@ writes both; dashboard.selectors reads them).
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from crawlcore.models import Server
@@ -70,3 +71,16 @@ class StatusPage(models.Model):
 
     def __str__(self) -> str:
         return f"status page {self.slug} ({self.group})"
+
+
+class SignOnIdentity(models.Model):
+    """Who a single sign-on subject is here (crawladmin.sso): the provider's `sub` claim, stored at the user's
+    first login and the only thing a later login is matched by. An e-mail address can be claimed by anyone
+    at many providers; a subject is the provider's own name for one account."""
+
+    subject = models.CharField(max_length=255, unique=True)
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_on")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.subject} -> {self.user_id}"
