@@ -89,6 +89,8 @@ class ServerMonitorAdmin(ReaderScopedAdmin):
     group_paths = ("server__group",)
     list_display = (
         "server",
+        "name",
+        "kind",
         "enabled",
         "status",
         "status_since",
@@ -99,8 +101,8 @@ class ServerMonitorAdmin(ReaderScopedAdmin):
         "accepted_codes",
         "next_check_at",
     )
-    list_filter = ("enabled", "status", "last_category", "server__group", "server__crawler_num")
-    search_fields = ("server__host", "health_url")
+    list_filter = ("enabled", "kind", "status", "last_category", "server__group", "server__crawler_num")
+    search_fields = ("server__host", "health_url", "name")
     list_select_related = ("server",)
     raw_id_fields = ("server",)
     readonly_fields = (
@@ -112,6 +114,10 @@ class ServerMonitorAdmin(ReaderScopedAdmin):
         "last_category",
         "dispatched_at",
         "claim_token",
+        "last_ping_at",
+        "last_ping_kind",
+        "ping_started_at",
+        "last_ping_body",
     )
 
 

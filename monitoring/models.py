@@ -11,6 +11,7 @@ from django.db import models
 from crawlcore.models import Server, StatusCheck
 from crawler.status import CONFIRMED, Status
 
+from .assertions import AssertionRuleError, assertions_parse
 from .content import ContentRule, ContentRuleError, rule_check
 from .kinds import Kind
 from .quorum import LocationsError, locations_parse
@@ -52,6 +53,13 @@ class ServerMonitor(models.Model):
     content_regex = models.BooleanField(default=False, help_text="The two above are regular expressions")
     quorum = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Locations that must agree; empty: a majority of them"
+    )
+    assertions = models.TextField(
+        blank=True,
+        default="",
+        db_default="",
+        help_text="HTTP: one a line: status in 200,204 / header NAME [== VALUE] / json $.path == VALUE / "
+        "json $.path contains VALUE / time < MS; a failing one makes the check an error naming it",
     )
     # What is checked (monitoring.kinds): the server row of a TCP, DNS or heartbeat monitor has that scheme.
     kind = models.CharField(max_length=12, choices=KIND_CHOICES, default=Kind.HTTP.value, db_default=Kind.HTTP.value)
@@ -122,6 +130,10 @@ class ServerMonitor(models.Model):
             rule_check(ContentRule(self.content_must, self.content_must_not, self.content_regex))
         except ContentRuleError as exc:
             problems.setdefault("content_must", str(exc))
+        try:
+            assertions_parse(self.assertions)
+        except AssertionRuleError as exc:
+            problems.setdefault("assertions", str(exc))
         if self.server_id is not None and "health_url" not in problems:
             problems.update(self._trust_problems())
         if problems:
@@ -140,6 +152,13 @@ class ServerMonitor(models.Model):
         content = content_refusal(url=self.health_url, server=self.server, has_rule=has_rule)
         if content:
             out["content_must"] = content
+        try:
+            reads = any(a.reads_response for a in assertions_parse(self.assertions))
+        except AssertionRuleError:
+            reads = False
+        # Header and JSON assertions read the answer, as a content rule does: the same trust.
+        if content_refusal(url=self.health_url, server=self.server, has_rule=reads):
+            out["assertions"] = "header and json assertions run only on a trusted server, on its own host"
         return out
 
 

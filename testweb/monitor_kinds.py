@@ -121,3 +121,50 @@ def dns_server(records: dict[tuple[str, str], list[str]], host: str = "127.0.0.1
         stop.set()
         thread.join(timeout=5)
         sock.close()
+
+
+@dataclass
+class JsonHealth:
+    host: str
+    port: int
+    body: bytes = b"{}"
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/health"
+
+
+@contextmanager
+def json_health(body: bytes, headers: dict[str, str] | None = None, host: str = "127.0.0.1") -> Iterator[JsonHealth]:
+    """An HTTP health endpoint answering 200 with `body` (change `.body` to change the answer) and headers."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    info = JsonHealth(host, 0, body, dict(headers or {}))
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            for name, value in info.headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(info.body)))
+            self.end_headers()
+            self.wfile.write(info.body)
+
+    server = ThreadingHTTPServer((host, 0), Handler)
+    server.daemon_threads = True
+    info.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield info
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

@@ -38,6 +38,7 @@ from crawler.status import CONFIRMED, Category, Status
 
 from .. import hooks
 from ..accepted_codes import AcceptedCodes, classify
+from ..assertions import Assertion, AssertionRuleError, assertion_failure, assertions_parse
 from ..confirm import Confirmation, confirm
 from ..content import ContentRule, content_failure
 from ..kinds import Kind
@@ -72,6 +73,7 @@ class Target:
     problem: str = ""
     kind: str = Kind.HTTP.value  # monitoring.kinds; any but http is checked by its `spec`
     spec: Spec | None = None
+    assertions: tuple[Assertion, ...] = ()  # HTTP: what a valid answer must also satisfy (monitoring.assertions)
 
 
 BAD_SETTINGS = "bad_settings"  # the failure kind of a check that a monitor's unusable settings failed
@@ -99,6 +101,7 @@ def target_of(monitor: ServerMonitor) -> Target:
     spec, kind_problem = spec_of(monitor)
     if kind_problem:
         problems["kind"] = kind_problem
+    assertions = _assertions(monitor, trusted, problems)
     return Target(
         server_id=monitor.server_id,
         url=url,
@@ -117,7 +120,18 @@ def target_of(monitor: ServerMonitor) -> Target:
         problem="; ".join(f"{name}: {message}" for name, message in problems.items()),
         kind=monitor.kind or Kind.HTTP.value,
         spec=spec,
+        assertions=assertions,
     )
+
+
+def _assertions(monitor: ServerMonitor, trusted: bool, problems: dict[str, str]) -> tuple[Assertion, ...]:
+    """The monitor's response assertions; header and json ones only on a trusted URL, as content rules."""
+    try:
+        rules = assertions_parse(monitor.assertions)
+    except AssertionRuleError as exc:
+        problems["assertions"] = str(exc)
+        return ()
+    return rules if trusted else tuple(a for a in rules if not a.reads_response)
 
 
 def _unchecked(target: Target) -> FetchResult:
@@ -263,7 +277,10 @@ def _kind_checked(target: Target, r) -> Checked:
 def _fetch_http(targets: Sequence[Target]) -> list[Checked]:
     fetchable = [t for t in targets if not t.problem]
     guards = {trusted: _guard(trusted) for trusted in {t.trusted for t in fetchable}}
-    requests = [CheckRequest(t.url, guards[t.trusted], keep_body=bool(t.content)) for t in fetchable]
+    requests = [
+        CheckRequest(t.url, guards[t.trusted], keep_body=bool(t.content) or any(a.kind == "json" for a in t.assertions))
+        for t in fetchable
+    ]
     timed = iter(_checker().check_all(requests))  # never raises
     out = []
     for target in targets:
@@ -284,6 +301,16 @@ def _fetch_http(targets: Sequence[Target]) -> list[Checked]:
             why = content_failure(result.body, target.content)
             if why is not None:
                 checked.category, checked.failure, checked.detail = Category.ERROR.value, "content", why
+        if target.assertions and checked.category in (Category.NORMAL.value, Category.DELAY.value):
+            why = assertion_failure(
+                target.assertions,
+                status=result.status,
+                headers=result.headers,
+                body=result.body,
+                total_ms=result.timings.total_ms,
+            )
+            if why is not None:
+                checked.category, checked.failure, checked.detail = Category.ERROR.value, "assertion", why
         out.append(checked)
     return out
 
@@ -497,7 +524,7 @@ def _apply_located(
 # What target_of reads; the rest (the server's robots.txt, the load profile...) stays in the database.
 _TARGET_FIELDS = [
     *("health_url", "interval_s", "delay_threshold_s", "accepted_codes", "fail_after", "recover_after"),
-    *("content_must", "content_must_not", "content_regex"),
+    *("content_must", "content_must_not", "content_regex", "assertions"),
     *("server__scheme", "server__host", "server__port", "server__trusted"),
     *SPEC_FIELDS,
 ]
