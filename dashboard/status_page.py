@@ -13,10 +13,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
+from django.db import models
 from django.utils import timezone
 
 from crawler.status import BAD, GOOD, Status
-from monitoring.models import HourlyRollup, StatusChange
+from monitoring.models import HourlyRollup, IncidentUpdate, MaintenanceWindow, StatusChange
+from monitoring.models import Incident as IncidentRow
 
 from . import selectors
 from .cache import cached
@@ -94,6 +96,8 @@ def status_page_data(*, page: dict, now: datetime | None = None) -> dict:
         "title": page["title"] or page["group"],
         "servers": servers,
         "incidents": _incidents(names, now),
+        "reports": _incident_reports(names, now),
+        "maintenance": _maintenance_ahead(names, now),
         "overall": overall,
         "as_of": now,
         "days": UPTIME_DAYS,
@@ -152,3 +156,47 @@ def _incidents(names: dict[int, str], now: datetime) -> list[Incident]:
             open_.pop(sid).ended = at
     out.sort(key=lambda i: i.started, reverse=True)
     return out[:MAX_INCIDENTS]
+
+
+MAX_UPDATES = 20  # of one incident, newest first
+MAINTENANCE_AHEAD_DAYS = 30
+
+
+@dataclass
+class IncidentReport:
+    """An incident as its readers see it: the operators' (and the monitor's) updates, newest first."""
+
+    name: str
+    title: str
+    status: str
+    opened: datetime
+    resolved: datetime | None
+    updates: list[dict] = field(default_factory=list)  # status, text, at
+
+
+def _incident_reports(names: dict[int, str], now: datetime) -> list[IncidentReport]:
+    """The open incidents of the page's servers, then those of the last UPTIME_DAYS days, with updates."""
+    since = now - timedelta(days=UPTIME_DAYS)
+    rows = (
+        IncidentRow.objects.filter(server_id__in=list(names))
+        .filter(models.Q(resolved_at__isnull=True) | models.Q(resolved_at__gte=since))
+        .order_by("-opened_at", "-id")[:MAX_INCIDENTS]
+    )
+    reports = {i.id: IncidentReport(names[i.server_id], i.title, i.status, i.opened_at, i.resolved_at) for i in rows}
+    updates = IncidentUpdate.objects.filter(incident_id__in=list(reports)).order_by("-at", "-id")
+    for incident_id, status, text, at in updates.values_list("incident_id", "status", "text", "at"):
+        report = reports[incident_id]
+        if len(report.updates) < MAX_UPDATES:
+            report.updates.append({"status": status, "text": text, "at": at})
+    return sorted(reports.values(), key=lambda r: (r.resolved is not None, -r.opened.timestamp()))
+
+
+def _maintenance_ahead(names: dict[int, str], now: datetime) -> list[dict]:
+    """Maintenance windows of the page's servers under way or starting within MAINTENANCE_AHEAD_DAYS."""
+    rows = MaintenanceWindow.objects.filter(
+        server_id__in=list(names), ends_at__gt=now, starts_at__lte=now + timedelta(days=MAINTENANCE_AHEAD_DAYS)
+    ).order_by("starts_at", "id")
+    return [
+        {"name": names[sid], "starts": s, "ends": e, "reason": reason, "now": s <= now}
+        for sid, s, e, reason in rows.values_list("server_id", "starts_at", "ends_at", "reason")[:MAX_INCIDENTS]
+    ]

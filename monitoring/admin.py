@@ -9,9 +9,10 @@ from crawlcore.admin import ReaderScopedAdmin, ServerAdmin, log_change
 from crawlcore.models import Server
 from crawler.status import Category, Status
 
-from .models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
+from .models import HourlyRollup, Incident, IncidentUpdate, MaintenanceWindow, ServerMonitor, StatusChange
 from .rollup import COUNT_FIELDS
 from .services.checks import monitors_check
+from .services.incidents import incident_status_sync
 
 CHECK_NOW_LIMIT = 20  # checks run in the request: at most this many servers, each bounded by the timeouts
 STATUS_COLOURS = {
@@ -152,3 +153,37 @@ class MaintenanceWindowAdmin(ReaderScopedAdmin):
     group_paths = ("server__group",)
     list_display = ("server", "starts_at", "ends_at", "reason")
     raw_id_fields = ("server",)
+
+
+class IncidentUpdateInline(admin.TabularInline):
+    model = IncidentUpdate
+    extra = 1
+    fields = ("status", "text", "at", "author")
+    readonly_fields = ("author",)
+    ordering = ("at", "id")
+
+
+@admin.register(Incident)
+class IncidentAdmin(ReaderScopedAdmin):
+    """Incidents and their updates: an operator adds an update (investigating, identified, monitoring,
+    resolved) with text; the incident takes the status of its latest update. Shown on the status pages."""
+
+    group_paths = ("server__group",)
+    list_display = ("title", "server", "status", "opened_at", "resolved_at")
+    list_filter = ("status",)
+    search_fields = ("title", "server__host")
+    raw_id_fields = ("server", "status_change")
+    readonly_fields = ("status", "resolved_at")
+    inlines = [IncidentUpdateInline]
+    date_hierarchy = "opened_at"
+
+    def save_formset(self, request, form, formset, change):
+        updates = formset.save(commit=False)
+        for update in updates:
+            if not update.pk:
+                update.author = request.user.get_username()
+            update.save()
+        for gone in formset.deleted_objects:
+            gone.delete()
+        formset.save_m2m()
+        incident_status_sync(incident_id=form.instance.pk)

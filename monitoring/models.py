@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils import timezone
 
 from crawlcore.models import Server, StatusCheck
 from crawler.status import CONFIRMED, Status
@@ -248,3 +249,45 @@ class ServerCertificate(models.Model):
     not_after = models.DateTimeField(null=True, blank=True)
     checked_at = models.DateTimeField()
     error = models.CharField(max_length=300, blank=True, help_text="The last check's TLS failure, if any")
+
+
+class Incident(models.Model):
+    """An outage people can read about: opened by a confirmed outage (or by an operator), told through its
+    updates (investigating, identified, monitoring, resolved), shown on the status pages."""
+
+    INVESTIGATING, IDENTIFIED, MONITORING, RESOLVED = "investigating", "identified", "monitoring", "resolved"
+    STATUSES = [(s, s.title()) for s in (INVESTIGATING, IDENTIFIED, MONITORING, RESOLVED)]
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="incidents")
+    title = models.CharField(max_length=200)
+    status = models.CharField(max_length=16, choices=STATUSES, default=INVESTIGATING)
+    opened_at = models.DateTimeField(default=timezone.now)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    status_change = models.ForeignKey(
+        StatusChange, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The confirmed outage that opened it",
+    )  # fmt: skip
+
+    class Meta:
+        indexes = [models.Index(fields=["server", "opened_at"], name="incident_server_opened_idx")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["server"], condition=models.Q(resolved_at__isnull=True), name="incident_one_open_per_server"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class IncidentUpdate(models.Model):
+    """One update of an incident, in the operator's words (or the monitor's, when it opened or closed it)."""
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="updates")
+    status = models.CharField(max_length=16, choices=Incident.STATUSES)
+    text = models.TextField(max_length=5000)
+    at = models.DateTimeField(default=timezone.now)
+    author = models.CharField(max_length=150, blank=True, help_text="Empty: written by the monitor")
+
+    class Meta:
+        indexes = [models.Index(fields=["incident", "at"], name="incident_update_time_idx")]

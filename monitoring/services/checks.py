@@ -47,6 +47,7 @@ from ..quorum import locations_parse, quorum_decide, quorum_needed
 from ..selectors import in_window, maintenance_windows
 from ..validate import monitor_problems
 from .certificates import certificates_record
+from .incidents import incidents_from_changes
 from .kinds import SPEC_FIELDS, Spec, kinds_run, spec_of
 from .trust import REFUSED, address_guard, url_trusted
 
@@ -399,6 +400,7 @@ def checks_record(*, checked: Sequence[Checked], claimed_at: datetime | None = N
         bulk.update_rows(list(monitors.values()), _STATE_FIELDS)
         _location_states_save(locations)
         StatusChange.objects.bulk_create(changes)
+        incidents_from_changes(changes=changes)  # an outage people can read about, with the change
         hooks.status_changes_written(changes)  # alerts' outbox rows, in this same transaction
         certificates_record(checked=[c for c in checked if c.result.certificate is not None])
     return list(checked)
