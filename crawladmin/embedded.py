@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -56,6 +57,7 @@ class Gate:
 
 _gate = Gate()
 _active = False
+_abandoned: list[threading.Thread] = []  # the last worker's threads still in a task after its shutdown wait
 
 
 def gate() -> Gate | None:
@@ -80,11 +82,38 @@ class _Controller(WorkController):
         self.ready.set()
 
 
+def _pool_threads_left(worker: WorkController, deadline: float | None) -> list[threading.Thread]:
+    """The worker's pool threads still in a task: the idle ones are told to end (and end at once), the
+    busy ones get until `deadline` (or a few seconds) to finish."""
+    executor = getattr(worker.pool, "executor", None)
+    if executor is None:
+        return []
+    executor.shutdown(wait=False, cancel_futures=True)
+    until = time.monotonic() + 5.0 if deadline is None else max(deadline, time.monotonic() + 1.0)
+    threads = list(getattr(executor, "_threads", ()))
+    for t in threads:
+        t.join(max(0.0, until - time.monotonic()))
+    return [t for t in threads if t.is_alive()]
+
+
+def abandoned_threads() -> list[threading.Thread]:
+    """The last embedded worker's threads that were still running a task when its shutdown wait ended (a
+    request, a lookup or a parse that no stop signal reaches). They are not daemon threads: left alone, the
+    interpreter would wait for them at exit, so the crawl command ends its process itself."""
+    return [t for t in _abandoned if t.is_alive()]
+
+
 @contextmanager
 def embedded_worker(
-    threads: int | None = None, *, max_pages: int | None = None, shutdown_timeout: float = 120.0
+    threads: int | None = None,
+    *,
+    max_pages: int | None = None,
+    shutdown_timeout: float = 120.0,
+    deadline: float | None = None,
 ) -> Iterator[WorkController]:
-    """Run a thread-pool worker on every queue for the duration of the block."""
+    """Run a thread-pool worker on every queue for the duration of the block. At its end the worker is
+    stopped and waited for, `shutdown_timeout` seconds at most, and not past `deadline` (time.monotonic's
+    scale); the threads still busy then are abandoned_threads()."""
     global _active
     if not settings.CELERY_EMBEDDED:
         raise RuntimeError("the embedded worker runs only with the in-process memory:// broker")
@@ -115,9 +144,11 @@ def embedded_worker(
     finally:
         _gate.stopped.set()  # load batches end after their current request
         worker_state.should_terminate = 0
-        thread.join(shutdown_timeout)
+        wait = shutdown_timeout if deadline is None else max(0.0, min(shutdown_timeout, deadline - time.monotonic()))
+        thread.join(wait)
         worker_state.should_terminate = None
         _active = False
         workers.embedded_worker_set(False)
+        _abandoned[:] = _pool_threads_left(worker, deadline)
         if thread.is_alive():
-            log.warning("embedded worker still busy after %.0fs; leaving it to the process exit", shutdown_timeout)
+            log.warning("embedded worker still busy after %.0fs; leaving it to the process exit", wait)

@@ -68,13 +68,16 @@ def crawl_seeds_insert(*, seeds: list[str], scope: str | None = None) -> None:
 
 
 @contextmanager
-def crawl_workers(*, threads: int | None = None, max_pages: int | None = None) -> Iterator[None]:
-    """The workers for the duration of a crawl: in the embedded mode a thread-pool worker in this process;
-    in the cluster mode nothing (the cluster's workers do the work)."""
+def crawl_workers(
+    *, threads: int | None = None, max_pages: int | None = None, deadline: float | None = None
+) -> Iterator[None]:
+    """The workers for the duration of a crawl: in the embedded mode a thread-pool worker in this process,
+    waited for at the end no later than `deadline` (time.monotonic's scale); in the cluster mode nothing (the
+    cluster's workers do the work)."""
     with ExitStack() as stack:
         if settings.CELERY_EMBEDDED:
             leases_release_all()  # we are the only worker: any lease left is from a dead run
-            stack.enter_context(embedded.embedded_worker(threads, max_pages=max_pages))
+            stack.enter_context(embedded.embedded_worker(threads, max_pages=max_pages, deadline=deadline))
         yield
 
 

@@ -8,12 +8,20 @@ The crawl itself is crawladmin.runner's CrawlRunner, stepped until nothing is du
 sweeps as beat does. "Nothing is due" includes NoResponse re-checks due within
 --recheck-wait seconds (so a crawl with short back-offs walks failing URLs to Dead before it ends);
 Visited URLs due for an active re-check are checked while it runs, but never keep it running.
+
+--max-seconds S is a promise about the process: at S the crawl stops, the worker's threads get
+SHUTDOWN_GRACE seconds to finish what they are doing, the summary is printed, and the process ends, even
+when a thread is still in a request, a name lookup or a parse that no stop signal reaches (it is abandoned:
+its URL's lease runs out and the next run takes it up again). Should even the summary not come by
+S + SHUTDOWN_GRACE + LAST_RESORT, a watchdog says so on stderr and ends the process (exit status 3).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
 import time
 from contextlib import nullcontext
 
@@ -21,10 +29,17 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from tqdm import tqdm
 
+from crawladmin import embedded
 from crawladmin.runner import CrawlRunner, Step, crawl_report, crawl_seeds_insert, crawl_workers
 from crawlcore.schema import SchemaOutdated, schema_ensure
 from crawler.scope import MODES
 from crawler.urlnorm import UrlError, canonicalize
+
+# Seconds the worker's threads get after --max-seconds to end what they are doing (a load batch stops
+# after its current request); then the summary is printed and the process ends whatever they still do.
+SHUTDOWN_GRACE = 10.0
+# The watchdog's margin past that, for a summary that does not come (the database does not answer).
+LAST_RESORT = 60.0
 
 
 class Command(BaseCommand):
@@ -78,13 +93,27 @@ class Command(BaseCommand):
                 bar.n = step.loaded
                 bar.set_postfix(step.progress, refresh=True)
 
-        with crawl_workers(threads=opts["threads"], max_pages=opts["max_pages"]), bar:
-            reason = runner.run(on_step=show)
-        summary = crawl_report(started=started, stopped=reason)
-        if opts["json"]:
-            self.stdout.write(json.dumps(summary, indent=2, sort_keys=True))
-        else:
-            self.stdout.write(format_summary(summary))
+        deadline = None if opts["max_seconds"] is None else runner.t0 + opts["max_seconds"] + SHUTDOWN_GRACE
+        watchdog = None if deadline is None else _watchdog(deadline + LAST_RESORT - time.monotonic())
+        try:
+            with crawl_workers(threads=opts["threads"], max_pages=opts["max_pages"], deadline=deadline), bar:
+                reason = runner.run(on_step=show)
+            summary = crawl_report(started=started, stopped=reason)
+            if opts["json"]:
+                self.stdout.write(json.dumps(summary, indent=2, sort_keys=True))
+            else:
+                self.stdout.write(format_summary(summary))
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+        stuck = embedded.abandoned_threads()
+        if stuck:
+            # Not daemon threads: the interpreter would wait for them at exit, for as long as they take.
+            self.stderr.write(
+                f"{len(stuck)} worker thread(s) still busy after the crawl stopped; ending the process without "
+                "them (their URLs are taken up again by the next run)"
+            )
+            _exit_now(0)
 
     def _ensure_schema(self) -> None:
         try:
@@ -100,6 +129,27 @@ class Command(BaseCommand):
             except UrlError as exc:
                 raise CommandError(f"seed {url!r} is not a crawlable URL ({exc.reason})") from None
         return seeds
+
+
+def _exit_now(status: int) -> None:
+    """End the process at once, its output flushed: no wait for threads that cannot be stopped."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
+
+
+def _watchdog(seconds: float) -> threading.Timer:
+    def fire() -> None:
+        sys.stderr.write(f"crawl: no summary {seconds:.0f}s after the crawl was due to stop; ending the process\n")
+        _exit_now(3)
+
+    timer = threading.Timer(max(0.0, seconds), fire)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def format_summary(s: dict) -> str:
