@@ -144,7 +144,7 @@ def main() -> int:
         for i in range(args.servers):
             row = parse_server_row([web.url(i), f"g{i % GROUPS}"])
             rows.append(row)
-        ids = servers_import(rows=rows).server_ids
+        ids = servers_import(trusted=True, rows=rows).server_ids
         channel_add(name="ops", url=f"{rx.base}/ops", events="down,up")
         channel_add(name="g0", url=f"{rx.base}/g0", group="g0", events="down")
         channel_add(name="g1", url=f"{rx.base}/g1", group="g1", events="down")

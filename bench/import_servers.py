@@ -66,7 +66,7 @@ def one_run(env: dict[str, str], csv_path: str) -> dict:
     """Run the import in a fresh child of a fresh Python, so RUSAGE_CHILDREN holds that import alone."""
     code = (
         "import json, sys; from bench.import_servers import run; "
-        "s, rss, p = run(json.loads(sys.argv[1]), 'import_servers', '--json', sys.argv[2]); "
+        "s, rss, p = run(json.loads(sys.argv[1]), 'import_servers', '--trusted', '--json', sys.argv[2]); "
         "print(json.dumps({'seconds': s, 'rss_kib': rss, 'rc': p.returncode, "
         "'out': p.stdout, 'err': p.stderr[-2000:]}))"
     )

@@ -392,7 +392,7 @@ def run(args: argparse.Namespace) -> dict:
                 for i in range(n):
                     f.write(f"127.0.0.{2 + i}:{port},bench,,3600,,\n")
         subprocess.run(
-            [sys.executable, "manage.py", "import_servers", csv_path],
+            [sys.executable, "manage.py", "import_servers", "--trusted", csv_path],
             cwd=ROOT,
             env=env,
             check=True,

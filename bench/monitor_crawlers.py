@@ -227,7 +227,7 @@ def run(args: argparse.Namespace) -> dict:
             for port, n in zip(ports, per_web, strict=True):
                 for i in range(n):
                     f.write(f"127.0.0.{2 + i}:{port},bench,,3600,,\n")
-        manage(env, "import_servers", csv_path, timeout=600)
+        manage(env, "import_servers", "--trusted", csv_path, timeout=600)
 
         os.environ.update(env, DJANGO_SETTINGS_MODULE="crawladmin.settings")
         import django

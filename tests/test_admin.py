@@ -102,7 +102,7 @@ def test_check_now_runs_the_monitoring_check(operator, settings):
         from monitoring.server_list import parse_server_row
         from monitoring.services.servers import servers_import
 
-        server_id = servers_import(rows=[parse_server_row([url])]).server_ids[0]
+        server_id = servers_import(trusted=True, rows=[parse_server_row([url])]).server_ids[0]
         response = act(operator, "server", "check_now", [server_id])
     assert b"Checked 1 server" in response.content
     assert ServerMonitor.objects.get(server_id=server_id).last_category == "normal"

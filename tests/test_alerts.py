@@ -31,7 +31,7 @@ def add_server(host: str, group: str = "", **server_fields) -> int:
 
     from crawlcore.models import Server
 
-    sid = servers_import(rows=[replace(parse_server_row([f"http://{host}/"]), group=group)]).server_ids[0]
+    sid = servers_import(trusted=True, rows=[replace(parse_server_row([f"http://{host}/"]), group=group)]).server_ids[0]
     if server_fields:
         Server.objects.filter(id=sid).update(**server_fields)
     return sid
@@ -273,7 +273,7 @@ def test_import_servers_takes_an_optional_owner_column(db, tmp_path, capsys):
     csv = tmp_path / "servers.csv"
     csv.write_text("127.0.0.5,campus,,,,,web@campus.example\n127.0.0.6,lab\n127.0.0.7,lab,,,,,not-an-address\n")
     with pytest.raises(SystemExit):
-        call_command("import_servers", str(csv))
+        call_command("import_servers", "--trusted", str(csv))
     assert "line 3: owner 'not-an-address' is not an e-mail address" in capsys.readouterr().err
     assert dict(Server.objects.values_list("host", "owner_email")) == {
         "127.0.0.5": "web@campus.example",

@@ -103,7 +103,7 @@ def test_certificate_expiry_and_invalid_certificates_are_told(db, certs, monkeyp
         tls_server(certs["expired"], certs["key"]) as expired,
         tls_server(certs["other"], certs["key"]) as other,
     ):
-        ids = servers_import(rows=[parse_server_row([u]) for u in (soon, expired, other)]).server_ids
+        ids = servers_import(trusted=True, rows=[parse_server_row([u]) for u in (soon, expired, other)]).server_ids
         channel_add(name="certs", url="json://127.0.0.1:9/", events="cert")
         for _ in range(3):  # N=2 confirms the invalid ones; the third round repeats nothing
             monitors_check(server_ids=ids, claim=False)
@@ -129,7 +129,7 @@ def test_certificate_expiry_and_invalid_certificates_are_told(db, certs, monkeyp
 @override_settings(**FAST)
 def test_content_check_failing_and_passing_again(db):
     with scripted("127.0.0.240", [200]) as web:  # every answer's body: "status 200"
-        sid = servers_import(rows=[parse_server_row([web.url])]).server_ids[0]
+        sid = servers_import(trusted=True, rows=[parse_server_row([web.url])]).server_ids[0]
         ServerMonitor.objects.filter(server_id=sid).update(content_must=r"status \d+", content_regex=True)
         channel_add(name="content", url="json://127.0.0.1:9/", events="content")
         monitors_check(server_ids=[sid], claim=False)

@@ -106,7 +106,7 @@ def test_a_server_that_stops_turns_amber_then_red_after_two_checks():
         host = web.web.hosts()[0]
         from monitoring.server_list import parse_server_row
 
-        [sid] = servers_import(rows=[parse_server_row([f"http://{host}:{web.port}/"])]).server_ids
+        [sid] = servers_import(trusted=True, rows=[parse_server_row([f"http://{host}:{web.port}/"])]).server_ids
         monitors_check(server_ids=[sid], claim=False)
         assert tiles()[f"http://{host}:{web.port}"].status == "normal"
         web.set_down(host)

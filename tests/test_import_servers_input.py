@@ -82,7 +82,7 @@ def test_import_again_changes_only_what_differs_and_keeps_status(db):
     ServerMonitor.objects.update(status="normal")
     Server.objects.filter(host="a.example.org").update(trusted=False)
     rows, _ = read_rows(io.StringIO("a.example.org,lab,3,120,2.5,200\nb.example.org,web,2,,,\n"))
-    outcome = servers_import(rows=rows)
+    outcome = servers_import(rows=rows, trusted=True)
     assert (outcome.created, outcome.updated) == (0, 2)
     a = Server.objects.get(host="a.example.org")
     assert (a.group, a.crawler_num, a.trusted) == ("lab", 3, True)
@@ -93,9 +93,46 @@ def test_import_again_changes_only_what_differs_and_keeps_status(db):
 def test_a_list_longer_than_one_chunk_imports_whole(db, monkeypatch):
     monkeypatch.setattr("monitoring.services.servers.IMPORT_CHUNK", 7)
     rows, _ = read_rows(io.StringIO("".join(f"s{i}.example.org,g{i % 3},{i % 5}\n" for i in range(30))))
-    assert servers_import(rows=rows).created == 30
+    assert servers_import(rows=rows, trusted=True).created == 30
     assert Server.objects.filter(trusted=True, group="g1").count() == 10
     assert ServerMonitor.objects.count() == 30
+
+
+def test_a_stray_quote_spoils_its_own_line_only_and_every_unreadable_line_is_reported(db):
+    valid = [f"s{i}.example.org,web\n" for i in range(8261)]
+    data = (
+        "host_or_url,group\n"
+        'q.example.org,"web\n'  # line 2: a quote opened and never closed
+        + "".join(valid)  # lines 3-8263
+        + 'r.example.org,"lab"x\n'  # line 8264: text after a closing quote
+        + "t.example.org," + "x" * 70_000 + "\n"  # line 8265: longer than any server line
+        + "u.example.org,lab\r\n"  # line 8266: fine
+    ).encode()
+    summary, err = _import(data)
+    bad = {b["line"]: b["error"] for b in summary["bad"]}
+    assert bad == {
+        2: "unreadable CSV: a quote is opened and not closed on this line",
+        8264: "unreadable CSV: text after a closing quote (a quote inside a field must be doubled)",
+        8265: "unreadable line: longer than 65536 characters",
+    }
+    assert summary["imported"] == 8262 and Server.objects.count() == 8262
+    assert Server.objects.filter(host="u.example.org", group="lab").exists()
+
+
+def test_servers_are_trusted_only_with_trusted_and_the_output_says_so(db, tmp_path):
+    csv_path = tmp_path / "servers.csv"
+    csv_path.write_text("a.example.org,web\n10.1.2.3,lab\n")
+    out = io.StringIO()
+    call_command("import_servers", str(csv_path), stdout=out)
+    assert "not trusted: new servers are fetched with the private-address guard (--trusted" in out.getvalue()
+    assert set(Server.objects.values_list("trusted", flat=True)) == {False}
+    out = io.StringIO()
+    call_command("import_servers", "--trusted", str(csv_path), stdout=out)
+    assert "trusted: fetched without the private-address guard" in out.getvalue()
+    assert set(Server.objects.values_list("trusted", flat=True)) == {True}
+    call_command("import_servers", str(csv_path), "--json", stdout=(out := io.StringIO()))
+    assert json.loads(out.getvalue())["trusted"] is False
+    assert set(Server.objects.values_list("trusted", flat=True)) == {True}  # kept: trust is never taken silently
 
 
 @pytest.mark.integration

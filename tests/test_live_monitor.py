@@ -40,7 +40,7 @@ def test_a_server_stopped_under_the_embedded_monitor_turns_amber_then_red(monkey
     with TestWebServer(spec) as web:
         host = web.web.hosts()[0]
         origin = f"http://{host}:{web.port}"
-        servers_import(rows=[parse_server_row([f"{origin}/"])])
+        servers_import(trusted=True, rows=[parse_server_row([f"{origin}/"])])
         with live_monitor.embedded_monitor():
             deadline = time.monotonic() + 10
             while shown(origin) != "normal" and time.monotonic() < deadline:

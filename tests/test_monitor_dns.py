@@ -86,7 +86,7 @@ def test_an_ip_literal_is_not_looked_up(resolver, web):
 
 @override_settings(CRAWL_DNS_TIMEOUT=0.3, CRAWL_CONNECT_TIMEOUT=5.0, MONITOR_RETRIES=0)
 def test_the_monitor_records_a_hanging_lookup_as_a_dns_disconnect_within_the_deadline(db, resolver, web):
-    ids = servers_import(rows=[parse_server_row([u]) for u in (f"http://a.hang:{web.port}/", web.url)]).server_ids
+    ids = servers_import(trusted=True, rows=[parse_server_row([u]) for u in (f"http://a.hang:{web.port}/", web.url)]).server_ids
     started = time.monotonic()
     monitors_check(server_ids=ids, claim=False)
     elapsed = time.monotonic() - started
@@ -99,7 +99,7 @@ def test_the_monitor_records_a_hanging_lookup_as_a_dns_disconnect_within_the_dea
 
 @override_settings(CRAWL_DNS_TIMEOUT=0.3, MONITOR_RETRIES=2)
 def test_a_dns_failure_is_a_disconnect_and_so_is_retried(db, resolver):
-    [sid] = servers_import(rows=[parse_server_row(["http://b.hang/"])]).server_ids
+    [sid] = servers_import(trusted=True, rows=[parse_server_row(["http://b.hang/"])]).server_ids
     monitors_check(server_ids=[sid], claim=False)
     row = StatusCheck.objects.get(server_id=sid)
     assert (row.category, row.failure_kind, row.tries) == ("disconnect", "dns", 3)

@@ -22,7 +22,7 @@ def import_urls(*urls: str, **kw) -> list[int]:
     for url in urls:
         r = parse_server_row([url])
         rows.append(type(r)(**{**r.__dict__, **kw}))
-    return servers_import(rows=rows).server_ids
+    return servers_import(trusted=True, rows=rows).server_ids
 
 
 def only_check(url: str) -> StatusCheck:

@@ -41,7 +41,7 @@ def row(url: str, **kw) -> ServerRow:
 
 
 def add_server(host: str = "127.0.0.250", port: int = 80, **kw) -> int:
-    return servers_import(rows=[row(f"http://{host}:{port}/", **kw)]).server_ids[0]
+    return servers_import(trusted=True, rows=[row(f"http://{host}:{port}/", **kw)]).server_ids[0]
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_categories_of_fast_slow_silent_refusing_and_erroring_servers(db, web):
         "erroring": erroring.url,
     }
     rows = [row(u, delay_threshold_s=0.15 if name == "slow" else None) for name, u in urls.items()]
-    ids = servers_import(rows=rows).server_ids
+    ids = servers_import(trusted=True, rows=rows).server_ids
     checked = {c.result.url: c for c in monitors_check(server_ids=ids, claim=False)}
     category = {name: checked[u].category for name, u in urls.items()}
     assert category == {
@@ -279,9 +279,9 @@ def test_a_due_server_is_claimed_once_and_dispatched_once(db, django_capture_on_
 
 def test_import_is_idempotent_and_keeps_status(db):
     rows = [row("http://127.0.0.5:81/", group="a", crawler_num=2, interval_s=60.0)]
-    first = servers_import(rows=rows)
+    first = servers_import(trusted=True, rows=rows)
     ServerMonitor.objects.update(status="error")
-    again = servers_import(rows=rows)
+    again = servers_import(trusted=True, rows=rows)
     assert (first.created, again.created, again.updated) == (1, 0, 1)
     assert Server.objects.count() == ServerMonitor.objects.count() == 1
     m = ServerMonitor.objects.select_related("server").get()

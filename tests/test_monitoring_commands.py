@@ -63,8 +63,8 @@ def monitored(tmp_path_factory):
             f"{servers['flapping']}/,flap,,,,200\n"
             "127.0.0.223,web,,,,99\n"
         )
-        first = manage(env, "import_servers", str(csv))
-        again = manage(env, "import_servers", str(csv), "--json")
+        first = manage(env, "import_servers", "--trusted", str(csv))
+        again = manage(env, "import_servers", "--trusted", str(csv), "--json")
         rounds = [check_round(env) for _ in range(len(FLAP))]
         group = check_round(env, "--group", "web")
         yield env, data, servers, first, again, rounds, group

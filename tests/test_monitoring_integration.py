@@ -47,7 +47,7 @@ def pg_env(tmp_path):
         csv = tmp_path / "servers.csv"
         csv.write_text("".join(f"127.0.0.{i + 1}:9\n" for i in range(SERVERS)))
         subprocess.run(
-            [sys.executable, "manage.py", "import_servers", str(csv)],
+            [sys.executable, "manage.py", "import_servers", "--trusted", str(csv)],
             cwd=ROOT,
             env=env,
             check=True,

@@ -39,7 +39,7 @@ def crawl(tmp_path_factory):
         # Pin two servers to crawler 2, as an operator does with import_servers (or in the admin).
         servers_csv = tmp / "servers.csv"
         servers_csv.write_text("".join(f"http://{h}:{web.port}/,pinned,{PINNED}\n" for h in pinned_hosts))
-        manage(env, "import_servers", str(servers_csv))
+        manage(env, "import_servers", "--trusted", str(servers_csv))
         with Processes(env, tmp) as procs:
             for num in (1, 2, 3):
                 procs.start(

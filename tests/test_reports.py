@@ -156,5 +156,5 @@ def test_import_servers_takes_the_owner_name(db, tmp_path):
 
     csv = tmp_path / "servers.csv"
     csv.write_text("127.0.0.5,campus,,,,,web@campus.example,Web Office\n127.0.0.6,lab\n")
-    call_command("import_servers", str(csv))
+    call_command("import_servers", "--trusted", str(csv))
     assert dict(Server.objects.values_list("host", "owner_name")) == {"127.0.0.5": "Web Office", "127.0.0.6": ""}

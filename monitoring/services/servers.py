@@ -27,10 +27,13 @@ _MONITOR_FIELDS = ("health_url", "interval_s", "delay_threshold_s", "accepted_co
 _SERVER_FIELDS = ("group", "crawler_num", "trusted", "owner_email", "owner_name")
 
 
-def servers_import(*, rows: Sequence[ServerRow]) -> Imported:
+def servers_import(*, rows: Sequence[ServerRow], trusted: bool = False) -> Imported:
     """Create or update the servers and their monitors, all rows in one transaction. Idempotent: the same
-    list imported twice leaves the same rows. Imported servers are trusted (an operator listed them),
-    so a server on a private address can be monitored. Status and history are never touched.
+    list imported twice leaves the same rows. Status and history are never touched.
+
+    ``trusted``: the servers become trusted (fetched without the private-address guard, content checks
+    allowed), which only whoever runs the import can vouch for (``import_servers --trusted``). Without
+    it new servers are untrusted and a listed server keeps the trust it had.
 
     Written in chunks of IMPORT_CHUNK rows, a few statements each, with plain values: the missing servers
     and monitors inserted, the changed ones updated. One ORM call per row took 287 s and 320 MB for a list
@@ -41,7 +44,7 @@ def servers_import(*, rows: Sequence[ServerRow]) -> Imported:
         return out
     with transaction.atomic():
         for i in range(0, len(rows), IMPORT_CHUNK):
-            _import_chunk(rows[i : i + IMPORT_CHUNK], out)
+            _import_chunk(rows[i : i + IMPORT_CHUNK], out, trusted)
     return out
 
 
@@ -55,7 +58,7 @@ def _servers_found(keys: Iterable[ServerKey]) -> dict[ServerKey, tuple]:
     return {key: row[3:] for row in rows if (key := ServerKey(*row[:3])) in keys}
 
 
-def _import_chunk(rows: Sequence[ServerRow], out: Imported) -> None:
+def _import_chunk(rows: Sequence[ServerRow], out: Imported, trusted: bool) -> None:
     by_key = {ServerKey(r.scheme, r.host, r.port): r for r in rows}
     found = _servers_found(by_key)
     # The same rows crawlcore.services.servers.servers_ensure would create, with the import's fields set at
@@ -68,7 +71,7 @@ def _import_chunk(rows: Sequence[ServerRow], out: Imported) -> None:
         for k, r in by_key.items()
         if k not in found
     ]
-    bulk.insert_plain(Server, new_servers, constant={"trusted": True}, ignore_conflicts=True)
+    bulk.insert_plain(Server, new_servers, constant={"trusted": trusted}, ignore_conflicts=True)
     found.update(_servers_found(k for k in by_key if k not in found))
     monitors = dict(
         (row[0], row[1:])
@@ -79,7 +82,7 @@ def _import_chunk(rows: Sequence[ServerRow], out: Imported) -> None:
     changed_servers, changed_monitors, new_monitors = [], [], []
     for r in rows:
         server_id, *server_now = found[ServerKey(r.scheme, r.host, r.port)]
-        server_wanted = (r.group, r.crawler_num, True, r.owner_email, r.owner_name)
+        server_wanted = (r.group, r.crawler_num, trusted or server_now[2], r.owner_email, r.owner_name)
         if tuple(server_now) != server_wanted:
             changed_servers.append((server_id, *server_wanted))
         wanted = tuple(getattr(r, name) for name in _MONITOR_FIELDS)

@@ -2,9 +2,11 @@
 
 Columns: host or URL, group, crawler number, check interval (s), delay threshold (s), accepted codes,
 owner e-mail (gets the server's alerts), owner name (the link reports address the owner by it);
-an optional header line; lines starting with '#' are comments. Every row is validated: the bad ones are
-reported by line number, the good ones imported (exit status 1 when any row was bad). Idempotent:
-importing the same file again changes nothing.
+an optional header line; lines starting with '#' are comments. Every line is read on its own (a quote
+opened and not closed spoils that line only) and validated: the bad ones are reported by line number
+with the reason, the good ones imported (exit status 1 when any line was bad). Idempotent: importing
+the same file again changes nothing. --trusted makes the servers trusted (no private-address guard,
+content checks allowed); without it new servers are untrusted and listed ones keep their trust.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import io
 import json
 import re
 import sys
+from collections.abc import Iterator
+from typing import TextIO
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -26,22 +30,44 @@ Bad = list[tuple[int, str]]
 NOT_UTF8 = "not UTF-8 text (save the list as UTF-8)"
 
 
-def read_rows(lines) -> tuple[list[ServerRow], Bad]:
+MAX_LINE_CHARS = 65536  # a server line is a few hundred characters; a longer one is reported, not held
+
+
+def _physical_lines(lines: TextIO) -> Iterator[tuple[int, str | None]]:
+    """(line number, text without its line end) of each physical line; None for a line over MAX_LINE_CHARS,
+    whose rest is read past in bounded pieces. Any line end (LF, CRLF, CR) ends a line."""
+    n = 0
+    while chunk := lines.readline(MAX_LINE_CHARS + 1):
+        n += 1
+        if len(chunk) > MAX_LINE_CHARS and not chunk.endswith(("\n", "\r")):
+            while chunk and not chunk.endswith(("\n", "\r")):
+                chunk = lines.readline(MAX_LINE_CHARS + 1)
+            yield n, None
+            continue
+        yield n, chunk.rstrip("\r\n")
+
+
+def _cells(text: str) -> list[str]:
+    """One line as CSV fields. Strict: a quote opened and not closed, or text after a closing quote, is an
+    error of this line only; a server list has no field that spans lines, so the next line starts afresh."""
+    return next(csv.reader([text], strict=True), [])
+
+
+def read_rows(lines: TextIO) -> tuple[list[ServerRow], Bad]:
     """Parse a server list; returns the good rows and (line number, error) of the bad ones. Any text is
-    read: bytes that are not UTF-8 arrive as lone surrogates (surrogateescape) and fail their own line,
-    as does a line the CSV reader refuses; the other lines are read on."""
+    read, line by line: bytes that are not UTF-8 arrive as lone surrogates (surrogateescape) and fail their
+    own line, as does a line the CSV reader refuses (a stray quote included); the other lines are read on."""
     rows: dict[tuple, tuple[int, ServerRow]] = {}
     bad: Bad = []
-    reader = csv.reader(lines)
-    while True:
-        try:
-            cells = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:  # e.g. a field over the CSV module's size limit: that record is skipped
-            bad.append((reader.line_num, f"unreadable CSV: {exc}"))
+    for n, text in _physical_lines(lines):
+        if text is None:
+            bad.append((n, f"unreadable line: longer than {MAX_LINE_CHARS} characters"))
             continue
-        n = reader.line_num  # physical line where this record ended (a quoted field may span lines)
+        try:
+            cells = _cells(text)
+        except csv.Error as exc:
+            bad.append((n, f"unreadable CSV: {_csv_reason(str(exc))}"))
+            continue
         if not "".join(cells).strip() or cells[0].lstrip().startswith("#"):
             continue
         if any(_SURROGATE.search(c) for c in cells):
@@ -62,6 +88,14 @@ def read_rows(lines) -> tuple[list[ServerRow], Bad]:
     return [row for _, row in rows.values()], bad
 
 
+def _csv_reason(text: str) -> str:
+    if "unexpected end of data" in text:
+        return "a quote is opened and not closed on this line"
+    if "expected" in text and "after" in text:  # e.g. "',' expected after '\"'"
+        return "text after a closing quote (a quote inside a field must be doubled)"
+    return text
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -75,8 +109,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", help=f"CSV file ('-' for stdin); columns: {', '.join(COLUMNS)}")
         parser.add_argument("--json", action="store_true", dest="as_json", help="print the outcome as JSON")
+        parser.add_argument(
+            "--trusted",
+            action="store_true",
+            help="trust these servers: fetched without the private-address guard (CRAWL_ALLOW_PRIVATE), content "
+            "checks allowed; without it new servers are untrusted and listed ones keep their trust",
+        )
 
-    def handle(self, *args, path: str, as_json: bool = False, **options) -> None:
+    def handle(self, *args, path: str, as_json: bool = False, trusted: bool = False, **options) -> None:
         try:
             if path == "-":
                 rows, bad = read_rows(_text(sys.stdin.buffer))
@@ -85,12 +125,13 @@ class Command(BaseCommand):
                     rows, bad = read_rows(text)
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from None
-        outcome = servers_import(rows=rows)
+        outcome = servers_import(rows=rows, trusted=trusted)
         if as_json:
             summary = {
                 "imported": len(rows),
                 "created": outcome.created,
                 "updated": outcome.updated,
+                "trusted": trusted,
                 "bad": [{"line": n, "error": e} for n, e in bad],
             }
             self.stdout.write(json.dumps(summary, indent=2))
@@ -99,6 +140,11 @@ class Command(BaseCommand):
                 self.stderr.write(f"line {n}: {error}")
             self.stdout.write(
                 f"imported {len(rows)} servers ({outcome.created} new, {outcome.updated} updated); {len(bad)} bad rows"
+            )
+            self.stdout.write(
+                "trusted: fetched without the private-address guard, content checks allowed"
+                if trusted
+                else "not trusted: new servers are fetched with the private-address guard (--trusted to trust them)"
             )
         if bad:
             sys.exit(1)
