@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Django's command-line utility for administrative tasks."""
+"""Django's command-line utility, through crawladmin.cli: a user's mistake ends in one line, not a traceback."""
 
 import os
 import sys
@@ -7,9 +7,9 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crawladmin.settings")
-    from django.core.management import execute_from_command_line
+    from crawladmin.cli import main as cli_main
 
-    execute_from_command_line(sys.argv)
+    cli_main(sys.argv)
 
 
 if __name__ == "__main__":

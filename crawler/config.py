@@ -115,8 +115,9 @@ class Env:
             return default
         scheme = raw.split("://", 1)[0].lower() if "://" in raw else ""
         if scheme not in schemes:
-            shown = raw.split("@")[-1] if "@" in raw else raw  # never echo a password
-            raise ConfigError(
-                f"{name}=...{shown!r}: expected a URL starting with one of {', '.join(s + '://' for s in schemes)}"
-            )
+            expected = ", ".join(s + "://" for s in schemes)
+            if not scheme:
+                raise ConfigError(f"{name} is not a URL (no scheme://): expected one starting with {expected}")
+            # The scheme is what is wrong, so it is named; the rest may hold a password and is not echoed.
+            raise ConfigError(f"{name}: the scheme {scheme + '://'!r} is not supported; expected {expected}")
         return raw

@@ -45,6 +45,7 @@ def test_url_error_never_echoes_a_password():
     with pytest.raises(ConfigError) as info:
         Env({"DATABASE_URL": "mysql://user:s3cret@db/x"}).url("DATABASE_URL", "", ("postgres",))
     assert "s3cret" not in str(info.value)
+    assert "mysql" in str(info.value)  # the part that is wrong is named
 
 
 def _manage(env_extra: dict[str, str], tmp_path) -> subprocess.CompletedProcess:

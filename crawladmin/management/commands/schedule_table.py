@@ -27,6 +27,8 @@ def columns_from_csv(path: str, *, policy: str) -> list[list[str]]:
             profiles, listing = profiles_from_csv(f)
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
     except ProfileCsvError as exc:
         raise CommandError(f"{path}: {exc}") from exc
     order = policy_build(policy, profiles, listing, names={s: s for s in listing})
