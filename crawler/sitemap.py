@@ -2,9 +2,11 @@
 
 Pure: bytes in, entries out. A server controls every byte, so parsing is bounded and safe:
 
-* a file is at most 50 MB uncompressed (MAX_BYTES; gzip is inflated incrementally up to it, so a gzip
-  bomb costs no more) and lists at most 50,000 URLs (MAX_URLS) — the protocol's limits; past them the
-  file is refused (size) or cut (URLs), and the error says so;
+* a file is at most 50 MB uncompressed (MAX_BYTES) and lists at most 50,000 URLs (MAX_URLS) — the
+  protocol's limits; past them the file is refused (size) or cut (URLs), and the error says so;
+* it is read as it is inflated, CHUNK bytes at a time, never whole: a text file line by line, XML by
+  lxml's pull parser fed chunk by chunk, and reading stops at MAX_URLS. A small gzip that inflates to
+  50 MB of blank lines costs a pass over them, not 50 MB of text and a list of millions of lines;
 * XML is read by lxml's iterparse with entity resolution off, no network, no DTD, no huge-tree mode, so
   an external entity (XXE) or a billion-laughs expansion is never resolved; elements are freed as they
   are read, so a file's tree is never held whole;
@@ -14,8 +16,9 @@ Pure: bytes in, entries out. A server controls every byte, so parsing is bounded
 from __future__ import annotations
 
 import enum
-import io
+import re
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -28,6 +31,8 @@ MAX_URLS = 50_000
 MAX_LOC = 2048
 MAX_DEPTH = 3  # an index may list indexes, down to this many levels below the first file
 MAX_FILES = 100  # sitemap files read per server and visit
+CHUNK = 1024 * 1024  # bytes inflated and parsed at a time
+MAX_LINE = MAX_LOC + 256  # a text sitemap's line, blanks around its URL included
 CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 
 
@@ -57,56 +62,98 @@ class Parsed:
 
 
 def inflate(body: bytes, *, limit: int = MAX_BYTES) -> bytes:
-    """The sitemap's bytes: gunzipped when it is gzip (by its magic number, whatever the name or type
-    says), refused past `limit` bytes uncompressed."""
+    """The sitemap's bytes, whole: gunzipped when it is gzip (by its magic number, whatever the name or type
+    says), refused past `limit` bytes uncompressed. parse() reads them chunk by chunk instead (chunks())."""
+    return b"".join(chunks(body, limit=limit))
+
+
+def chunks(body: bytes, *, limit: int = MAX_BYTES, size: int = CHUNK) -> Iterator[bytes]:
+    """The sitemap's bytes, `size` at a time as they are inflated; SitemapError past `limit` in all."""
     if body[:2] != b"\x1f\x8b":
         if len(body) > limit:
             raise SitemapError(f"larger than {limit} bytes")
-        return body
+        for at in range(0, len(body), size):
+            yield body[at : at + size]
+        return
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        data = inflater.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise SitemapError(f"bad gzip: {exc}") from exc
-    if len(data) > limit:
-        raise SitemapError(f"larger than {limit} bytes uncompressed")
-    return data
+    total, pending = 0, body
+    while True:
+        try:
+            data = inflater.decompress(pending, size)
+        except zlib.error as exc:
+            raise SitemapError(f"bad gzip: {exc}") from exc
+        pending = inflater.unconsumed_tail
+        total += len(data)
+        if total > limit:
+            raise SitemapError(f"larger than {limit} bytes uncompressed")
+        if data:
+            yield data
+        if not pending and (not data or inflater.eof):
+            return
+
+
+_BLANK = b"\xef\xbb\xbf \t\r\n"
 
 
 def parse(body: bytes) -> Parsed:
     """A sitemap file's entries (gzip or not, XML or text). Raises SitemapError."""
-    data = inflate(body)
-    start = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
-    if start == b"<":
-        return _parse_xml(data)
-    return _parse_text(data)
+    stream = chunks(body)
+    first = b""
+    for chunk in stream:  # the first chunk with something besides blanks decides XML or text
+        first = chunk
+        if chunk.lstrip(_BLANK):
+            break
+    rest = _prepend(first, stream)
+    if first.lstrip(_BLANK)[:1] == b"<":
+        return _parse_xml(rest)
+    return _parse_text(rest)
 
 
-def _parse_text(data: bytes) -> Parsed:
+def _prepend(first: bytes, stream: Iterator[bytes]) -> Iterator[bytes]:
+    if first:
+        yield first
+    yield from stream
+
+
+# A line with something on it: runs of blank lines are skipped in C, however many there are.
+_LINE = re.compile(rb"[^\r\n]*[^\r\n \t][^\r\n]*")
+
+
+def _parse_text(stream: Iterator[bytes]) -> Parsed:
     out = Parsed(Kind.TEXT)
-    for raw in data.decode("utf-8", errors="replace").splitlines():
+    rest = b""
+    for chunk in stream:
+        data = rest + chunk
+        cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+        data, rest = data[:cut], data[cut:]
+        if len(rest) > MAX_LINE:
+            raise SitemapError(f"not a sitemap: a line longer than {MAX_LINE} bytes")
+        if _text_lines(data, out):
+            return out
+    _text_lines(rest, out)
+    return out
+
+
+def _text_lines(data: bytes, out: Parsed) -> bool:
+    """The URLs of whole lines `data` added to `out`; True once MAX_URLS are there (the rest ignored)."""
+    for match in _LINE.finditer(data):
+        raw = match.group().decode("utf-8", errors="replace")
         loc = _loc(raw)
         if loc is None:
-            if raw.strip():
-                raise SitemapError("not a sitemap: a text sitemap lists one http(s) URL a line")
-            continue
+            raise SitemapError("not a sitemap: a text sitemap lists one http(s) URL a line")
         if len(out.entries) >= MAX_URLS:
             out.error = f"lists more than {MAX_URLS} URLs: the rest ignored"
-            break
+            return True
         out.entries.append(Entry(loc))
-    return out
+    return False
 
 
 def _local(tag: object) -> str:
     return etree.QName(tag).localname if isinstance(tag, str) else ""
 
 
-def _parse_xml(data: bytes) -> Parsed:
-    if b"<!ENTITY" in data:
-        # Never expanded here anyway (resolve_entities=False); a sitemap has no use for one, so say so.
-        raise SitemapError("declares XML entities: refused")
-    events = etree.iterparse(
-        io.BytesIO(data),
+def _parse_xml(stream: Iterator[bytes]) -> Parsed:
+    parser = etree.XMLPullParser(
         events=("start", "end"),
         resolve_entities=False,
         no_network=True,
@@ -116,28 +163,45 @@ def _parse_xml(data: bytes) -> Parsed:
         remove_pis=True,
     )
     out: Parsed | None = None
+    tail = b""  # the end of the previous chunk: a declaration cut in two is still seen
     try:
-        for event, element in events:
-            if out is None:
-                root = _local(element.tag)
-                if root not in ("urlset", "sitemapindex"):
-                    raise SitemapError(f"not a sitemap: root element <{root[:50]}>")
-                out = Parsed(Kind.URLSET if root == "urlset" else Kind.INDEX)
-                continue
-            if event != "end" or _local(element.tag) not in ("url", "sitemap"):
-                continue
-            entry = _entry(element)
-            element.clear()
-            if entry is None:
-                continue
-            if len(out.entries) >= MAX_URLS:
-                out.error = f"lists more than {MAX_URLS} URLs: the rest ignored"
-                break
-            out.entries.append(entry)
+        for chunk in stream:
+            if b"<!ENTITY" in tail + chunk[:16] or b"<!ENTITY" in chunk:
+                # Never expanded here anyway (resolve_entities=False); a sitemap has no use for one, so say so.
+                raise SitemapError("declares XML entities: refused")
+            tail = chunk[-16:]
+            parser.feed(chunk)
+            out = _xml_entries(parser, out)
+            if out is not None and out.error:
+                return out  # MAX_URLS reached: the rest is not read
+        parser.close()
+        out = _xml_entries(parser, out)
     except etree.XMLSyntaxError as exc:
         raise SitemapError(f"bad XML: {clean_line(str(exc), 200)}") from exc
     if out is None:
         raise SitemapError("empty")
+    return out
+
+
+def _xml_entries(parser: etree.XMLPullParser, out: Parsed | None) -> Parsed | None:
+    """The entries of the events the parser has ready, added to `out` (made at the root element)."""
+    for event, element in parser.read_events():
+        if out is None:
+            root = _local(element.tag)
+            if root not in ("urlset", "sitemapindex"):
+                raise SitemapError(f"not a sitemap: root element <{root[:50]}>")
+            out = Parsed(Kind.URLSET if root == "urlset" else Kind.INDEX)
+            continue
+        if event != "end" or _local(element.tag) not in ("url", "sitemap"):
+            continue
+        entry = _entry(element)
+        element.clear()
+        if entry is None:
+            continue
+        if len(out.entries) >= MAX_URLS:
+            out.error = f"lists more than {MAX_URLS} URLs: the rest ignored"
+            return out
+        out.entries.append(entry)
     return out
 
 

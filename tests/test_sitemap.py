@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import tracemalloc
+import zlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -57,6 +59,64 @@ def test_a_gzip_bomb_stops_at_50_mb_uncompressed():
     assert len(bomb) < 100_000
     with pytest.raises(SitemapError, match="uncompressed"):
         inflate(bomb)
+
+
+def _peak(fn) -> tuple[object, int]:
+    """What `fn()` returns, and the most memory Python allocated while it ran."""
+    tracemalloc.start()
+    try:
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _gzip_stream(parts, count: int) -> bytes:
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return b"".join([*(z.compress(parts(k)) for k in range(count)), z.flush()])
+
+
+# A file is read as it is inflated: what parsing one costs is a few chunks, not the file.
+PEAK_BOUND = 16 * 1024 * 1024
+
+
+def test_a_small_gzip_of_50_mb_of_blank_lines_is_not_held_whole():
+    body = _gzip_stream(lambda k: b"http://a/first\n" if k == 0 else b"\n" * (1024 * 1024), 48)
+    assert len(body) < 100_000
+    parsed, peak = _peak(lambda: parse(body))
+    assert [e.loc for e in parsed.entries] == ["http://a/first"]
+    assert peak < PEAK_BOUND, f"peak {peak} bytes"
+
+
+def test_xml_padded_to_50_mb_is_read_as_it_is_inflated():
+    pad = b" " * (1024 * 1024)
+
+    def part(k: int) -> bytes:
+        if k == 0:
+            return f"<urlset {NS}>".encode()
+        return b"</urlset>" if k == 47 else b"<url><loc>http://a/%d</loc></url>" % k + pad
+
+    body = _gzip_stream(part, 48)
+    parsed, peak = _peak(lambda: parse(body))
+    assert parsed.kind == Kind.URLSET and len(parsed.entries) == 46
+    assert peak < PEAK_BOUND, f"peak {peak} bytes"
+
+
+@pytest.mark.parametrize("xml", [False, True], ids=["text", "xml"])
+def test_reading_stops_at_50000_urls(xml):
+    if xml:
+        body = _gzip_stream(lambda k: (f"<urlset {NS}>" if k == 0 else "").encode() + b"".join(
+            b"<url><loc>http://a/%d/%d</loc></url>" % (k, i) for i in range(1000)), 200)  # fmt: skip
+    else:
+        body = _gzip_stream(lambda k: b"".join(b"http://a/%d/%d\n" % (k, i) for i in range(1000)), 200)
+    parsed, peak = _peak(lambda: parse(body))
+    assert len(parsed.entries) == MAX_URLS and "more than 50000" in parsed.error
+    assert peak < 64 * 1024 * 1024, f"peak {peak} bytes"  # the 50,000 entries themselves
+
+
+def test_a_line_without_end_is_refused_early():
+    with pytest.raises(SitemapError, match="longer than"):
+        parse(_gzip_stream(lambda k: b"x" * (1024 * 1024), 40))
 
 
 def test_entities_are_never_expanded_or_fetched():
