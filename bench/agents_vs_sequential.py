@@ -7,15 +7,19 @@ same per-phase timeouts (connect 15 s, header 10 s, body 20 s), and counted URLs
 reports (the totals give 1.58x).
 
 Here, on testweb.paper001 (10 sites, pages that change, 2 sites down for a while, 3 dead servers),
-each robot runs for ``--seconds``, read at six checkpoints (one paper-hour = seconds / 6):
+each robot runs for ``--seconds``, read at six checkpoints (one paper-hour = seconds / 6). One time scale
+for everything: the life-cycle's clock (revisit, NoResponse back-offs, robots.txt memo, page changes,
+down windows), the timeouts and the web's answer time are all the paper's x (seconds / 6 h), so a
+silence costs the same share of a paper-hour as in the paper. Both robots have the same number of
+fetchers: the baseline's loader processes default to our load + active-scan + inactive-scan threads.
 (a) ``manage.py crawl``: our agents (``--mode cluster``: PostgreSQL, Redis and celery workers for the
     load, extract, active-scan and inactive-scan queues; ``--mode embedded``: one process, threads);
 (b) ``bench.baselines.sequential_multi``: ``--procs`` loader processes, each re-checking the URLs it met in line;
 (c) ``bench.baselines.sequential``: the single loader with in-line retries, the earlier comparison (second table).
-Timeouts and the web's answer time are the paper's x ``--scale``; the life-cycle's clock (revisit,
-NoResponse back-offs, robots.txt memo, page changes, down windows) runs one paper-hour per checkpoint.
+Each run runs every robot once; the ratios are paired run by run (ours against the baseline of the same
+run) and the medians taken over those pairs.
 
-    python -m bench.agents_vs_sequential [--runs 1] [--seconds 60] [--procs 4] [--mode cluster|embedded]
+    python -m bench.agents_vs_sequential [--runs 3] [--seconds 360] [--procs N] [--mode cluster|embedded]
 
 A benchmark prints figures; it asserts nothing. bench/AGENTS_VS_SEQUENTIAL.md says more.
 """
@@ -34,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.harness.proc import load_average
 from bench.harness.services import wait_for_workers
 from testweb.paper001 import MixSpec, MixWeb
 
@@ -58,17 +63,22 @@ SPARK = "▁▂▃▄▅▆▇█"
 @dataclass
 class Setup:
     seconds: float
-    scale: float
     threads: int  # our load threads
     scan_threads: int  # our active-scan and inactive-scan threads, each
     procs: int  # the multi-process sequential robot's loaders
     retries: int  # the single loader's in-line retries
     mode: str
     tmp: Path
+    order: str = "interleave"
 
     @property
     def hour(self) -> float:
         return self.seconds / 6
+
+    @property
+    def scale(self) -> float:
+        """The one time scale: a paper-hour in seconds here, over 3,600."""
+        return self.hour / 3600
 
     @property
     def timeouts(self) -> tuple[float, float, float]:
@@ -252,7 +262,8 @@ def _bench_module(setup: Setup, module: str, args: list[str], seeds: list[str]) 
 
 def run_multi_sequential(setup: Setup, web: MixWeb, run: int) -> RunResult:
     clock = setup.clock()
-    args = ["--procs", str(setup.procs)] + [f"--{k.replace('_', '-')}={v:g}" for k, v in clock.items()]
+    args = ["--procs", str(setup.procs), "--order", setup.order]
+    args += [f"--{k.replace('_', '-')}={v:g}" for k, v in clock.items()]
     report = _bench_module(setup, "bench.baselines.sequential_multi", args, web.seeds())
     return RunResult("multi-sequential", report.pop("collected"), extra=report)
 
@@ -317,39 +328,44 @@ def _row(label: str, values: list, fmt: str) -> str:
 
 
 def table_42(runs: list[RunSet], setup: Setup) -> list[str]:
-    """The paper's table 4.2: URLs collected by each checkpoint, both robots, the ratio; and both summaries."""
+    """The paper's table 4.2: URLs collected by each checkpoint, both robots, the ratio, run by run (each run's
+    ratio pairs ours with the baseline of the same run), then the medians of those paired ratios."""
     h = setup.hour
     checkpoints = [h * k for k in range(1, 7)]
-    agents = [_median([r.agents.upto(c) for r in runs]) for c in checkpoints]
-    multi = [_median([r.multi.upto(c) for r in runs]) for c in checkpoints]
-    ratios = [_ratio(a, m) for a, m in zip(agents, multi, strict=True)]
-    finite = [r for r in ratios if r != float("inf")]
     lines = [
-        f"Table 4.2, ours: URLs collected (first valid load) by each checkpoint; 1 paper-hour = {h:g} s"
-        + (f"; median of {len(runs)} runs" if len(runs) > 1 else ""),
+        f"Table 4.2, ours: URLs collected (first valid load) by each checkpoint; 1 paper-hour = {h:g} s",
         "",
         _row("", [f"{k}H ({c:g}s)" for k, c in enumerate(checkpoints, 1)], ">12"),
-        _row("multi-agent (ours)", agents, ">12g"),
-        _row(f"multi-process seq. ({setup.procs}p)", multi, ">12g"),
-        _row("ratio", [f"{r:.2f}x" for r in ratios], ">12"),
+    ]
+    means, totals = [], []
+    for i, r in enumerate(runs, 1):
+        agents = [r.agents.upto(c) for c in checkpoints]
+        multi = [r.multi.upto(c) for c in checkpoints]
+        ratios = [_ratio(a, m) for a, m in zip(agents, multi, strict=True)]
+        finite = [x for x in ratios if x != float("inf")]
+        means.append(statistics.fmean(finite) if finite else float("inf"))
+        totals.append(_ratio(agents[-1], multi[-1]))
+        lines += [
+            _row(f"run {i} multi-agent (ours)", agents, ">12g"),
+            _row(f"run {i} multi-process ({setup.procs}p)", multi, ">12g"),
+            _row(f"run {i} ratio", [f"{x:.2f}x" for x in ratios], ">12"),
+        ]
+    lines += [
         "",
         "Table 4.2, the paper (10 sites, 6 h)",
         "",
         _row("", [f"{k}H" for k in range(1, 7)], ">12"),
         _row("multi-agent", PAPER_HOURLY["agents"], ">12,"),
         _row("sequential", PAPER_HOURLY["sequential"], ">12,"),
-        _row("ratio (as printed)", [f"{r:.1f}x" for r in PAPER_RATIOS], ">12"),
+        _row("ratio (as printed)", [f"{x:.1f}x" for x in PAPER_RATIOS], ">12"),
         "",
-        f"mean of the per-checkpoint ratios: ours {statistics.fmean(finite):.2f}x"
-        + (f" ({len(ratios) - len(finite)} checkpoints with no baseline URL left out)" if len(finite) < 6 else "")
-        + f"   paper {PAPER_MEAN}x (2.7, 2.5, 3.0, 2.3, 2.0, 1.6)",
-        f"ratio of the totals at 6H:         ours "
-        f"{_ratio(agents[-1], multi[-1]):.2f}x ({agents[-1]:g} vs {multi[-1]:g})"
-        f"   paper {_ratio(151_797, 96_210):.2f}x (151,797 vs 96,210)",
+        "mean of the per-checkpoint ratios, each run: "
+        + ", ".join(f"{x:.2f}x" for x in means)
+        + f"; median {statistics.median(means):.2f}x   paper {PAPER_MEAN}x (2.7, 2.5, 3.0, 2.3, 2.0, 1.6)",
+        "ratio of the totals at 6H, each run:         "
+        + ", ".join(f"{x:.2f}x" for x in totals)
+        + f"; median {statistics.median(totals):.2f}x   paper {_ratio(151_797, 96_210):.2f}x (151,797 vs 96,210)",
     ]
-    if len(runs) > 1:
-        per_run = [_ratio(r.agents.upto(6 * h), r.multi.upto(6 * h)) for r in runs]
-        lines.append("ratio of the totals, each run:     " + ", ".join(f"{x:.2f}x" for x in per_run))
     return lines
 
 
@@ -398,7 +414,7 @@ def table_single(runs: list[RunSet], setup: Setup, width: float) -> list[str]:
     return lines
 
 
-def report(runs: list[RunSet], args: argparse.Namespace, setup: Setup, spec: MixSpec) -> str:
+def report(runs: list[RunSet], args: argparse.Namespace, setup: Setup, spec: MixSpec, conditions: str) -> str:
     connect, header, body = setup.timeouts
     windows = ", ".join(f"{a:g}-{b:g} h" for a, b in spec.down_windows[: spec.flaky])
     lines = [
@@ -406,12 +422,16 @@ def report(runs: list[RunSet], args: argparse.Namespace, setup: Setup, spec: Mix
         f"({spec.sites * (spec.pages + 1)} collectable), {spec.changing_share:.0%} of pages change every "
         f"{spec.change_hours:g} h, {spec.flaky} sites down for a while ({windows}), {spec.dead} dead servers; "
         f"answers take {spec.latency:g} s",
-        f"timeouts connect/header/body {connect:g}/{header:g}/{body:g} s = the paper's "
-        f"{'/'.join(f'{t:g}' for t in PAPER_TIMEOUTS)} s x {setup.scale:g}; each robot {setup.seconds:g} s = 6 "
-        f"paper-hours of {setup.hour:g} s; revisit and NR1 back-off 1 h, NR2 6 h, robots.txt memo 10 min, "
-        f"politeness delay 0",
-        f"ours: {setup.mode} mode, {setup.threads} load + {setup.scan_threads} active-scan + {setup.scan_threads} "
-        f"inactive-scan threads; baseline: {setup.procs} loader processes",
+        f"one time scale, the paper's x {setup.scale:.5g} (1 paper-hour = {setup.hour:g} s): timeouts "
+        f"connect/header/body {connect:g}/{header:g}/{body:g} s (the paper's "
+        f"{'/'.join(f'{t:g}' for t in PAPER_TIMEOUTS)} s), answers {spec.latency:g} s (an assumed "
+        f"{PAPER_LOAD_SECONDS:g} s in 2002), each robot {setup.seconds:g} s = 6 paper-hours; revisit and NR1 "
+        "back-off 1 h, NR2 6 h, robots.txt memo 10 min, politeness delay 0",
+        f"fetchers: ours {setup.threads} load + {setup.scan_threads} active-scan + {setup.scan_threads} "
+        f"inactive-scan threads ({setup.mode} mode); baseline {setup.procs} loader processes, re-checks and "
+        f"new URLs {'in turns' if setup.order == 'interleave' else 're-checks first'}",
+        f"network: loopback (no netem: this machine's kernel has no sch_netem), answer time set by the web; "
+        f"machine {os.cpu_count()} cores; {conditions}",
         "",
         *table_42(runs, setup),
         "",
@@ -427,13 +447,18 @@ def report(runs: list[RunSet], args: argparse.Namespace, setup: Setup, spec: Mix
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.agents_vs_sequential", description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", type=int, default=1, help="runs of each robot; figures are medians")
-    p.add_argument("--seconds", type=float, default=60.0, help="wall time per robot and run (6 paper-hours)")
-    p.add_argument("--procs", type=int, default=4, help="loader processes of the multi-process sequential robot")
+    p.add_argument("--runs", type=int, default=3, help="runs of each robot; ratios paired run by run, then medians")
+    p.add_argument("--seconds", type=float, default=360.0, help="wall time per robot and run (6 paper-hours)")
+    p.add_argument("--procs", type=int, help="loader processes of the baseline (default: as many as our fetch threads)")
+    p.add_argument(
+        "--order",
+        choices=("interleave", "recheck-first"),
+        default="interleave",
+        help="the baseline's loader: a due re-check and a new URL in turns, or re-checks first",
+    )
     p.add_argument("--threads", type=int, default=4, help="our load threads")
     p.add_argument("--scan-threads", type=int, default=2, help="our active-scan and inactive-scan threads, each")
     p.add_argument("--mode", choices=("embedded", "cluster"), default="cluster", help="how our agents run")
-    p.add_argument("--scale", type=float, default=0.1, help="timeouts and answer time = the paper's x scale")
     p.add_argument("--sites", type=int, default=10, help="live sites (the paper: 10)")
     p.add_argument("--pages", type=int, default=200, help="pages per site")
     p.add_argument("--dead", type=int, default=3, help="servers that never answer")
@@ -447,8 +472,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.runs < 1 or args.seconds <= 0 or args.procs < 1 or args.scale <= 0:
-        raise SystemExit("need --runs >= 1, --seconds > 0, --procs >= 1, --scale > 0")
+    if args.procs is None:
+        args.procs = args.threads + 2 * args.scan_threads
+    if args.runs < 1 or args.seconds <= 0 or args.procs < 1:
+        raise SystemExit("need --runs >= 1, --seconds > 0, --procs >= 1")
+    scale = args.seconds / 6 / 3600
     spec = MixSpec(
         sites=args.sites,
         pages=args.pages,
@@ -456,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
         flaky=args.flaky,
         changing_share=args.changing,
         hour=args.seconds / 6,
-        latency=PAPER_LOAD_SECONDS * args.scale,
+        latency=PAPER_LOAD_SECONDS * scale,
         first_octet=FIRST_OCTET,
         seed=args.seed,
     )
@@ -469,9 +497,11 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[RunSet] = []
     with tempfile.TemporaryDirectory(prefix="bench-avs-") as tmp:
         setup = Setup(
-            args.seconds, args.scale, args.threads, args.scan_threads, args.procs, args.retries, args.mode, Path(tmp)
+            args.seconds, args.threads, args.scan_threads, args.procs, args.retries, args.mode, Path(tmp), args.order
         )
+        loads: list[str] = []
         for run in range(1, args.runs + 1):
+            loads.append(load_average())
             results = []
             for name, robot in robots:
                 # A fresh web for each robot: its clock (changes, down windows) starts at the robot's first request.
@@ -485,7 +515,9 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-        print(report(runs, args, setup, spec))
+        loads.append(load_average())
+        conditions = "at each run's start and at the end: " + "; ".join(loads)
+        print(report(runs, args, setup, spec, conditions))
     return 0
 
 

@@ -5,9 +5,13 @@ ToExtract, Extracted, NewExtracted) and a uniqueness checker that keeps only new
 itself re-check the state changes of the active URLs and the dead-link URLs, and re-load and re-extract
 them" (§IV.2.2): what the multi-agent robot hands to its active and inactive scan agents. So here:
 
-- ``procs`` loader processes share one ToLoad queue. Each, in sequence: does every re-check that is due
-  among the URLs *it* met (one at a time), then takes one new URL: robots.txt, GET, extract, and sends
-  the links to the parent. No process waits for another; none has a helper.
+- ``procs`` loader processes share one ToLoad queue. Each, in sequence, takes its next piece of work:
+  a re-check that is due among the URLs *it* met, or one new URL from ToLoad (robots.txt, GET, extract,
+  the links sent to the parent). In which order is ``order``: ``interleave`` (the default, our reading
+  of the paper's loader, which "repeatedly checks, loads and extracts" the active and dead-link URLs
+  besides its new ones: a due re-check and a new URL take turns while both are waiting) or
+  ``recheck-first`` (every due re-check before any new URL, the earlier form of this baseline). No
+  process waits for another; none has a helper.
 - The parent is the uniqueness checker: it drops URLs already seen and feeds the rest to ToLoad.
 - Re-checks follow our life-cycle and our timings (``crawler.lifecycle``, ``crawler.recheck``): a Visited
   URL is re-checked (HEAD, then a conditional GET when needed) ``revisit_after`` seconds after its last
@@ -242,23 +246,32 @@ def _waited(result: FetchResult) -> float:
 # The processes
 
 
-def _loader_main(policy: FetchPolicy, timings: Timings, to_load, out, go, stop, max_actions: int) -> None:  # noqa: ANN001
+ORDERS = ("interleave", "recheck-first")
+
+
+def _loader_main(policy: FetchPolicy, timings: Timings, to_load, out, go, stop, max_actions: int, order: str) -> None:  # noqa: ANN001
     loader = Loader(policy, timings)
     out.put(("ready", None))
     go.wait(60)
+    last_was_recheck = False
     try:
         for _ in range(max_actions):  # bounded; stop ends it first
             if stop.is_set():
                 break
             w = loader.due_recheck(time.monotonic())
-            if w is not None:
-                action, links = loader.recheck(w)
-            else:
-                try:
-                    url, depth = to_load.get(timeout=_IDLE_WAIT)
+            new = None
+            if w is None or (order == "interleave" and last_was_recheck):
+                try:  # a new URL's turn (or nothing is due): wait briefly only when there is no re-check to do
+                    new = to_load.get(timeout=_IDLE_WAIT) if w is None else to_load.get_nowait()
                 except queue_mod.Empty:
-                    continue
-                action, links = loader.load(url, depth)
+                    if w is None:
+                        continue
+            if new is not None:
+                action, links = loader.load(*new)
+                last_was_recheck = False
+            else:
+                action, links = loader.recheck(w)
+                last_was_recheck = True
             out.put(("action", (asdict(action), links)))
     finally:
         loader.close()
@@ -272,6 +285,7 @@ class Report:
     procs: int
     actions: list[dict] = field(default_factory=list)
     queued: int = 0  # URLs the uniqueness checker let through to ToLoad
+    order: str = "interleave"
 
     def to_json(self) -> dict:
         kinds = Counter(a["kind"] for a in self.actions)
@@ -281,6 +295,7 @@ class Report:
             "started_at": self.started_at,
             "seconds": round(self.seconds, 3),
             "procs": self.procs,
+            "order": self.order,
             "queued": self.queued,
             "actions": dict(kinds),
             "outcomes": dict(outcomes),
@@ -291,14 +306,23 @@ class Report:
 
 
 def run(
-    seeds: list[str], *, seconds: float, procs: int, policy: FetchPolicy, timings: Timings, max_actions: int = 1_000_000
+    seeds: list[str],
+    *,
+    seconds: float,
+    procs: int,
+    policy: FetchPolicy,
+    timings: Timings,
+    max_actions: int = 1_000_000,
+    order: str = "interleave",
 ) -> Report:
     """Run the robot for `seconds` (after its processes are up) and report what it did."""
     ctx = mp.get_context("spawn")  # the caller may hold threads (a test web): never fork them
     to_load, out = ctx.Queue(), ctx.Queue()
     go, stop = ctx.Event(), ctx.Event()
     workers = [
-        ctx.Process(target=_loader_main, args=(policy, timings, to_load, out, go, stop, max_actions), daemon=True)
+        ctx.Process(
+            target=_loader_main, args=(policy, timings, to_load, out, go, stop, max_actions, order), daemon=True
+        )
         for _ in range(procs)
     ]
     for p in workers:
@@ -312,7 +336,7 @@ def run(
         if url not in seen:
             seen.add(url)
             to_load.put((url, 0))
-    report = Report(started_at=time.time(), seconds=0.0, procs=procs, queued=len(seen))
+    report = Report(started_at=time.time(), seconds=0.0, procs=procs, queued=len(seen), order=order)
     t0 = time.monotonic()
     go.set()
     exited = 0
@@ -359,6 +383,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--nr2-backoff", type=float, default=21600.0, help="as CRAWL_NR2_BACKOFF")
     p.add_argument("--robots-retry", type=float, default=600.0, help="as CRAWL_ROBOTS_RETRY")
     p.add_argument("--user-agent", default="crawladmin/bench-sequential-multi")
+    p.add_argument(
+        "--order",
+        choices=ORDERS,
+        default="interleave",
+        help="a due re-check and a new URL: in turns, or re-checks first",
+    )
     return p
 
 
@@ -381,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         nr2_backoff=args.nr2_backoff,
         robots_retry=args.robots_retry,
     )
-    report = run(args.seeds, seconds=args.seconds, procs=args.procs, policy=policy, timings=timings)
+    report = run(args.seeds, seconds=args.seconds, procs=args.procs, policy=policy, timings=timings, order=args.order)
     json.dump(report.to_json(), sys.stdout)
     sys.stdout.write("\n")
     return 0
