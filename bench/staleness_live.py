@@ -386,6 +386,10 @@ def _bounds(args, t0: float, result: dict, *, start: float, end: float) -> dict[
     }
 
 
+def _over(a: float, b: float) -> float:
+    return a / b if b else float("nan")
+
+
 def report(out: dict) -> str:
     res = out["results"]
     cfg = out["config"]
@@ -416,15 +420,15 @@ def report(out: dict) -> str:
     req, bound = res["staleness"]["requests"], res["staleness"]["bound"]
     n_ours = req["active_scan"] + req["load"]
     lines += [
-        f"(ours without the change signal is {res['staleness-plain']['mean_seconds'] / ours:.2f}× ours.)",
-        f"(the oracle, which knows every change time, is {cf / res['oracle']['mean_seconds']:.2f}× better than"
-        f" change frequency and {rr / res['oracle']['mean_seconds']:.2f}× better than round robin.)",
+        f"(ours without the change signal is {_over(res['staleness-plain']['mean_seconds'], ours):.2f}× ours.)",
+        f"(the oracle, which knows every change time, is {_over(cf, res['oracle']['mean_seconds']):.2f}× better than"
+        f" change frequency and {_over(rr, res['oracle']['mean_seconds']):.2f}× better than round robin.)",
         "",
         "(age: how long the stored copy has been out of date; fetched: time since the URL was last loaded or"
         " checked, the paper's measure. ×60: one second of the run read as one minute; the paper's column is"
         " its table, 10 sites.)",
-        f"paper: ours 2.24× better than [Tan], 3.81× than [Khan]; here {cf / ours:.2f}× and {imp / ours:.2f}×,"
-        f" and {rr / ours:.2f}× better than round robin.",
+        "paper: ours 2.24× better than [Tan], 3.81× than [Khan]; here "
+        f"{_over(cf, ours):.2f}× and {_over(imp, ours):.2f}×, and {_over(rr, ours):.2f}× better than round robin.",
         f"goal (ours ≤ half of both baselines): {'met' if half else 'NOT met'}; "
         f"goal (≥ 1.2× better than round robin): {'met' if rr_ok else 'NOT met'}.",
         f"floor (scheduling/staleness_bound.py): an oracle that knows every change time and fetches at the"
@@ -492,7 +496,7 @@ def paired(all_runs: dict) -> list[str]:
     for measure, key in (("age", "mean_seconds"), ("time since fetched", "since_fetched_seconds")):
         lines.append(f"  {measure}:")
         for p in BASELINES:
-            ratios = [r["results"][p][key] / r["results"]["staleness"][key] for r in all_runs["runs"]]
+            ratios = [_over(r["results"][p][key], r["results"]["staleness"][key]) for r in all_runs["runs"]]
             lines.append(
                 f"    {LABELS[p]:<42} "
                 + ", ".join(f"{x:.2f}×" for x in ratios)
