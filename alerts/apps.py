@@ -18,6 +18,12 @@ def _certificates_seen(seen: Sequence[Any]) -> None:
     events_from_certificates(seen=seen)
 
 
+def _domains_seen(seen: Sequence[Any]) -> None:
+    from .services.outbox import events_from_domains
+
+    events_from_domains(seen=seen)
+
+
 def _round_finished() -> None:
     from .services.send import notifications_flush
 
@@ -36,4 +42,5 @@ class AlertsConfig(AppConfig):
 
         hooks.on_status_changes(_changes_written)
         hooks.on_certificates_seen(_certificates_seen)
+        hooks.on_domains_seen(_domains_seen)
         hooks.on_round_finished(_round_finished)

@@ -25,10 +25,11 @@ class Kind(enum.StrEnum):
     DELAY = "delay"
     CERT = "cert"
     CONTENT = "content"
+    DOMAIN = "domain"  # a monitored domain's registration expires soon (RDAP)
     TEST = "test"  # notify_test / "send test": never routed, sent to the one channel asked for
 
 
-ROUTABLE = (Kind.DOWN, Kind.UP, Kind.DELAY, Kind.CERT, Kind.CONTENT)
+ROUTABLE = (Kind.DOWN, Kind.UP, Kind.DELAY, Kind.CERT, Kind.CONTENT, Kind.DOMAIN)
 GOOD = frozenset({"normal", "delay"})
 BAD = frozenset({"disconnect", "error"})
 
@@ -108,6 +109,7 @@ _TITLES = {
     "delay": "slow",
     "cert": "certificate problem",
     "content": "content check failed",
+    "domain": "domain registration expiring",
     "cert:fixed": "certificate valid again",
     "content:fixed": "content check passes again",
 }

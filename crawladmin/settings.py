@@ -189,6 +189,11 @@ def _load() -> dict:
         "MONITOR_PING_BASE_URL": env.str("MONITOR_PING_BASE_URL", "http://127.0.0.1:8000").rstrip("/"),
         "MONITOR_PING_RATE": env.integer("MONITOR_PING_RATE", 60, minimum=1, maximum=100_000),
         "MONITOR_PING_BODY_BYTES": env.integer("MONITOR_PING_BODY_BYTES", 10_000, minimum=0, maximum=1_000_000),
+        # Domain registration expiry (RDAP over HTTPS): IANA's bootstrap file says which registry serves a TLD,
+        # unless one base URL serves every domain; answers are kept this many hours.
+        "MONITOR_RDAP_BASE_URL": env.str("MONITOR_RDAP_BASE_URL", ""),
+        "MONITOR_RDAP_BOOTSTRAP_URL": env.str("MONITOR_RDAP_BOOTSTRAP_URL", "https://data.iana.org/rdap/dns.json"),
+        "MONITOR_RDAP_CACHE_HOURS": env.number("MONITOR_RDAP_CACHE_HOURS", 24.0, minimum=0.0, maximum=24 * 366.0),
         # Ranking (ranking app): BlockRank blocks, damping, L1 residual thresholds, iteration cap.
         "RANK_BLOCK": env.choice("RANK_BLOCK", "site", ("site", "domain", "community")),
         "RANK_DAMPING": env.number("RANK_DAMPING", 0.85, minimum=0.0, maximum=0.99),
@@ -214,6 +219,8 @@ def _load() -> dict:
         "ALERTS_REMINDER_HOURS": env.number("ALERTS_REMINDER_HOURS", 0.0, minimum=0.0),
         # Days left at which a certificate's coming expiry is told, once each.
         "ALERTS_CERT_DAYS": _days_list(env.str("ALERTS_CERT_DAYS", "21,7,1")),
+        # Days left at which a monitored domain's coming registration expiry is told, once each.
+        "ALERTS_DOMAIN_DAYS": _days_list(env.str("ALERTS_DOMAIN_DAYS", "30,7,1")),
         # SMTP for e-mail alerts; unset EMAIL_HOST: no plain e-mail channels.
         "EMAIL_HOST": env.str("EMAIL_HOST", ""),
         "EMAIL_PORT": env.integer("EMAIL_PORT", 25, minimum=1, maximum=65535),

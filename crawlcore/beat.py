@@ -62,6 +62,8 @@ BEAT_JOBS: tuple[BeatJob, ...] = (
     BeatJob("monitoring: hourly rollups", "tasks.monitor.rollup", 300, Queue.MONITOR),
     BeatJob("monitoring: 24-hour load profiles", "tasks.monitor.load_profiles", 3600, Queue.MONITOR),
     BeatJob("monitoring: prune old checks and rollups", "tasks.monitor.prune", 86400, Queue.MONITOR),
+    # monitoring (monitoring/migrations 0010): domains' registration expiry, answers kept MONITOR_RDAP_CACHE_HOURS
+    BeatJob("monitoring: domain expiry (RDAP)", "tasks.monitor.domains", 1, Queue.MONITOR, period="hours"),
     # ranking (ranking/migrations 0002): daily
     BeatJob("ranking: BlockRank the crawl's link graph", "tasks.rank.rank_crawl", 1, Queue.HOUSEKEEPING, period="days"),
     # alerts (alerts/migrations 0002): the outbox sender, and recurring maintenance windows written ahead

@@ -8,6 +8,9 @@ function here from its AppConfig.ready(), and monitoring calls every registered 
   an exception from a hook rolls the checks back too, and the lease brings the servers due again.
 * ``certificates_seen(seen)`` in the same transaction, with the certificates https checks saw
   (monitoring.services.certificates.CertificateSeen), so alerts can tell an expiry coming.
+* ``domains_seen(seen)`` with the domains whose registration expiry a lookup just told
+  (monitoring.services.domains.DomainSeen), in the transaction that stores them, so alerts can tell an
+  expiry coming as it tells certificates'.
 * ``round_finished()`` when an operator's ``check_servers`` round has been recorded, so what it caused
   is delivered before the command exits.
 
@@ -25,6 +28,7 @@ RoundHook = Callable[[], None]
 _changes_hooks: list[ChangesHook] = []
 _round_hooks: list[RoundHook] = []
 _certificate_hooks: list[ChangesHook] = []
+_domain_hooks: list[ChangesHook] = []
 
 
 def on_status_changes(hook: ChangesHook) -> None:
@@ -35,6 +39,11 @@ def on_status_changes(hook: ChangesHook) -> None:
 def on_certificates_seen(hook: ChangesHook) -> None:
     if hook not in _certificate_hooks:
         _certificate_hooks.append(hook)
+
+
+def on_domains_seen(hook: ChangesHook) -> None:
+    if hook not in _domain_hooks:
+        _domain_hooks.append(hook)
 
 
 def on_round_finished(hook: RoundHook) -> None:
@@ -52,6 +61,12 @@ def status_changes_written(changes: Sequence[Any]) -> None:
 def certificates_seen(seen: Sequence[Any]) -> None:
     if seen:
         for hook in _certificate_hooks:
+            hook(seen)
+
+
+def domains_seen(seen: Sequence[Any]) -> None:
+    if seen:
+        for hook in _domain_hooks:
             hook(seen)
 
 

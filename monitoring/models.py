@@ -291,3 +291,18 @@ class IncidentUpdate(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["incident", "at"], name="incident_update_time_idx")]
+
+
+class DomainExpiry(models.Model):
+    """A monitored domain's registration expiry as its registry's RDAP service last told it (the cache of
+    monitoring.services.domains). `error` set: the last lookup failed and the expiry is unknown now;
+    `expires_at` then keeps what was last known."""
+
+    domain = models.CharField(max_length=253, unique=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    registrar = models.CharField(max_length=200, blank=True)
+    checked_at = models.DateTimeField()
+    error = models.CharField(max_length=300, blank=True)
+
+    def __str__(self) -> str:
+        return self.domain

@@ -9,6 +9,7 @@ from celery import shared_task
 
 from monitoring.services.checks import monitors_check
 from monitoring.services.dispatch import monitors_dispatch_due
+from monitoring.services.domains import domains_refresh
 from monitoring.services.history import history_prune, load_profiles_build, rollups_build
 
 from .retry import DATABASE_LOST, retry_after_database_loss, skip_without_database
@@ -51,3 +52,13 @@ def _prune() -> dict:
 @shared_task(name="tasks.monitor.prune")
 def prune() -> dict | None:
     return skip_without_database("monitor prune", _prune)
+
+
+def _domains() -> int:
+    return len(domains_refresh())
+
+
+@shared_task(name="tasks.monitor.domains")
+def domains() -> int | None:
+    """Registration expiry of the monitored domains (RDAP), each asked again once its answer is a day old."""
+    return skip_without_database("domain expiry", _domains)

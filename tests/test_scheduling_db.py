@@ -439,6 +439,7 @@ BEAT_MIGRATIONS = [
     ("crawladmin", "0003_scan_periodic_tasks"),
     ("crawladmin", "0014_check_partitions_beat"),
     ("monitoring", "0002_periodic_tasks"),
+    ("monitoring", "0010_domain_expiry_beat"),
     ("ranking", "0002_periodic_task"),
     ("dashboard", "0003_periodic_tasks"),
 ]
@@ -452,6 +453,7 @@ BEAT_TASKS = {
     "tasks.monitor.rollup",
     "tasks.monitor.load_profiles",
     "tasks.monitor.prune",
+    "tasks.monitor.domains",
     "tasks.rank.rank_crawl",
 }
 

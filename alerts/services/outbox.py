@@ -123,6 +123,28 @@ def events_from_certificates(*, seen: Sequence[Any]) -> list[Event]:
     return events
 
 
+def events_from_domains(*, seen: Sequence[Any]) -> list[Event]:
+    """A domain event, for each server under the domain, when its registration's days left fall to a
+    threshold (ALERTS_DOMAIN_DAYS, 30/7/1 by default) since the previous lookup, as certificates are told."""
+    events = []
+    for s in seen:
+        days = (s.expires_at - s.at).total_seconds() / 86400.0
+        before = None
+        if s.previous_expires_at is not None and s.previous_checked_at is not None:
+            before = (s.previous_expires_at - s.previous_checked_at).total_seconds() / 86400.0
+        if cert_threshold_crossed(before, days, settings.ALERTS_DOMAIN_DAYS) is None:
+            continue
+        when = "has expired" if days < 0 else f"expires in {days:.0f} day{'' if round(days) == 1 else 's'}"
+        registrar = f"; registrar {s.registrar}" if s.registrar else ""
+        reason = f"domain {s.domain} {when} ({s.expires_at:%Y-%m-%d %H:%M} UTC{registrar})"
+        events += [Event(kind=Kind.DOMAIN.value, server_id=sid, at=s.at, reason=reason[:300]) for sid in s.server_ids]
+    if not events:
+        return []
+    events = Event.objects.bulk_create(events)
+    outbox_write(events=events, servers=_servers({e.server_id for e in events}))
+    return events
+
+
 def outbox_write(*, events: Sequence[Event], servers: dict[int, dict], now: datetime | None = None) -> int:
     """One Notification per (event, matching channel): the rules' channels and the server owner's.
     Events of a muted server are kept (the log shows them) but notify no one."""

@@ -1,4 +1,4 @@
-"""`python manage.py add_channel NAME URL [--group G | --server HOST] [--events down,up,delay,cert,content]`:
+"""`python manage.py add_channel NAME URL [--group G | --server HOST] [--events down,up,delay,cert,content,domain]`:
 a channel and the rule routing events to it (all servers by default). URL is any Apprise URL, or e-mail
 addresses sent through Django's e-mail backend. Running it again with the same name replaces the URL.
 """
@@ -19,7 +19,7 @@ class Command(BaseCommand):
         scope = parser.add_mutually_exclusive_group()
         scope.add_argument("--group", default="", help="only servers of this group")
         scope.add_argument("--server", default="", help="only this server (host name)")
-        parser.add_argument("--events", default="", help="comma list of down,up,delay,cert,content (default: all)")
+        parser.add_argument("--events", default="", help="comma list of event kinds (default: all)")
 
     def handle(self, *args, name: str, url: str, group: str, server: str, events: str, **options) -> None:
         try:
