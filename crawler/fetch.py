@@ -58,7 +58,7 @@ from .http import (
     host_header,
     timed_out,
 )
-from .lookup import resolver_pool
+from .lookup import lookup_submit
 from .sanitize import clean_head, clean_headers, clean_line, header_int
 
 # The contract (crawler.http) is re-exported: callers that take a Fetcher take its result types from here too.
@@ -380,18 +380,16 @@ def lookup_many(
     order), or None when the name does not resolve, resolves only to forbidden addresses, or has not answered
     within `timeout` seconds of the call (all names are asked at once, on the fetcher's resolver threads, so
     a hung resolver costs `timeout` once, not once per name)."""
-    pool = resolver_pool()
-    futures = {
-        (host, port): pool.submit(socket.getaddrinfo, host.strip("[]"), port, type=socket.SOCK_STREAM)
-        for host, port in dict.fromkeys(names)
-    }
+    futures = {(host, port): lookup_submit(host.strip("[]"), port) for host, port in dict.fromkeys(names)}
     deadline = time.monotonic() + timeout
     out: dict[tuple[str, int], str | None] = {}
     for key, future in futures.items():
         try:
             infos = future.result(timeout=max(0.0, deadline - time.monotonic()))
         except (concurrent.futures.TimeoutError, OSError, UnicodeError):
-            out[key] = None  # a lookup still running is left to finish on its own, as in a fetch
+            # A lookup still running is left to finish on its own, as in a fetch; one still queued never runs.
+            future.cancel()
+            out[key] = None
             continue
         addresses = dict.fromkeys(str(info[4][0]).split("%", 1)[0] for info in infos)
         out[key] = next((ip for ip in addresses if check is None or check(ip) is None), None)
@@ -613,8 +611,12 @@ def _resolve_into(outcome: _Outcome, host: str, port: int, check, dns_timeout: f
         try:
             literal = ipaddress.ip_address(host)
         except ValueError:
-            future = resolver_pool().submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
-            infos = future.result(timeout=dns_timeout)
+            future = lookup_submit(host, port)
+            try:
+                infos = future.result(timeout=dns_timeout)
+            except concurrent.futures.TimeoutError:
+                future.cancel()  # still queued: it never runs (crawler.lookup)
+                raise
             addresses = tuple(dict.fromkeys(str(info[4][0]) for info in infos))
         else:
             addresses = (str(literal),)

@@ -6,8 +6,15 @@ timeout (CURLOPT_CONNECTTIMEOUT covers "the name resolve (DNS) and all protocol 
 the expiry as a connect timeout. So the monitor's client looks names up itself, on a small pool of threads,
 waits at most `timeout` for each, and hands libcurl the addresses found (CURLOPT_RESOLVE): libcurl then dials
 exactly those, through the same per-address check as before. A lookup still running at its deadline is left
-to finish on its own (a thread cannot be cancelled) and its answer is dropped; while the pool's threads are
-all stuck, new lookups wait in its queue, and their deadline runs from the moment they were asked for.
+to finish on its own (a thread cannot be cancelled) and its answer is dropped; one still queued then is
+cancelled, so it never takes a thread from the lookups asked for after it.
+
+The pool (ResolverPool) is shared by the whole process, so no single page can be let to hold it: the names
+of one domain (its last two labels, three under a short second level such as co.uk) get at most PER_GROUP
+of its threads at once, and the rest of them wait apart, not in the line every other name waits in; a
+thread stuck in a lookup that does not end is replaced by a new one, up to MAX_THREADS. A page of hundreds
+of links to names whose resolver never answers thus costs PER_GROUP threads, and a host that resolves at
+once is still looked up at once.
 
 No Django or Celery import.
 """
@@ -20,17 +27,24 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Hashable
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-__all__ = ["Lookup", "Lookups", "lookup_name", "resolve_entry", "resolver_pool"]
+__all__ = ["Lookup", "Lookups", "ResolverPool", "lookup_name", "name_group", "resolve_entry", "resolver_pool"]
 
-# What a lookup calls. Tests replace it (a resolver that hangs): there is no internet, and the system's
-# resolver cannot be pointed elsewhere without root.
-getaddrinfo = socket.getaddrinfo
 
-_THREADS = 16  # lookups at once per process; a hung resolver holds a thread until getaddrinfo gives up
+def getaddrinfo(*args, **kwargs):
+    """What a lookup calls: socket.getaddrinfo, looked up at each call. Tests replace either (a resolver that
+    hangs): there is no internet, and the system's resolver cannot be pointed elsewhere without root."""
+    return socket.getaddrinfo(*args, **kwargs)
+
+
+_THREADS = 16  # idle threads kept for lookups; a hung resolver holds a thread until getaddrinfo gives up
+MAX_THREADS = 64  # threads at most, stuck ones included
+PER_GROUP = 4  # lookups of one domain at once
+IDLE_EXIT = 30.0  # seconds an extra thread (past _THREADS) waits for work before it ends
 
 
 @dataclass(frozen=True)
@@ -70,8 +84,27 @@ def resolve_entry(found: Lookup) -> str:
     return f"{found.host}:{found.port}:{addresses}"
 
 
+def name_group(host: str) -> str:
+    """The domain a name's lookups are counted under (ResolverPool's PER_GROUP): its last two labels, or three
+    when the second-level one is short (example.co.uk, a.ac.kr)."""
+    labels = host.lower().rstrip(".").split(".")
+    take = 3 if len(labels) >= 3 and len(labels[-1]) == 2 and len(labels[-2]) <= 3 else 2
+    return ".".join(labels[-take:])
+
+
+def lookup_infos(host: str, port: int) -> list:
+    """getaddrinfo for a TCP connection to host:port (through the module's `getaddrinfo`, which tests replace)."""
+    return getaddrinfo(host, port, type=socket.SOCK_STREAM)
+
+
+def lookup_submit(host: str, port: int) -> concurrent.futures.Future:
+    """lookup_infos(host, port) on the process's resolver pool, counted under the name's domain. The caller
+    waits for it as long as it wants, then cancel()s it (a lookup still queued then never runs)."""
+    return resolver_pool().submit_for(name_group(host), lookup_infos, host, port)
+
+
 def _resolve(host: str, port: int) -> tuple[str, ...]:
-    infos = getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    infos = lookup_infos(host, port)
     # An IPv6 zone ("fe80::1%eth0") is dropped: CURLOPT_RESOLVE takes plain addresses (and such an address is
     # link-local, which the private-address check refuses anyway).
     ips = (str(info[4][0]).split("%", 1)[0] for info in infos if info[0] in (socket.AF_INET, socket.AF_INET6))
@@ -89,7 +122,7 @@ class Lookups:
         return len(self._pending)
 
     def start(self, key: Hashable, host: str, port: int) -> None:
-        future = resolver_pool().submit(_resolve, host, port)
+        future = resolver_pool().submit_for(name_group(host), _resolve, host, port)
         self._pending[key] = (future, host, port, time.monotonic(), time.time())
 
     def ended(self) -> list[tuple[Hashable, Lookup]]:
@@ -105,6 +138,7 @@ class Lookups:
                 except (OSError, UnicodeError) as exc:  # socket.gaierror is an OSError
                     addresses, detail = (), f"cannot resolve {host}: {exc}"
             elif now - started >= self.timeout:
+                future.cancel()  # still queued: it never runs
                 ms, addresses = self.timeout * 1000, ()
                 detail = f"cannot resolve {host}: no answer within {self.timeout:g}s"
             else:
@@ -123,18 +157,119 @@ class Lookups:
             concurrent.futures.wait(futures, timeout=seconds, return_when=concurrent.futures.FIRST_COMPLETED)
 
 
-_executor: concurrent.futures.ThreadPoolExecutor | None = None
+@dataclass
+class _Job:
+    future: concurrent.futures.Future
+    fn: Callable
+    args: tuple
+    kwargs: dict
+    group: str | None
+
+
+@dataclass
+class ResolverPool:
+    """Threads for blocking name lookups, which one page's names cannot take all of (the module's docstring).
+
+    `submit_for(group, fn, …)` runs `fn` on a thread once fewer than `per_group` of the group's run, in the
+    order asked; a future cancelled meanwhile is skipped. A thread is started whenever a job is ready and no
+    thread is idle, up to `max_threads`: one stuck in a lookup that never ends no longer counts against the
+    others. Threads past `threads` end after IDLE_EXIT seconds without work."""
+
+    threads: int = _THREADS
+    per_group: int = PER_GROUP
+    max_threads: int = MAX_THREADS
+    _cv: threading.Condition = field(default_factory=threading.Condition)
+    _ready: deque = field(default_factory=deque)
+    _held: dict = field(default_factory=dict)  # group -> deque of jobs waiting for one of the group's places
+    _running: dict = field(default_factory=dict)  # group -> jobs of it ready or running
+    _alive: int = 0
+    _idle: int = 0
+
+    def submit(self, fn: Callable, /, *args, **kwargs) -> concurrent.futures.Future:
+        return self.submit_for(None, fn, *args, **kwargs)
+
+    def submit_for(self, group: str | None, fn: Callable, /, *args, **kwargs) -> concurrent.futures.Future:
+        job = _Job(concurrent.futures.Future(), fn, args, kwargs, group)
+        with self._cv:
+            if group is not None and self._running.get(group, 0) >= self.per_group:
+                held = self._held.setdefault(group, deque())
+                if len(held) >= 64:  # lookups given up on while the group's places are stuck: forgotten
+                    held = self._held[group] = deque(j for j in held if not j.future.cancelled())
+                held.append(job)
+            else:
+                self._make_ready(job)
+        return job.future
+
+    def _make_ready(self, job: _Job) -> None:
+        """With the lock held: `job` takes one of its group's places and waits for a thread."""
+        if job.group is not None:
+            self._running[job.group] = self._running.get(job.group, 0) + 1
+        self._ready.append(job)
+        if self._idle >= len(self._ready) or self._alive >= self.max_threads:
+            self._cv.notify()
+        else:
+            self._alive += 1
+            threading.Thread(target=self._work, name=f"resolve-{self._alive}", daemon=True).start()
+
+    def _release(self, group: str | None) -> None:
+        """With the lock held: a job of `group` ended (or was skipped); the next one held for it gets its place."""
+        if group is None:
+            return
+        self._running[group] -= 1
+        held = self._held.get(group)
+        while held:
+            job = held.popleft()
+            if not job.future.cancelled():
+                self._make_ready(job)
+                break
+        if held is not None and not held:
+            del self._held[group]
+        if not self._running[group]:
+            del self._running[group]
+
+    def _next(self) -> _Job | None:
+        with self._cv:
+            while not self._ready:
+                self._idle += 1
+                woke = self._cv.wait(None if self._alive <= self.threads else IDLE_EXIT)
+                self._idle -= 1
+                if not woke and not self._ready:
+                    self._alive -= 1
+                    return None
+            return self._ready.popleft()
+
+    def _work(self) -> None:
+        while True:
+            job = self._next()
+            if job is None:
+                return
+            if job.future.set_running_or_notify_cancel():
+                try:
+                    job.future.set_result(job.fn(*job.args, **job.kwargs))
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller, as an executor does
+                    job.future.set_exception(exc)
+            with self._cv:
+                self._release(job.group)
+
+    def backlog(self) -> int:
+        """Jobs not running yet (ready or held) that someone still waits for."""
+        with self._cv:
+            waiting = [*self._ready, *(job for held in self._held.values() for job in held)]
+            return sum(not job.future.cancelled() for job in waiting)
+
+
+_executor: ResolverPool | None = None
 _executor_lock = threading.Lock()
 
 
-def resolver_pool() -> concurrent.futures.ThreadPoolExecutor:
+def resolver_pool() -> ResolverPool:
     """The process's resolver threads, created on first use: the monitor's lookups here and the crawler's
     (crawler.fetch) share them."""
     global _executor
     if _executor is None:
         with _executor_lock:
             if _executor is None:
-                _executor = concurrent.futures.ThreadPoolExecutor(_THREADS, thread_name_prefix="resolve")
+                _executor = ResolverPool()
     return _executor
 
 
