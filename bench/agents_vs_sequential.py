@@ -218,7 +218,7 @@ def run_agents_cluster(setup: Setup, web: MixWeb, run: int) -> RunResult:
             setup,
             DATABASE_URL=db,
             CELERY_BROKER_URL=broker,
-            DJANGO_SECRET_KEY="bench-only",
+            DJANGO_SECRET_KEY="bench-only-" * 5,
             CRAWLADMIN_DATA_DIR=str(tmp),
         )
         manage(env, "migrate", "--noinput")

@@ -561,7 +561,7 @@ def main(argv: list[str] | None = None) -> None:
             env = {
                 **os.environ,
                 "DATABASE_URL": url,
-                "DJANGO_SECRET_KEY": "bench-dashboard-" + uuid.uuid4().hex,
+                "DJANGO_SECRET_KEY": "bench-dashboard-" + uuid.uuid4().hex * 2,
                 "DJANGO_SETTINGS_MODULE": "crawladmin.settings",
                 "DJANGO_SECURE": "false",
                 "DJANGO_ALLOWED_HOSTS": "127.0.0.1",

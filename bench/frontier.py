@@ -271,7 +271,7 @@ def run(
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("CRAWL", "DATABASE_URL", "CELERY_"))},
             "DATABASE_URL": db,
-            "DJANGO_SECRET_KEY": "bench-frontier-" + uuid.uuid4().hex,
+            "DJANGO_SECRET_KEY": "bench-frontier-" + uuid.uuid4().hex * 2,
             "DJANGO_SETTINGS_MODULE": "crawladmin.settings",
             "CRAWL_ALLOW_PRIVATE": "",
         }

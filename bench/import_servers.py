@@ -89,7 +89,7 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAWL", "DATABASE_URL", "CELERY_", "DJANGO_"))}
         env["CRAWLADMIN_DATA_DIR"] = tmp
         if pg_url:
-            env.update(DATABASE_URL=pg_url, DJANGO_SECRET_KEY="bench", DJANGO_SECURE="false")
+            env.update(DATABASE_URL=pg_url, DJANGO_SECRET_KEY="bench-key-" * 5, DJANGO_SECURE="false")
         csv_path = Path(tmp) / "servers.csv"
         bad = server_list(csv_path, args.lines)
         subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)

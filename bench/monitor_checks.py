@@ -81,7 +81,7 @@ def worker_env(*, database: str, broker: str, workdir: str, args: argparse.Names
         {
             "DATABASE_URL": database,
             "CELERY_BROKER_URL": broker,
-            "DJANGO_SECRET_KEY": "bench-" + secrets.token_hex(8),
+            "DJANGO_SECRET_KEY": "bench-" + secrets.token_hex(32),
             "CRAWLADMIN_DATA_DIR": workdir,
             "CRAWL_CONNECT_TIMEOUT": "2",
             "CRAWL_HEADER_TIMEOUT": "2",

@@ -98,7 +98,7 @@ def generated_database(n: int) -> dict:
     w = web_graph(n)
     generate_s = time.perf_counter() - t
     with fresh_database("s003") as url:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "bench-seed003-" + uuid.uuid4().hex}
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "bench-seed003-" + uuid.uuid4().hex * 2}
         manage(env, "migrate", "--verbosity", "0")
         load_s = load_graph(url, w)
         ranks = _rank_commands(env)

@@ -296,7 +296,7 @@ def _child_env(tmp: Path, policy: str, args) -> dict[str, str]:
     env.update(
         {
             "DJANGO_SETTINGS_MODULE": "crawladmin.settings",
-            "DJANGO_SECRET_KEY": "bench-staleness-live-" + uuid.uuid4().hex,
+            "DJANGO_SECRET_KEY": "bench-staleness-live-" + uuid.uuid4().hex * 2,
             "CRAWLADMIN_DATA_DIR": str(data),
             "DATABASE_URL": f"sqlite:///{data / 'crawl.sqlite3'}",
             "CELERY_BROKER_URL": "memory://",

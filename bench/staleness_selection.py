@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> None:
         env = {
             **os.environ,
             "DATABASE_URL": url,
-            "DJANGO_SECRET_KEY": "bench-staleness-" + uuid.uuid4().hex,
+            "DJANGO_SECRET_KEY": "bench-staleness-" + uuid.uuid4().hex * 2,
             "DJANGO_SETTINGS_MODULE": "crawladmin.settings",
         }
         t = time.perf_counter()

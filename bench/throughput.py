@@ -474,7 +474,7 @@ def _ours_env(args, db: str, broker: str, tmp: Path) -> dict[str, str]:
     env.update(
         DATABASE_URL=db,
         CELERY_BROKER_URL=broker,
-        DJANGO_SECRET_KEY="bench-throughput-" + uuid.uuid4().hex,
+        DJANGO_SECRET_KEY="bench-throughput-" + uuid.uuid4().hex * 2,
         CRAWLADMIN_DATA_DIR=str(tmp),
         CRAWL_ALLOW_PRIVATE="127.0.0.0/8",
         CRAWL_DEFAULT_DELAY="0",

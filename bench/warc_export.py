@@ -116,7 +116,7 @@ def _run_measured(env: dict, args: list[str]) -> tuple[str, int]:
 
 def bench(pages: int, hosts: int, max_size: str | None) -> dict:
     with fresh_database("warc") as url, tempfile.TemporaryDirectory(prefix="warc-bench-") as tmp:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "bench-warc-" + uuid.uuid4().hex}
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "bench-warc-" + uuid.uuid4().hex * 2}
         manage(env, "migrate", "--verbosity", "0")
         t0 = time.perf_counter()
         loaded = load_crawl(url, pages, hosts)

@@ -11,6 +11,7 @@ import os
 import secrets
 import sys
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -112,6 +113,9 @@ def _load() -> dict:
         # A server's sitemaps (robots.txt Sitemap: lines, /sitemap.xml) are read again after this long.
         "CRAWL_SITEMAP_TTL": env.number("CRAWL_SITEMAP_TTL", 86400.0, minimum=0.0, maximum=_YEAR),
         "CRAWL_SITEMAPS": env.boolean("CRAWL_SITEMAPS", True),
+        # robots.txt Sitemap: lines are followed on the server's own host; true: also on other hosts of its
+        # registered domain (sitemaps.example.org for www.example.org).
+        "CRAWL_SITEMAP_DOMAIN": env.boolean("CRAWL_SITEMAP_DOMAIN", False),
         # The archive: the bodies of answers that are not pages (4xx, 5xx, redirects, resources, robots.txt
         # and sitemap fetches: crawlcore.models.Exchange) are dropped after this many days, their heads kept;
         # 0 keeps them for ever.
@@ -231,6 +235,12 @@ def _load() -> dict:
         # The read-only JSON API (crawladmin/api.py) also accepts `Authorization: Bearer <this>`; empty: sessions only.
         "CRAWLADMIN_API_TOKEN": env.str("CRAWLADMIN_API_TOKEN", ""),
         "SECRET_KEY": env.str("DJANGO_SECRET_KEY", ""),
+        # How long a login lasts (seconds; default 10 hours, a working day): not Django's two weeks.
+        "SESSION_COOKIE_AGE": env.integer("DJANGO_SESSION_SECONDS", 36000, minimum=300, maximum=30 * 86400),
+        # Login throttling (django-axes): this many failed logins for one user name from one address lock that
+        # pair out for LOGIN_LOCKOUT_MINUTES; a success before then starts the count again.
+        "LOGIN_FAILURE_LIMIT": env.integer("LOGIN_FAILURE_LIMIT", 5, minimum=1, maximum=1000),
+        "LOGIN_LOCKOUT_MINUTES": env.integer("LOGIN_LOCKOUT_MINUTES", 15, minimum=1, maximum=7 * 1440),
         "DEBUG": env.boolean("DJANGO_DEBUG", False),
         "ALLOWED_HOSTS": [h for h in env.str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h],
         # HTTPS hardening (secure cookies, redirect to https, HSTS): on by default outside the embedded mode,
@@ -347,9 +357,14 @@ DEFAULT_FROM_EMAIL = _cfg["DEFAULT_FROM_EMAIL"]
 EMAIL_TIMEOUT = int(_cfg["ALERTS_SEND_TIMEOUT"]) or 1
 
 SECRET_KEY = _cfg["SECRET_KEY"]
+MIN_SECRET_KEY = 50  # Django's own deployment check asks as much (security.W009)
+if not EMBEDDED and (len(SECRET_KEY) < MIN_SECRET_KEY or len(set(SECRET_KEY)) < 5):
+    # Sessions, password-reset links and CSRF tokens are signed with it: a short key can be guessed offline.
+    sys.exit(
+        f"bad setting: DJANGO_SECRET_KEY must be set, at least {MIN_SECRET_KEY} characters of random text, "
+        "when DATABASE_URL is not SQLite"
+    )
 if not SECRET_KEY:
-    if not EMBEDDED:
-        sys.exit("bad setting: DJANGO_SECRET_KEY must be set when DATABASE_URL is not SQLite")
     DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
     _key_file = DATA_DIR / "secret_key"
     if not _key_file.exists():
@@ -370,15 +385,27 @@ SECURE_HSTS_SECONDS = _cfg["HSTS_SECONDS"] if SECURE else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_PRELOAD = SECURE
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_AGE = _cfg["SESSION_COOKIE_AGE"]
 X_FRAME_OPTIONS = "DENY"
 if _cfg["SECURE_PROXY_SSL_HEADER"]:
     SECURE_PROXY_SSL_HEADER = ("HTTP_" + _cfg["SECURE_PROXY_SSL_HEADER"].upper().replace("-", "_"), "https")
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in _cfg["CSRF_TRUSTED_ORIGINS"]]
 
+# Login throttling: axes' backend comes first and refuses a locked-out user name and address before any
+# password is checked (its middleware, last below, answers 429). Attempts are rows in the database, so the
+# count holds across web processes and machines.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = _cfg["LOGIN_FAILURE_LIMIT"]
+AXES_COOLOFF_TIME = timedelta(minutes=_cfg["LOGIN_LOCKOUT_MINUTES"])
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # one user's lockout does not lock out everyone
+AXES_RESET_ON_SUCCESS = True
+AXES_DISABLE_ACCESS_LOG = True  # failed attempts are kept; successful logins are not logged again here
+
 OIDC_ENABLED = _cfg["OIDC_ENABLED"]
 if OIDC_ENABLED:
     globals().update({name: value for name, value in _cfg.items() if name.startswith("OIDC_")})
     AUTHENTICATION_BACKENDS = [
+        "axes.backends.AxesStandaloneBackend",
         "crawladmin.sso.DirectoryGroupsOIDCBackend",
         "django.contrib.auth.backends.ModelBackend",  # local accounts (the admin's) keep working
     ]
@@ -394,6 +421,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_celery_beat",
+    "axes",
     "crawlcore",
     "monitoring",
     "ranking",
@@ -423,6 +451,7 @@ if OIDC_ENABLED:
     # A single sign-on session asks the provider again (prompt=none) once its ID token is older than
     # OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS; local logins are left alone.
     MIDDLEWARE.append("mozilla_django_oidc.middleware.SessionRefresh")
+MIDDLEWARE.append("axes.middleware.AxesMiddleware")  # last, as axes asks
 
 ROOT_URLCONF = "crawladmin.urls"
 WSGI_APPLICATION = "crawladmin.wsgi.application"

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from .sanitize import terminal_safe
+
 MISSING_ANCHOR = "missing anchor"
 # A spreadsheet reads a cell starting with one of these as a formula (CSV injection); tab and CR too.
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -93,7 +95,9 @@ def missing_fragments(fragments: str, anchors: str | None) -> list[tuple[str, st
 
 
 def neutralised(cell: str) -> str:
-    """A value written into CSV as data, never as a spreadsheet formula (OWASP: prefix a quote)."""
+    """A value written into CSV as data, never as a spreadsheet formula (OWASP: prefix a quote), and with no
+    control character a terminal showing the file would act on (crawler.sanitize.terminal_safe)."""
+    cell = terminal_safe(cell)
     return f"'{cell}" if cell.startswith(FORMULA_PREFIXES) else cell
 
 

@@ -22,8 +22,10 @@ __all__ = [
     "clean_headers",
     "clean_head",
     "clean_line",
+    "clean_label",
     "clean_text",
     "header_int",
+    "terminal_safe",
 ]
 
 BIGINT_MAX = 2**63 - 1
@@ -39,6 +41,9 @@ MAX_HEAD_BYTES = 16 * 1024
 _CONTROLS_LINE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _CONTROLS_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SURROGATES = re.compile(r"[\ud800-\udfff]")
+# Every C0 control, DEL and every C1 control: ESC (\x1b) and CSI (\x9b) start the sequences a terminal acts
+# on (colours, cursor moves, window titles), BEL rings.
+_CONTROLS_ALL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _DIGITS = re.compile(r"\s*([0-9]{1,30})\s*")
 
 
@@ -57,6 +62,21 @@ def clean_text(value: str, limit: int) -> str:
     if not value.isascii():
         value = _SURROGATES.sub("\ufffd", value)
     return value[:limit]
+
+
+def clean_label(value: str) -> str:
+    """A short text a page gives about itself or a link (a title, a description, an anchor text): no control
+    character at all, none kept for a later terminal, CSV or JSON reader to meet; no lone surrogates."""
+    value = _CONTROLS_ALL.sub("", value)
+    if not value.isascii():
+        value = _SURROGATES.sub("\ufffd", value)
+    return value
+
+
+def terminal_safe(value: str) -> str:
+    """Text for a terminal (or a file a terminal may show): each control character shown as U+FFFD, so
+    none written before its stored values were cleaned can move the cursor or rewrite the screen."""
+    return _CONTROLS_ALL.sub("\ufffd", value)
 
 
 def clean_headers(items: Iterable[tuple[str, str]]) -> dict[str, str]:

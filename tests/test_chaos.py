@@ -274,7 +274,7 @@ def chaos_crawl(tmp_path_factory):
         env = clean_env(
             DATABASE_URL=pg.url,
             CELERY_BROKER_URL=broker.url,
-            DJANGO_SECRET_KEY="chaos-test-only",
+            DJANGO_SECRET_KEY="chaos-test-only-" * 4,
             CRAWLADMIN_DATA_DIR=str(tmp),
             **CHAOS_ENV,
         )

@@ -72,7 +72,7 @@ def test_migration_partitions_existing_rows_and_retention_drops_whole_partitions
         env = {
             **os.environ,
             "DATABASE_URL": url,
-            "DJANGO_SECRET_KEY": "partitions-test",
+            "DJANGO_SECRET_KEY": "partitions-test-" * 4,
             "CRAWLADMIN_DATA_DIR": str(tmp_path),
             "CHECK_RETENTION_DAYS": "14",
             "CHECK_PARTITION_DAYS": "1",

@@ -36,7 +36,7 @@ def cluster_crawl(tmp_path_factory):
         env = clean_env(
             DATABASE_URL=db,
             CELERY_BROKER_URL=broker,
-            DJANGO_SECRET_KEY="integration-test-only",
+            DJANGO_SECRET_KEY="integration-test-only-" * 3,
             CRAWLADMIN_DATA_DIR=str(tmp),
         )
         manage(env, "migrate", "--noinput")

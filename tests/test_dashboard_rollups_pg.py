@@ -66,7 +66,7 @@ def test_refresh_on_postgres_writes_the_difference_and_runs_once_at_a_time(tmp_p
         env = {
             **os.environ,
             "DATABASE_URL": url,
-            "DJANGO_SECRET_KEY": "dashboard-test",
+            "DJANGO_SECRET_KEY": "dashboard-test-" * 4,
             "CRAWLADMIN_DATA_DIR": str(tmp_path),
         }
         manage(env, "migrate", "--verbosity", "0")
@@ -136,7 +136,7 @@ print(json.dumps(out))
 
 def test_latency_chart_json_built_by_postgres_matches_the_python_series(tmp_path):
     with postgres_database() as url:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "dashboard-test",
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "dashboard-test-" * 4,
                "CRAWLADMIN_DATA_DIR": str(tmp_path)}
         manage(env, "migrate", "--verbosity", "0")
         manage(env, "shell", "-c", MAKE_CRAWL)

@@ -401,7 +401,7 @@ def deployed(tmp_path_factory):
         overrides = {
             "DATABASE_URL": db,
             "CELERY_BROKER_URL": broker,
-            "DJANGO_SECRET_KEY": "deploy-test-only",
+            "DJANGO_SECRET_KEY": "deploy-test-only-" * 3,
             "CRAWLADMIN_API_TOKEN": API_TOKEN,
             "FLOWER_BASIC_AUTH": FLOWER_AUTH,
             "CRAWLADMIN_DATA_DIR": str(tmp / "data"),
@@ -418,7 +418,7 @@ def deployed(tmp_path_factory):
             return {**base, **service_env(svc, variables), **overrides}
 
         # The image's build step, then the one-shot migrate service, as compose runs them.
-        manage({**base, "DJANGO_SECRET_KEY": "collectstatic-only", "CRAWLADMIN_DATA_DIR": str(tmp / "build")},
+        manage({**base, "DJANGO_SECRET_KEY": "collectstatic-only-" * 3, "CRAWLADMIN_DATA_DIR": str(tmp / "build")},
                "collectstatic", "--noinput")
         migrate = subprocess.run([str(local_path(services["migrate"]["command"][0]))], cwd=ROOT,
                                  env=env_of(services["migrate"]), capture_output=True, text=True, timeout=120)

@@ -55,7 +55,12 @@ print(json.dumps({
 
 def test_a_server_with_every_slot_held_or_no_room_costs_prepared_statements_and_is_dispatched_once_one_frees(tmp_path):
     with postgres_database() as url:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t", "CRAWLADMIN_DATA_DIR": str(tmp_path)}
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "DJANGO_SECRET_KEY": "t-key-" * 9,
+            "CRAWLADMIN_DATA_DIR": str(tmp_path),
+        }
         manage(env, "migrate", "--verbosity", "0")
         out = json.loads(manage(env, "shell", "-c", DISPATCH).stdout.strip().splitlines()[-1])
     assert out["first"] == 0, out["sqls"]

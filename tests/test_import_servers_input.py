@@ -139,7 +139,12 @@ def test_servers_are_trusted_only_with_trusted_and_the_output_says_so(db, tmp_pa
 def test_hostile_lines_on_postgres_are_reported_not_a_traceback(tmp_path):
     (tmp_path / "servers.csv").write_bytes(HOSTILE)
     with postgres_database() as url:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t", "CRAWLADMIN_DATA_DIR": str(tmp_path)}
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "DJANGO_SECRET_KEY": "t-key-" * 9,
+            "CRAWLADMIN_DATA_DIR": str(tmp_path),
+        }
         manage(env, "migrate", "--verbosity", "0")
         import subprocess
         import sys

@@ -82,7 +82,7 @@ def test_junk_never_gives_a_server_error_on_postgres(tmp_path):
         env = {
             **os.environ,
             "DATABASE_URL": url,
-            "DJANGO_SECRET_KEY": "junk-test",
+            "DJANGO_SECRET_KEY": "junk-test-" * 5,
             "DJANGO_SECURE": "false",
             "CRAWLADMIN_DATA_DIR": str(tmp_path),
         }

@@ -79,7 +79,12 @@ print(json.dumps({
 
 def test_a_group_of_pages_is_one_statement_and_keeps_every_guarantee(tmp_path):
     with postgres_database() as url:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t", "CRAWLADMIN_DATA_DIR": str(tmp_path)}
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "DJANGO_SECRET_KEY": "t-key-" * 9,
+            "CRAWLADMIN_DATA_DIR": str(tmp_path),
+        }
         manage(env, "migrate", "--verbosity", "0")
         out = json.loads(manage(env, "shell", "-c", FLUSH).stdout.strip().splitlines()[-1])
     a = "http://a.example"
@@ -169,7 +174,12 @@ print(json.dumps({
 
 def test_an_extract_batch_writes_lifts_links_and_pages_in_one_statement(tmp_path):
     with postgres_database() as url:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t", "CRAWLADMIN_DATA_DIR": str(tmp_path)}
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "DJANGO_SECRET_KEY": "t-key-" * 9,
+            "CRAWLADMIN_DATA_DIR": str(tmp_path),
+        }
         manage(env, "migrate", "--verbosity", "0")
         out = json.loads(manage(env, "shell", "-c", EXTRACT).stdout.strip().splitlines()[-1])
     a = "http://a.example"
@@ -212,7 +222,12 @@ print(json.dumps({"got": got, "sent": [q["sql"].split()[0] for q in seen.capture
 
 def test_a_statement_is_prepared_once_a_connection_and_again_after_a_reconnect(tmp_path):
     with postgres_database() as url:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t", "CRAWLADMIN_DATA_DIR": str(tmp_path)}
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "DJANGO_SECRET_KEY": "t-key-" * 9,
+            "CRAWLADMIN_DATA_DIR": str(tmp_path),
+        }
         out = json.loads(manage(env, "shell", "-c", PREPARED).stdout.strip().splitlines()[-1])
     assert out["got"] == [2, 3, 6, True]
     assert out["sent"] == ["PREPARE", "EXECUTE", "EXECUTE", "PREPARE", "EXECUTE", "SELECT"]
@@ -274,8 +289,8 @@ def test_the_outcomes_write_plans_only_the_partitions_of_its_visit(tmp_path):
     span of checked_at; PostgreSQL plans and reads the day's partition only, not the week of empty ones ahead
     and the default one."""
     with postgres_database() as url:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t", "CRAWLADMIN_DATA_DIR": str(tmp_path),
-               "TIME_ZONE": "UTC"}  # fmt: skip
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t-key-" * 9,
+               "CRAWLADMIN_DATA_DIR": str(tmp_path), "TIME_ZONE": "UTC"}  # fmt: skip
         manage(env, "migrate", "--verbosity", "0")
         out = json.loads(manage(env, "shell", "-c", SPAN).stdout.strip().splitlines()[-1])
     assert len(out["partitions"]) > 3  # the table has days ahead, and a default partition
@@ -305,7 +320,12 @@ def test_new_urls_are_inserted_in_the_order_of_their_hash(tmp_path):
     """Issue 25: two extract batches inserting some of the same new URLs in different orders deadlocked
     (124 times in a 54-second crawl); in the unique key's order they only wait for each other."""
     with postgres_database() as url:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t", "CRAWLADMIN_DATA_DIR": str(tmp_path)}
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "DJANGO_SECRET_KEY": "t-key-" * 9,
+            "CRAWLADMIN_DATA_DIR": str(tmp_path),
+        }
         manage(env, "migrate", "--verbosity", "0")
         out = json.loads(manage(env, "shell", "-c", ORDER).stdout.strip().splitlines()[-1])
     assert out["ids"] == 40

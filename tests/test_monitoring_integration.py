@@ -39,7 +39,7 @@ def pg_env(tmp_path):
     }
     env.update(
         DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{name}",
-        DJANGO_SECRET_KEY="test",
+        DJANGO_SECRET_KEY="test-key-" * 6,
         CRAWLADMIN_DATA_DIR=str(tmp_path),
     )
     try:

@@ -30,7 +30,7 @@ def crawl(tmp_path_factory):
         env = clean_env(
             DATABASE_URL=db,
             CELERY_BROKER_URL=broker,
-            DJANGO_SECRET_KEY="test-only",
+            DJANGO_SECRET_KEY="test-only-" * 5,
             CRAWLADMIN_DATA_DIR=str(tmp),
             CRAWL_BATCH_SIZE="10",
         )

@@ -44,7 +44,7 @@ def test_postgres_rank_stores_ranks_equal_to_networkx_and_runs_once_at_a_time(tm
         env = {
             **os.environ,
             "DATABASE_URL": url,
-            "DJANGO_SECRET_KEY": "ranking-test",
+            "DJANGO_SECRET_KEY": "ranking-test-" * 4,
             "CRAWLADMIN_DATA_DIR": str(tmp_path),
             "RANK_TOLERANCE": "1e-12",
         }

@@ -73,7 +73,7 @@ def test_visits_starting_together_fetch_robots_txt_once(tmp_path):
             env = {
                 **os.environ,
                 "DATABASE_URL": url,
-                "DJANGO_SECRET_KEY": "robots-test",
+                "DJANGO_SECRET_KEY": "robots-test-" * 5,
                 "CRAWLADMIN_DATA_DIR": str(tmp_path),
                 "CRAWL_ALLOW_PRIVATE": "127.0.0.0/8",
                 "CRAWL_SERVER_CONCURRENCY": str(VISITS),

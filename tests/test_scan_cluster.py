@@ -30,7 +30,7 @@ PAGES = "SELECT u.url, p.checksum FROM crawladmin_page p JOIN crawladmin_url u O
 def cluster(tmp, **extra: str):
     """A fresh database, a private Redis, and one worker process per agent."""
     with postgres_database() as db, redis_server(tmp) as broker:
-        secret = "integration-test-only"
+        secret = "integration-test-only-" * 3
         env = clean_env(
             DATABASE_URL=db, CELERY_BROKER_URL=broker, DJANGO_SECRET_KEY=secret, CRAWLADMIN_DATA_DIR=str(tmp)
         )

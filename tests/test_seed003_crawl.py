@@ -51,7 +51,7 @@ def crawled(request, tmp_path):
             yield web, env, str(tmp_path / "crawladmin.sqlite3"), summary
             return
         with postgres_database() as db:
-            env = clean_env(CRAWLADMIN_DATA_DIR=str(tmp_path), DATABASE_URL=db, DJANGO_SECRET_KEY="test-only")
+            env = clean_env(CRAWLADMIN_DATA_DIR=str(tmp_path), DATABASE_URL=db, DJANGO_SECRET_KEY="test-only-" * 5)
             subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True,
                            capture_output=True, timeout=300)
             summary = run_crawl(env, web.seed())

@@ -33,6 +33,7 @@ class SitemapSiteSpec:
     duplicates: int = 2
     deep: int = 5  # nested indexes below /maps/index.xml.gz's /maps/deep-0.xml
     words: str = "archive"
+    robots_sitemaps: tuple[str, ...] = ()  # more robots.txt Sitemap: lines (absolute URLs, e.g. on other hosts)
 
 
 class SitemapSite:
@@ -84,7 +85,9 @@ class SitemapSite:
         o, spec = self.origin, self.spec
         half = spec.orphans // 2
         if path == "/robots.txt":
-            return 200, "text/plain", f"User-agent: *\nDisallow: /private/\nSitemap: {o}/maps/index.xml.gz\n".encode()
+            more = "".join(f"Sitemap: {u}\n" for u in spec.robots_sitemaps)
+            robots = f"User-agent: *\nDisallow: /private/\nSitemap: {o}/maps/index.xml.gz\n{more}"
+            return 200, "text/plain", robots.encode()
         if path == "/":
             return 200, "text/html", self._page("Home", [*self.linked_paths(), *self.duplicate_paths()])
         if path in self.linked_paths():

@@ -20,6 +20,7 @@ from crawlcore.models import Link, Page, Url, page_body
 from crawler import notfollowed
 from crawler.lifecycle import State
 from crawler.parse import Extracted, Found, extract
+from crawler.sanitize import clean_label
 
 from .dispatch import servers_dispatch_with_due_work
 from .urls import NewUrl, new_url_from, urls_insert
@@ -93,6 +94,17 @@ class StoredPage:
 
 _STORED = ("id", "url_id", "body_z", "content_type", "checksum", "url__url", "url__depth", "url__scope_mode",
            "url__scope_root", "url__offsite_hops")  # fmt: skip
+
+
+def _labels_clean(ex: Extracted) -> Extracted:
+    """The page's title, description and anchor texts without control characters (crawler.sanitize), before
+    they are stored: a page's ESC or BEL would otherwise reach every terminal, CSV and report that shows them."""
+    ex.title, ex.description = clean_label(ex.title), clean_label(ex.description)
+    for link in (*ex.links, *ex.over_limit):
+        link.text = clean_label(link.text)
+        if link.fragments:
+            link.fragments = [(fragment, clean_label(text)) for fragment, text in link.fragments]
+    return ex
 
 
 def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
@@ -191,7 +203,7 @@ def _parse_pages(pages: list[StoredPage]) -> list[tuple[StoredPage, Extracted | 
     parsed: list[tuple[StoredPage, Extracted | None]] = []
     for page in pages:
         try:
-            parsed.append((page, extract(page.body, page.url, content_type=page.content_type or None)))
+            parsed.append((page, _labels_clean(extract(page.body, page.url, content_type=page.content_type or None))))
         except Exception:  # a parser bug must not stop the batch: the page is marked and logged
             log.exception("extract failed for page %s (%s)", page.id, page.url)
             parsed.append((page, None))

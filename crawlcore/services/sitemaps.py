@@ -15,6 +15,7 @@ import logging
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db.models import Q
@@ -24,6 +25,7 @@ from crawlcore.db.bulk import update_by_id
 from crawlcore.models import Server, Sitemap, Url
 from crawler.fetch import FetchResult
 from crawler.robots import RobotsRules, sitemap_urls
+from crawler.scope import registered_domain
 from crawler.sitemap import MAX_DEPTH, MAX_FILES, Entry, Kind, SitemapError, parse
 from crawler.urlnorm import UrlError, canonicalize, server_key, url_hash
 
@@ -41,6 +43,7 @@ class SitemapsOutcome:
     listed: int = 0
     added: int = 0
     errors: int = 0
+    skipped: int = 0  # robots.txt Sitemap: lines naming another host, not requested
 
 
 def server_claim_sitemaps(*, server_id: int, now: datetime) -> bool:
@@ -77,7 +80,10 @@ class SitemapReader:
         origin = self.server.origin
         queue: deque[tuple[str, str, int]] = deque()
         for url in sitemap_urls(rules=self.rules, base=f"{origin}/robots.txt"):
-            queue.append((url, "robots", 0))
+            if self._listed_sitemap_ours(url):
+                queue.append((url, "robots", 0))
+            else:
+                self.outcome.skipped += 1
         default = f"{origin}/sitemap.xml"
         if all(url != default for url, _, _ in queue) and self.rules.allowed(default, self.visit.user_agent):
             queue.append((default, "default", 0))
@@ -133,6 +139,21 @@ class SitemapReader:
         if result.truncated:
             raise SitemapError(f"larger than the body limit ({settings.CRAWL_MAX_BODY_BYTES} bytes)")
         return result.body
+
+    def _listed_sitemap_ours(self, url: str) -> bool:
+        """Whether a robots.txt `Sitemap:` line names a sitemap this visit may request: on the server's own
+        host (any scheme or port: https://example.org/sitemap.xml in http://example.org's robots.txt), or,
+        with CRAWL_SITEMAP_DOMAIN, on another host of its registered domain (sitemaps.example.org for
+        www.example.org). A line naming any other host is not requested: a robots.txt could otherwise send
+        the crawler to third parties a hundred times a visit, as the sitemaps an index lists already are not."""
+        try:
+            host = (urlsplit(url).hostname or "").lower()
+        except ValueError:
+            return False
+        own = self.server.host.strip("[]").lower()
+        if not host or host == own:
+            return bool(host)
+        return settings.CRAWL_SITEMAP_DOMAIN and registered_domain(host) == registered_domain(own)
 
     def _own(self, loc: str) -> str | None:
         """A URL listed in a sitemap, canonical, when it is on this server; None otherwise (a sitemap

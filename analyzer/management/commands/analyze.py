@@ -22,6 +22,7 @@ from analyzer.export import report_csv_write
 from analyzer.run import analysis_run
 from analyzer.services import national_networks
 from crawlcore.schema import SchemaOutdated, schema_ensure
+from crawler.sanitize import terminal_safe
 
 
 class Command(BaseCommand):
@@ -82,7 +83,8 @@ class Command(BaseCommand):
 def _table(title: str, header: tuple[str, str, str], rows: list[tuple[str, int, float]]) -> list[str]:
     width = max([len(header[0])] + [len(str(r[0])) for r in rows])
     lines = [title, f"  {header[0]:<{width}}  {header[1]:>11}  {header[2]:>7}"]
-    lines += [f"  {name:<{width}}  {count:>11,}  {share:>7.1%}" for name, count, share in rows]
+    # Names come from crawled pages (a lang attribute, a domain): shown, never acted on by the terminal.
+    lines += [f"  {terminal_safe(str(name)):<{width}}  {count:>11,}  {share:>7.1%}" for name, count, share in rows]
     return lines + [""]
 
 
