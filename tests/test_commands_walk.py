@@ -252,7 +252,8 @@ def _closed_port() -> int:
 
 def test_every_command_on_an_unreachable_database_names_host_port_database_and_cause(tmp_path):
     port = _closed_port()
-    env = env_for(tmp_path, DATABASE_URL=f"postgres://crawl@127.0.0.1:{port}/crawlhere", DJANGO_SECRET_KEY="k")
+    url = f"postgres://crawl@127.0.0.1:{port}/crawlhere"
+    env = env_for(tmp_path, DATABASE_URL=url, DJANGO_SECRET_KEY="walk-test-key-" * 4)
     walker = Walk(env)
     runs = walk("unreachable", [(name, lambda name=name: walker.run(name, brief_args(name)))
                                 for name in project_commands()])
@@ -278,7 +279,8 @@ def postgres_url() -> str:
 @pytest.mark.integration
 def test_every_command_on_a_postgres_database_that_does_not_exist_says_so_in_one_line(tmp_path, postgres_url):
     name = f"crawladmin_nosuch_{uuid.uuid4().hex[:8]}"
-    env = env_for(tmp_path, DATABASE_URL=postgres_url.rsplit("/", 1)[0] + f"/{name}", DJANGO_SECRET_KEY="k")
+    url = postgres_url.rsplit("/", 1)[0] + f"/{name}"
+    env = env_for(tmp_path, DATABASE_URL=url, DJANGO_SECRET_KEY="walk-test-key-" * 4)
     walker = Walk(env)
     runs = walk("postgres-missing", [(cmd, lambda cmd=cmd: walker.run(cmd, brief_args(cmd)))
                                      for cmd in project_commands()])
@@ -292,7 +294,7 @@ def test_every_command_on_a_postgres_database_that_does_not_exist_says_so_in_one
 @pytest.mark.integration
 def test_every_command_on_an_unmigrated_postgres_says_to_migrate(tmp_path, postgres_url):
     with fresh_database("walk") as url:
-        walker = Walk(env_for(tmp_path, DATABASE_URL=url, DJANGO_SECRET_KEY="k"))
+        walker = Walk(env_for(tmp_path, DATABASE_URL=url, DJANGO_SECRET_KEY="walk-test-key-" * 4))
         runs = walk("postgres-unmigrated", [(cmd, lambda cmd=cmd: walker.run(cmd, brief_args(cmd)))
                                             for cmd in project_commands()])
     traceback_free(runs)
