@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 
-.PHONY: install demo test unit integration chaos testweb migrate lint clean
+.PHONY: install pywb demo test unit integration chaos testweb migrate lint clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-flower.txt
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +13,16 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-flower.tx
 
 install: $(VENV)/.installed
 
+# pywb, the replay tool the archive tests replay an export in, in a venv of its own: it pins a redis client
+# older than Celery's (requirements-pywb.txt). tests/test_archive_replay.py makes it too when it is missing.
+PYWB_VENV ?= .venv-pywb
+$(PYWB_VENV)/.installed: requirements-pywb.txt
+	$(PYTHON) -m venv $(PYWB_VENV)
+	$(PYWB_VENV)/bin/pip install -q -r requirements-pywb.txt
+	touch $@
+
+pywb: $(PYWB_VENV)/.installed
+
 # Embedded default: SQLite + in-process broker and worker. Starts the local test web, crawls it,
 # prints the summary, then serves the admin with a password printed once.
 demo: install
@@ -20,10 +30,10 @@ demo: install
 
 # Every test but the chaos crawl: unit, the embedded end-to-end crawl, and the cluster crawl against
 # PostgreSQL and Redis (127.0.0.1:5432 and a redis-server it starts itself; see README "Tests").
-test: install
+test: install pywb
 	$(PY) -m pytest -m "not chaos"
 
-unit: install
+unit: install pywb
 	$(PY) -m pytest -m "not integration"
 
 integration: install
@@ -46,7 +56,7 @@ migrate: install
 	$(PY) manage.py migrate
 
 clean:
-	rm -rf $(VENV) var staticfiles .pytest_cache
+	rm -rf $(VENV) $(PYWB_VENV) var staticfiles .pytest_cache
 
 lint: install
 	$(VENV)/bin/ruff check .

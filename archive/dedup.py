@@ -28,19 +28,25 @@ class PayloadIndex:
         self.latest: datetime | None = None  # the newest record of the earlier index
 
     @classmethod
-    def from_cdxj(cls, path: Path) -> PayloadIndex:
-        """The response records of a CDXJ index (ours, or pywb's of the same WARC files)."""
+    def from_cdxj(cls, *paths: Path) -> PayloadIndex:
+        """The response records of CDXJ indexes: ours, or a pywb collection's (`indexes/index.cdxj`, which
+        names no record type: a revisit there is mime `warc/revisit`)."""
         index = cls()
+        for path in paths:
+            index.read(path)
+        return index
+
+    def read(self, path: Path) -> None:
         try:
             for _key, stamp, fields in read_index(path):
                 at = _stamp(stamp)
-                index.latest = at if index.latest is None or at > index.latest else index.latest
-                digest = fields.get("digest")
-                if fields.get("type", "response") == "response" and digest and fields.get("url"):
-                    index._seen.setdefault(_normal(digest), (fields["url"], at))
+                self.latest = at if self.latest is None or at > self.latest else self.latest
+                digest, url = fields.get("digest"), fields.get("url")
+                response = fields.get("type", "response") == "response" and fields.get("mime") != "warc/revisit"
+                if response and digest and url:
+                    self._seen.setdefault(_normal(digest), (url, at))
         except (ValueError, KeyError, UnicodeDecodeError) as exc:
             raise NotAnIndex(f"{path}: not a CDXJ index ({type(exc).__name__}: {exc})") from exc
-        return index
 
     def __len__(self) -> int:
         return len(self._seen)

@@ -231,8 +231,22 @@ def test_command_refuses_a_bad_earlier_index_in_one_line(tmp_path):
     (tmp_path / "empty.cdxj").write_text("")
     with pytest.raises(CommandError, match="empty index"):
         call_command("export_warc", str(tmp_path / "x.warc.gz"), "--since-export", str(tmp_path / "empty.cdxj"))
-    with pytest.raises(CommandError, match="one of the two"):
+    with pytest.raises(CommandError, match="give --since or --since-export"):
         call_command(
             "export_warc", str(tmp_path / "x.warc.gz"), "--since-export", str(tmp_path / "empty.cdxj"),
-            "--dedup-cdxj", str(tmp_path / "empty.cdxj"),
+            "--since", "2026-01-01",
         )  # fmt: skip
+
+
+def test_a_pywb_collection_index_serves_as_an_earlier_export(tmp_path):
+    """pywb's own index names no record type and writes digests without their label."""
+    digest = base64.b32encode(hashlib.sha1(NOT_FOUND).digest()).decode()
+    (tmp_path / "index.cdxj").write_text(
+        f'a,example)/m 20261101000000 {{"url": "http://a.example/m", "mime": "text/html", "status": "404", '
+        f'"digest": "{digest}", "length": "1", "offset": "0", "filename": "x.warc.gz"}}\n'
+        f'a,example)/n 20261102000000 {{"url": "http://a.example/n", "mime": "warc/revisit", '
+        f'"digest": "{digest}", "length": "1", "offset": "9", "filename": "x.warc.gz"}}\n'
+    )
+    index = PayloadIndex.from_cdxj(tmp_path / "index.cdxj")
+    assert len(index) == 1 and index.earlier(b32(NOT_FOUND))[0] == "http://a.example/m"
+    assert index.latest.isoformat() == "2026-11-02T00:00:00+00:00"

@@ -2,7 +2,8 @@
 in ONE statement — the checks' outcomes, the guarded moves to Visited with their events, the pages — and
 keeps every guarantee of the step-by-step path: a URL another owner took is not moved and gets no event or
 page (its check is still recorded), a resource gets no page, a value the database refuses falls back to one
-by one so only that page is classified; a resource's answer is kept for the archive. Through `manage.py shell` against a fresh database."""
+by one so only that page is classified; a resource's answer is kept for the archive. Through
+`manage.py shell` against a fresh database."""
 
 from __future__ import annotations
 

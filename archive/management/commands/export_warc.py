@@ -49,11 +49,12 @@ def parse_since(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def read_earlier_index(path: Path) -> PayloadIndex:
-    if not path.is_file():
-        raise CommandError(f"{path}: no such file (the .cdxj index written beside an earlier export)")
+def read_earlier_index(*paths: Path) -> PayloadIndex:
+    for path in paths:
+        if not path.is_file():
+            raise CommandError(f"{path}: no such file (the .cdxj index written beside an earlier export)")
     try:
-        return PayloadIndex.from_cdxj(path)
+        return PayloadIndex.from_cdxj(*paths)
     except NotAnIndex as exc:
         raise CommandError(str(exc)) from exc
 
@@ -69,8 +70,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dedup-cdxj",
             type=str,
+            action="append",
+            default=[],
             metavar="FILE.cdxj",
-            help="an earlier export's index: payloads it holds are written as revisit records",
+            help="an earlier export's index (or a pywb collection's): payloads it holds are written as revisit "
+            "records; may be given more than once",
         )
         parser.add_argument(
             "--since-export",
@@ -89,17 +93,16 @@ class Command(BaseCommand):
             raise CommandError(f"{out.parent}: no such directory")
         since = parse_since(options["since"]) if options["since"] else None
         dedup = None
-        earlier = options["since_export"] or options["dedup_cdxj"]
-        if options["since_export"] and options["dedup_cdxj"]:
-            raise CommandError("--since-export FILE already deduplicates against FILE: give one of the two")
-        if earlier:
-            dedup = read_earlier_index(Path(earlier))
         if options["since_export"]:
             if since is not None:
                 raise CommandError("--since-export FILE takes its date from FILE: give --since or --since-export")
-            if dedup is None or dedup.latest is None:
-                raise CommandError(f"{earlier}: an empty index has no date to start from; use --since")
-            since = dedup.latest
+            previous = read_earlier_index(Path(options["since_export"]))
+            if previous.latest is None:
+                raise CommandError(f"{options['since_export']}: an empty index has no date to start from; use --since")
+            since = previous.latest
+        earlier = [options["since_export"]] * bool(options["since_export"]) + options["dedup_cdxj"]
+        if earlier:
+            dedup = read_earlier_index(*(Path(p) for p in earlier))
         scope = ExportScope(site=options["site"] or None, group=options["group"] or None, since=since)
         max_size = parse_size(options["max_size"]) if options["max_size"] else None
         with tqdm(unit="page", disable=options["no_progress"], dynamic_ncols=True) as bar:
