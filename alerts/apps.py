@@ -40,6 +40,10 @@ class AlertsConfig(AppConfig):
         # it calls (monitoring.hooks), so the outbox rows are written in the StatusChange's transaction.
         from monitoring import hooks
 
+        from .destinations import apprise_logs_redact
+
+        apprise_logs_redact()
+
         hooks.on_status_changes(_changes_written)
         hooks.on_certificates_seen(_certificates_seen)
         hooks.on_domains_seen(_domains_seen)

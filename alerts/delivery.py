@@ -22,7 +22,7 @@ from django.core.mail import EmailMessage, get_connection
 
 from crawler.child import run_children
 
-from .destinations import Destination, text_redact
+from .destinations import Destination, allowed_networks, destination_refusal, private_guard, text_redact
 from .logic import Message
 
 log = logging.getLogger(__name__)
@@ -92,6 +92,20 @@ def deliver(dest: Destination, message: Message) -> Outcome:
     return _email_send(dest, message) if dest.kind == "email" else _apprise_send(dest, message)
 
 
+def _deliver_guarded(dest: Destination, message: Message) -> Outcome:
+    """In the delivering child: an Apprise destination's host checked against ALERTS_ALLOW_PRIVATE first
+    (its address may have changed since the channel was saved), and every connection the delivery makes
+    held to allowed addresses. E-mail goes to EMAIL_HOST, the operator's own relay."""
+    if dest.kind == "email":
+        return deliver(dest, message)
+    allowed = allowed_networks(settings.ALERTS_ALLOW_PRIVATE)
+    refused = destination_refusal(dest, allowed)
+    if refused:
+        return Outcome(False, refused)
+    with private_guard(allowed):
+        return deliver(dest, message)
+
+
 def _timeout_text(seconds: float) -> str:
     return f"no complete answer within {seconds:g}s (ALERTS_SEND_TIMEOUT): delivery stopped"
 
@@ -103,7 +117,7 @@ def deliver_all(items: list[tuple[Destination, Message]], *, deadline_s: float |
     if not items:
         return []
     deadline = settings.ALERTS_SEND_TIMEOUT if deadline_s is None else deadline_s
-    calls = [lambda d=d, m=m: deliver(d, m) for d, m in items]
+    calls = [lambda d=d, m=m: _deliver_guarded(d, m) for d, m in items]
     out = []
     for (dest, _), result in zip(items, run_children(calls, deadline_s=deadline), strict=True):
         if result.ok:

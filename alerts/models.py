@@ -11,7 +11,14 @@ from django.db.models import Q
 
 from crawlcore.models import Server
 
-from .destinations import Destination, DestinationError, destination_parse
+from .destinations import (
+    Destination,
+    DestinationError,
+    allowed_networks,
+    destination_parse,
+    destination_refusal,
+    lookup_within,
+)
 from .logic import KindsError, kinds_parse
 from .maintenance import MAX_DURATION, ScheduleError, cron_of
 
@@ -40,6 +47,11 @@ class Channel(models.Model):
             raise ValidationError({"url": str(exc)}) from None
         if dest.kind == "email" and not settings.EMAIL_HOST:
             raise ValidationError({"url": "plain e-mail is sent through EMAIL_HOST, which is not set"})
+        refused = destination_refusal(
+            dest, allowed_networks(settings.ALERTS_ALLOW_PRIVATE), lookup=lookup_within(settings.CRAWL_DNS_TIMEOUT)
+        )
+        if refused:
+            raise ValidationError({"url": refused})
         self.url = dest.url
 
     def save(self, *args, **kwargs) -> None:

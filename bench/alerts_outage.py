@@ -112,6 +112,7 @@ def main() -> int:
     os.environ.update(
         CRAWLADMIN_DATA_DIR=data,
         ALERTS_GROUP_WINDOW=str(args.window),
+        ALERTS_ALLOW_PRIVATE="127.0.0.0/8",  # the receivers listen on loopback
         MONITOR_FAIL_AFTER="2",
         CRAWL_CONNECT_TIMEOUT="2",
         CRAWL_HEADER_TIMEOUT="2",

@@ -220,6 +220,9 @@ def _load() -> dict:
         "ALERTS_LEASE_SECONDS": env.number("ALERTS_LEASE_SECONDS", 120.0, minimum=1.0),
         "ALERTS_SEND_TIMEOUT": env.number("ALERTS_SEND_TIMEOUT", 10.0, minimum=0.1, maximum=300.0),
         "ALERTS_SEND_PARALLEL": env.integer("ALERTS_SEND_PARALLEL", 8, minimum=1, maximum=64),
+        # Networks an Apprise destination's host may be in although private (loopback, RFC 1918, link-local
+        # ...): refused at save and at every delivery otherwise. E-mail through EMAIL_HOST is not concerned.
+        "ALERTS_ALLOW_PRIVATE": env.cidrs("ALERTS_ALLOW_PRIVATE"),
         "ALERTS_REMINDER_HOURS": env.number("ALERTS_REMINDER_HOURS", 0.0, minimum=0.0),
         # Days left at which a certificate's coming expiry is told, once each.
         "ALERTS_CERT_DAYS": _days_list(env.str("ALERTS_CERT_DAYS", "21,7,1")),

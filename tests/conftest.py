@@ -36,6 +36,18 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = (str(path), (line or 0) + 1, f"Skipped: {call.excinfo.value}")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _alerts_may_reach_loopback():
+    """The alert receivers of the tests listen on loopback, which the private-address guard refuses by
+    default: allowed here as the crawl tests allow it (CRAWL_ALLOW_PRIVATE), for this process and the
+    manage.py processes it starts. A test of the guard sets ALERTS_ALLOW_PRIVATE itself."""
+    from django.conf import settings
+
+    os.environ.setdefault("ALERTS_ALLOW_PRIVATE", "127.0.0.0/8")
+    settings.ALERTS_ALLOW_PRIVATE = ("127.0.0.0/8",)
+    yield
+
+
 def skip_or_fail(reason: str):
     """Skip when a real service is missing, except in CI, where that is a failure."""
     if REQUIRE_INTEGRATION:

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # so the silent server costs a second, loopback allowed explicitly.
 FAST_ENV = {
     "CRAWL_ALLOW_PRIVATE": "127.0.0.0/8",
+    "ALERTS_ALLOW_PRIVATE": "127.0.0.0/8",
     "CRAWL_DEFAULT_DELAY": "0",
     "CRAWL_CONNECT_TIMEOUT": "2",
     "CRAWL_HEADER_TIMEOUT": "1",
