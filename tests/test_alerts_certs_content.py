@@ -95,9 +95,9 @@ def certs(tmp_path_factory):
 
 @override_settings(**FAST, ALERTS_CERT_DAYS=(21, 7, 1))
 def test_certificate_expiry_and_invalid_certificates_are_told(db, certs, monkeypatch):
-    import crawler.multicheck
+    import crawler.http
 
-    monkeypatch.setattr(crawler.multicheck, "_CA", str(certs["ca"]))  # trust the test CA, as certifi's are
+    monkeypatch.setattr(crawler.http, "_CA", str(certs["ca"]))  # trust the test CA, as certifi's are
     with (
         tls_server(certs["soon"], certs["key"]) as soon,
         tls_server(certs["expired"], certs["key"]) as expired,
