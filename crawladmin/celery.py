@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 
 from celery import Celery, Task
 from celery.signals import celeryd_after_setup, task_postrun, task_prerun
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
+
+from crawlcore.beat import beat_job_of_task
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crawladmin.settings")
 
@@ -69,7 +72,23 @@ class CrawlTask(Task):
                     n,
                 )
                 return None
-        return super().__call__(*args, **kwargs)
+        if request.called_directly or beat_job_of_task(self.name) is None:
+            return super().__call__(*args, **kwargs)
+        return self._timed(args, kwargs)
+
+    def _timed(self, args, kwargs):
+        """A beat job's run, timed and recorded (crawlcore.services.beat_runs), raised or not."""
+        from django.utils import timezone
+
+        from crawlcore.services.beat_runs import beat_run_record
+
+        started_at, t0, ok = timezone.now(), time.monotonic(), False
+        try:
+            result = super().__call__(*args, **kwargs)
+            ok = True
+            return result
+        finally:
+            beat_run_record(task=self.name, started_at=started_at, seconds=time.monotonic() - t0, ok=ok)
 
 
 class _RedisQoS(kombu_redis.QoS):

@@ -81,6 +81,11 @@ _BY_NAME = {job.name: job for job in BEAT_JOBS}
 _BY_TASK = {job.task: job for job in BEAT_JOBS}
 
 
+def beat_job_of_task(task: str) -> BeatJob | None:
+    """The beat job that sends Celery task `task`, or None for a task beat does not send."""
+    return _BY_TASK.get(task)
+
+
 def beat_job(task: str) -> BeatJob:
     """The beat job that runs this Celery task (each task has one)."""
     return _BY_TASK[task]

@@ -81,6 +81,22 @@ def metrics_text() -> str:
         "Alert notifications per channel by outcome: sent, failed (attempts spent), pending, sending.",
         [({"channel": c, "status": s}, n) for (c, s), n in sorted(notification_counts().items())],
     )
+    runs = selectors.beat_runs()
+    out.gauge(
+        "crawladmin_beat_job_last_seconds",
+        "How long each beat job's last run took; compare crawladmin_beat_job_period_seconds.",
+        [({"job": r.name}, r.last_seconds) for r in runs],
+    )
+    out.gauge(
+        "crawladmin_beat_job_period_seconds",
+        "How often beat sends each job.",
+        [({"job": r.name}, r.period_seconds) for r in runs],
+    )
+    out.gauge(
+        "crawladmin_beat_job_over_period_runs",
+        "Runs of each beat job that took longer than its period.",
+        [({"job": r.name}, r.over_period) for r in runs],
+    )
     queues = broker.queue_lengths()
     out.gauge(
         "crawladmin_broker_up",

@@ -26,7 +26,7 @@ from django.utils import timezone
 from django.utils.timesince import timesince
 
 from crawlcore.db import estimates, features, raw
-from crawlcore.models import Page, Server, StatusCheck
+from crawlcore.models import BeatJobRun, Page, Server, StatusCheck
 from crawlcore.selectors import check_category_counts, check_time_floor
 from crawlcore.services.schedule import schedule_table
 from crawlcore.templatetags.times import when_text
@@ -780,3 +780,9 @@ def dead_links_figures() -> rollups.Figures:
 
 def top_page_titles(url_ids: Sequence[int]) -> dict[int, str]:
     return dict(Page.objects.filter(url_id__in=list(url_ids)).values_list("url_id", "title"))
+
+
+def beat_runs() -> list[BeatJobRun]:
+    """Every beat job's last and slowest run (crawlcore.services.beat_runs), the late ones first."""
+    rows = list(BeatJobRun.objects.all())
+    return sorted(rows, key=lambda r: (not r.late, r.name))

@@ -286,6 +286,7 @@ def crawl(request: HttpRequest) -> HttpResponse:
             "workers": broker.workers_online(),
             "top": top,
             "rank_run": latest_run(),
+            "beat_runs": selectors.beat_runs(),
         },
     )
 
