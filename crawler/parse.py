@@ -52,7 +52,10 @@ MAX_ANCHORS = 5000  # ids and names kept per page, for "missing anchor" checks
 
 # The bounds of one page's parse, and the names `Extracted.limits` gives them.
 MAX_LINKS = 5000  # links followed a page (extract's default max_links)
-MAX_LINKS_RECORDED = 50_000  # links past max_links kept, to be recorded as not followed; past these, counted only
+# Links past max_links kept, to be recorded as not followed (each a URL row and a link row: writing them is
+# most of what such a page costs the extract agent, and the database's write lock is held meanwhile); past
+# these, counted only (Extracted.rejected).
+MAX_LINKS_RECORDED = 5000
 PARSE_MAX_BYTES = 4 * 1024 * 1024  # of the body as decoded to UTF-8; the rest is not parsed
 MAX_TAG_ATTRIBUTES = 1000  # attributes of one tag; the rest of the tag is dropped before parsing
 LIMIT_BYTES = "bytes"

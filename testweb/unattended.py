@@ -6,7 +6,8 @@ Servers (each on its own loopback IP and an ephemeral port):
           page links to /busy first, then to the rest
   heavy   /attributes: one tag of ATTRIBUTES attributes (~1.5 MB), with a link before and after it;
           /links: LINKS links (to /private/…, which robots.txt disallows: recorded, never requested);
-          /after-1, /after-2: plain pages linked from the home page after those two
+          /after-1, /after-2: plain pages linked from the home page after those two; and, with
+          `hanging=N`, links to N names under HANG_SUFFIX, whose lookups never answer (testweb/fakedns)
   slow    /trickle: the status line and headers, then a byte a second for up to TRICKLE_FOR seconds
           (a request that no crawl deadline shorter than that ends by itself)
 
@@ -26,6 +27,7 @@ ATTRIBUTES = 100_000
 LINKS = 50_000
 TRICKLE_FOR = 240.0
 DISALLOWED = "/private/"
+HANG_SUFFIX = ".hang.example"
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif name == "retry" and path.startswith("/p") and path[2:].isdigit() and int(path[2:]) < PAGES:
             self._send(200, _page(path))
         elif name == "heavy" and path == "/":
-            self._send(200, _page("heavy", ["/attributes", "/links", "/after-1", "/after-2"]))
+            hanging = [f"http://h{i}{HANG_SUFFIX}/" for i in range(web.hanging)]
+            self._send(200, _page("heavy", ["/attributes", "/links", "/after-1", "/after-2", *hanging]))
         elif name == "heavy" and path == "/attributes":
             self._send(200, attributes_page())
         elif name == "heavy" and path == "/links":
@@ -134,8 +137,8 @@ class UnattendedWeb:
     __test__ = False
     names = ("retry", "heavy", "slow")
 
-    def __init__(self, first: int = 150, *, retry_after: int = 3) -> None:
-        self.retry_after = retry_after
+    def __init__(self, first: int = 150, *, retry_after: int = 3, hanging: int = 0) -> None:
+        self.retry_after, self.hanging = retry_after, hanging
         self.ips = {name: f"127.0.0.{first + i}" for i, name in enumerate(self.names)}
         self.hits: list[Hit] = []
         self.stopping = threading.Event()
@@ -176,6 +179,9 @@ class UnattendedWeb:
 
     def url(self, name: str, path: str) -> str:
         return self.origin(name) + path
+
+    def port(self, name: str) -> int:
+        return self._servers[name].server_address[1]
 
     def fetched(self, name: str) -> dict[str, list[int]]:
         """Path -> the statuses it was answered with, GETs only."""
