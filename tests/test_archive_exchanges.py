@@ -198,7 +198,7 @@ def test_an_export_against_an_earlier_ones_index_writes_revisits_for_what_it_hol
             kinds.setdefault(r.rec_headers.get_header("WARC-Target-URI"), []).append(r.rec_type)
     assert kinds["http://a.example/q"] == ["revisit"] and kinds["http://a.example/p"] == ["revisit"]
     assert kinds["http://a.example/m"] == ["revisit", "revisit"]
-    assert "revisits of an earlier export" in out.getvalue()
+    assert "4 revisits of a payload archived before" in out.getvalue()
 
 
 def test_since_export_takes_only_what_came_after_the_previous_export(tmp_path):

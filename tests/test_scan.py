@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from crawlcore.models import Page, Server, StatusCheck, Url, UrlEvent
+from crawlcore.models import Exchange, Page, Server, StatusCheck, Url, UrlEvent
 from crawlcore.selectors import crawl_progress
 from crawlcore.services.load import load_server_batch
 from crawlcore.services.scan import ScanOutcome, scan_server_batch
@@ -337,3 +337,18 @@ def test_a_body_cut_short_during_a_rescan_is_no_response(sent, web):
     assert url.state == "noresponse1"
     assert url.failure_kind in {"reset", "bad_response"}
     assert not Page.objects.filter(url=url, size=len(b"<html>half")).exists()
+
+
+def test_a_recheck_answered_with_an_error_is_kept_for_the_archive(sent, web, settings):
+    settings.CRAWL_NR1_BACKOFF = 0
+    url = _loaded(web, "/p.html", Resource(etag='"v1"'))
+    web.pages["/p.html"] = Resource(status=503, body=b"<p>down for maintenance</p>")
+    _scan(sent, ACTIVE)
+    url.refresh_from_db()
+    assert url.state == "noresponse1"
+    (kept,) = Exchange.objects.filter(url=url)  # HEAD, then what the server answered it with
+    assert kept.status == 503 and kept.method in ("HEAD", "GET") and kept.response_head.startswith("HTTP/1")
+    assert kept.request_head.startswith(f"{kept.method} /p.html ")
+    web.pages["/p.html"] = Resource(status=404, body=b"<p>no more</p>")
+    _scan(sent, INACTIVE)
+    assert sorted(Exchange.objects.filter(url=url).values_list("status", flat=True)) == [404, 503]

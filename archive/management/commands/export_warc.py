@@ -117,6 +117,6 @@ class Command(BaseCommand):
         names = ", ".join(str(p) for p in summary.files)
         self.stdout.write(
             f"{summary.pages} pages, {summary.exchanges} other answers, {summary.records} records "
-            f"({summary.deduplicated} revisits of an earlier export), {summary.bytes} bytes in {names}; "
+            f"({summary.deduplicated} revisits of a payload archived before), {summary.bytes} bytes in {names}; "
             f"index {summary.index}"
         )
