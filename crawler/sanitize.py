@@ -44,6 +44,7 @@ _SURROGATES = re.compile(r"[\ud800-\udfff]")
 # Every C0 control, DEL and every C1 control: ESC (\x1b) and CSI (\x9b) start the sequences a terminal acts
 # on (colours, cursor moves, window titles), BEL rings.
 _CONTROLS_ALL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROLS_SHOWN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _DIGITS = re.compile(r"\s*([0-9]{1,30})\s*")
 
 
@@ -74,9 +75,10 @@ def clean_label(value: str) -> str:
 
 
 def terminal_safe(value: str) -> str:
-    """Text for a terminal (or a file a terminal may show): each control character shown as U+FFFD, so
-    none written before its stored values were cleaned can move the cursor or rewrite the screen."""
-    return _CONTROLS_ALL.sub("\ufffd", value)
+    """Text for a terminal (or a file a terminal may show): each control character but tab and line ends
+    shown as U+FFFD, so none written before its stored values were cleaned can move the cursor or rewrite
+    the screen."""
+    return _CONTROLS_SHOWN.sub("\ufffd", value)
 
 
 def clean_headers(items: Iterable[tuple[str, str]]) -> dict[str, str]:
