@@ -197,8 +197,8 @@ def _to_page_ids(url_ids: np.ndarray, url_page: np.ndarray, link_from: np.ndarra
     pages = int(url_page.max()) + 1
     if len(url_page) == pages:  # one URL per page, nothing merged: the pairs are distinct already
         return src.astype(np.int32), dst.astype(np.int32), int(len(known) - known.sum()), 0
-    # A link between two copies of one page names the page itself: not a vote (the Link table never holds
-    # a self-link, so every self-pair here comes from the merge). Pairs found on both copies count once.
+    # A link between two copies of one page names the page itself: not a vote (the Link table holds a
+    # self-link only for a missing #fragment, for the link reports). Pairs found on both copies count once.
     apart = src != dst
     msrc, mdst = dedupe_edges(src[apart], dst[apart], pages)
     return msrc, mdst, int(len(known) - known.sum()), int(len(src) - len(msrc))

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db.models import Count, Q
 
 from crawlcore.models import Link, Page, Url
+from crawlcore.server_filter import servers_named
 from crawler.brokenlinks import MISSING_ANCHOR, Hop, Verdict, chain_text, missing_fragments, verdict_of, within_site
 from crawler.lifecycle import State
 from crawler.urlnorm import url_hash
@@ -33,11 +34,18 @@ class Broken:
     element: str
     status: int | None
     failure_kind: str
-    redirect_chain: str
-    last_checked_at: datetime | None
+    redirect_chain: str  # the chain a redirect took; for a missing anchor, the link's URL with each fragment
+    last_checked_at: datetime | None  # when the crawl last looked at the link: its page or its target
 
 
-_LINK = ("from_url_id", "to_url_id", "from_url__server_id", "anchor_text", "element")
+_LINK = ("from_url_id", "to_url_id", "from_url__server_id", "anchor_text", "element", "from_url__last_checked_at")
+
+
+def _looked(page_checked: datetime | None, target_checked: datetime | None) -> datetime | None:
+    """When the crawl last saw the link: the later of its page's fetch and its target's check (the link is
+    known broken from the moment both were seen), so a break is never first seen after its last check."""
+    known = [t for t in (page_checked, target_checked) if t is not None]
+    return max(known) if known else None
 
 
 def _real_links():
@@ -62,8 +70,8 @@ def _to_failing() -> Iterator[Broken]:
         .values_list(*_LINK, "to_url__last_status", "to_url__failure_kind", "to_url__last_checked_at")
         .order_by()
     )
-    for f, t, site, text, element, status, kind, checked in rows.iterator(chunk_size=CHUNK):
-        yield Broken(f, t, site, text, element, status, kind or "no response", "", checked)
+    for f, t, site, text, element, page_checked, status, kind, checked in rows.iterator(chunk_size=CHUNK):
+        yield Broken(f, t, site, text, element, status, kind or "no response", "", _looked(page_checked, checked))
 
 
 def redirect_verdicts() -> dict[int, tuple[Verdict, datetime | None]]:
@@ -109,11 +117,12 @@ def _through_redirects() -> Iterator[Broken]:
     ids = sorted(verdicts)
     for i in range(0, len(ids), _IN_CHUNK):
         rows = _real_links().filter(to_url_id__in=ids[i : i + _IN_CHUNK]).values_list(*_LINK).order_by()
-        for f, t, site, text, element in rows.iterator(chunk_size=CHUNK):
+        for f, t, site, text, element, page_checked in rows.iterator(chunk_size=CHUNK):
             verdict, checked = verdicts[t]
             yield Broken(
-                f, t, site, text, element, verdict.status, verdict.failure_kind, chain_text(verdict.chain), checked
-            )
+                f, t, site, text, element, verdict.status, verdict.failure_kind, chain_text(verdict.chain),
+                _looked(page_checked, checked),
+            )  # fmt: skip
 
 
 def _missing_fragments() -> Iterator[Broken]:
@@ -135,14 +144,15 @@ def _missing_fragments() -> Iterator[Broken]:
         )
         .order_by()
     )
-    for f, t, site, _text, element, fragments, to_site, anchors, status, checked, url in rows.iterator(
+    for f, t, site, _text, element, page_checked, fragments, to_site, anchors, status, checked, url in rows.iterator(
         chunk_size=CHUNK
     ):
         missing = missing_fragments(fragments, anchors) if within_site(site == to_site, mode) else []
         if missing:
             # One row per link: the first missing fragment's own anchor text; the chain column names them all.
             where = ", ".join(f"{url}#{fragment}" for fragment, _ in missing)
-            yield Broken(f, t, site, missing[0][1], element, status, MISSING_ANCHOR, where, checked)
+            looked = _looked(page_checked, checked)
+            yield Broken(f, t, site, missing[0][1], element, status, MISSING_ANCHOR, where, looked)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -162,7 +172,7 @@ def link_breaks_open(
     server_id: int | None = None,
     groups: frozenset[str] | None = None,
 ):
-    """The open breaks (not fixed), filtered: `site` a host (or host:port), `group` a server group, `since` first
+    """The open breaks (not fixed), filtered: `site` a host, host:port or origin, `group` a server group, `since` first
     seen broken at or after, `groups` the server groups a reader may see (None: all); ordered by site, source
     page, target."""
     qs = LinkBreak.objects.filter(fixed_at__isnull=True)
@@ -171,8 +181,7 @@ def link_breaks_open(
     if server_id is not None:
         qs = qs.filter(site_id=server_id)
     if site:
-        host, _, port = site.lower().rpartition(":") if site.count(":") == 1 else (site.lower(), "", "")
-        qs = qs.filter(site__host=host, site__port=int(port)) if port.isdigit() else qs.filter(site__host=site.lower())
+        qs = qs.filter(site__in=servers_named(site))
     if group:
         qs = qs.filter(site__group=group)
     if since is not None:
@@ -205,6 +214,10 @@ def dead_links_export_rows(**filters) -> Iterator[dict]:
         checked,
     ) in rows.iterator(chunk_size=CHUNK):
         default = {"http": 80, "https": 443}.get(scheme)
+        if kind == MISSING_ANCHOR:
+            # The record keeps the link's URL with each fragment that names nothing where a redirect chain
+            # would be; the export puts it where it belongs: the target is the URL with its fragment.
+            target, chain = chain.split(", ")[0] or target, ""
         yield {
             "site": f"{scheme}://{host}" + ("" if port == default else f":{port}"),
             "owner": f"{owner} <{email}>" if owner and email else owner or email,

@@ -70,13 +70,19 @@ def link_breaks_refresh(*, now: datetime | None = None) -> RefreshOutcome:
     return outcome
 
 
+def _first_seen(b: Broken, now: datetime) -> datetime:
+    """When a break was first seen: when the crawl saw the link (its page or target) as it is now, at the
+    latest now. Never after the row's last check."""
+    return min(now, b.last_checked_at) if b.last_checked_at is not None else now
+
+
 def _open_new(breaks: list[Broken], now: datetime) -> None:
     """Insert the new breaks; a link fixed earlier and broken again has a row already: it starts over."""
     rows = [
         LinkBreak(
             site_id=b.site_id, from_url_id=b.from_url_id, to_url_id=b.to_url_id, anchor_text=b.anchor_text[:200],
             element=b.element, status=b.status, failure_kind=b.failure_kind[:40], redirect_chain=b.redirect_chain,
-            first_broken_at=now, last_checked_at=b.last_checked_at,
+            first_broken_at=_first_seen(b, now), last_checked_at=b.last_checked_at,
         )
         for b in breaks
     ]  # fmt: skip
@@ -89,7 +95,8 @@ def _open_new(breaks: list[Broken], now: datetime) -> None:
         for pk, f, t in fixed.values_list("id", "from_url_id", "to_url_id"):
             b = wanted.get((f, t))
             if b is not None:
-                again.append((pk, None, now, b.status, b.failure_kind[:40], b.redirect_chain, b.last_checked_at))
+                first = _first_seen(b, now)
+                again.append((pk, None, first, b.status, b.failure_kind[:40], b.redirect_chain, b.last_checked_at))
     update_by_id(
         LinkBreak._meta.db_table,
         (

@@ -82,7 +82,7 @@ class LinkWeb:
             BrokenLink(f"{o}/", "Old news", f"{o}/gone", "410"),
             BrokenLink(f"{o}/", "Moved page", f"{o}/moved", "redirect to 404"),
             BrokenLink(f"{o}/", "Partner site", f"{o}/away", "redirect to a dead server"),
-            BrokenLink(f"{o}/", "Board members", f"{o}/about", "missing anchor"),
+            BrokenLink(f"{o}/", "Board members", f"{o}/about#nowhere", "missing anchor"),
             BrokenLink(f"{o}/", "Login", f"{o}/private", "404 (nofollow, followed by default)"),
             BrokenLink(f"{o}/", '=HYPERLINK("http://evil.example","click")', f"{o}/formula", "404"),
             BrokenLink(f"{o}/", "Dead partner", dead, "dead server"),

@@ -46,6 +46,8 @@ def channel_add(*, name: str, url: str, group: str = "", server_host: str = "", 
     except ValueError as exc:
         raise ChannelError(str(exc)) from None
     server = None
+    if group and not Server.objects.filter(group=group.strip()).exists():
+        raise ChannelError(f"no server is in group {group.strip()!r}")
     if server_host:
         matches = list(Server.objects.filter(host=server_host.strip().lower()))
         if not matches:

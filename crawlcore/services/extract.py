@@ -18,6 +18,7 @@ from crawlcore.db.bulk import insert_ignore, update_by_id
 from crawlcore.db.chain import Const, Input, Insert, Sql, Update, chain
 from crawlcore.models import Link, Page, Url, page_body
 from crawler import notfollowed
+from crawler.brokenlinks import fragment_missing
 from crawler.lifecycle import State
 from crawler.parse import Extracted, Found, extract
 from crawler.sanitize import clean_label
@@ -164,7 +165,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
             for page, ex in parsed
             if ex is not None
             for link, _over in reversed(_links_of(ex))  # reversed: the first occurrence on the page is the one kept
-            if link.url in ids and ids[link.url] != page.url_id
+            if link.url in ids and (ids[link.url] != page.url_id or _names_nothing_here(link, ex))
         }
         link_rows = [(*key, *links[key]) for key in sorted(links)]
         page_rows = [
@@ -284,6 +285,16 @@ def _record_chained(depths: dict[int, int], link_rows: list[tuple], page_rows: l
     }
     out = chain(inputs, writes)
     return {server_id for (server_id,) in out["lifted"]}
+
+
+def _names_nothing_here(link: Found, ex: Extracted) -> bool:
+    """A link from a page to itself is no edge of the crawl's graph and is not stored, except when one of
+    its #fragments names no element of the page: then it is a broken link a reader meets (the link reports
+    read it like any other missing anchor)."""
+    if not link.fragments:
+        return False
+    anchors = "\n".join(ex.anchors)
+    return any(fragment_missing(fragment, anchors) for fragment, _ in link.fragments)
 
 
 def _fragments(link: Found) -> str:

@@ -18,10 +18,16 @@ from tqdm import tqdm
 from archive.dedup import NotAnIndex, PayloadIndex
 from archive.selectors import ExportScope
 from archive.services import warc_export
+from crawlcore.server_filter import filter_problem, servers_named
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 MIN_SIZE = 1024 * 1024  # smaller rolls over every page or two: surely a typo
+
+
+def _host(site: str) -> str:
+    """The host of the server a --site names (the export's scope is by host)."""
+    return servers_named(site).values_list("host", flat=True).first() or site
 
 
 def parse_size(text: str) -> int:
@@ -64,7 +70,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("out", help="OUT.warc.gz; the index is written beside it as OUT.cdxj")
-        parser.add_argument("--site", help="only this server's host")
+        parser.add_argument("--site", help="only this server: host, host:port or origin (http://127.0.0.11:8090)")
         parser.add_argument("--group", help="only servers of this group")
         parser.add_argument("--since", type=str, help="only what was fetched or revisited since this date (UTC)")
         parser.add_argument(
@@ -103,7 +109,11 @@ class Command(BaseCommand):
         earlier = [options["since_export"]] * bool(options["since_export"]) + options["dedup_cdxj"]
         if earlier:
             dedup = read_earlier_index(*(Path(p) for p in earlier))
-        scope = ExportScope(site=options["site"] or None, group=options["group"] or None, since=since)
+        problem = filter_problem(site=options["site"] or "", group=options["group"] or "")
+        if problem:
+            raise CommandError(problem)
+        site = _host(options["site"]) if options["site"] else None
+        scope = ExportScope(site=site, group=options["group"] or None, since=since)
         max_size = parse_size(options["max_size"]) if options["max_size"] else None
         with tqdm(unit="page", disable=options["no_progress"], dynamic_ncols=True) as bar:
             summary = warc_export(

@@ -3,8 +3,12 @@
 Starts the bundled local test web, crawls it, prints the summary, puts the test web's servers under
 monitoring, ranks and analyses the crawled pages, then serves the dashboard and the admin with a freshly
 generated password printed once. While it serves, the test web stays up and an embedded monitor checks
-its servers every DEMO_CHECK_INTERVAL seconds, so the dashboard shows live data: stop a server (its
-silent one never answers) and its tile turns amber, then red.
+its servers every DEMO_CHECK_INTERVAL seconds, so the dashboard shows live data: stop a server with
+`python manage.py testweb down 127.0.0.10` from another terminal (`up` to start it again) and its tile
+turns amber, then red.
+
+One demo per data directory (crawladmin.demo_control): a second one is refused before it touches the
+database, as is an --addr whose port is taken.
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ import io
 import os
 import secrets
 import tempfile
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from crawladmin.demo_control import DemoBusy, demo_lock, down_watcher, port_problem
 from crawladmin.live_monitor import embedded_monitor
 from dashboard.services import status_page_ensure
 from monitoring.services.history import load_profiles_build, rollups_build
@@ -38,6 +44,20 @@ def _test_web() -> TestWebServer:
         return TestWebServer(SiteSpec()).start()  # the port is taken: any free one
 
 
+def allowed_hosts_hint(addr: str) -> str | None:
+    """What to set when the demo serves on an address its requests will not name (0.0.0.0, a LAN
+    address): Django answers a Host header outside DJANGO_ALLOWED_HOSTS with a bare 400."""
+    host = addr.rpartition(":")[0].strip("[]") or "127.0.0.1"
+    allowed = [h.strip("[]") for h in settings.ALLOWED_HOSTS]
+    if "*" in allowed or host in allowed:
+        return None
+    return (
+        f"note: Django answers only requests for {', '.join(settings.ALLOWED_HOSTS)} (DJANGO_ALLOWED_HOSTS); "
+        f"to open the demo by another name or address, start it with DJANGO_ALLOWED_HOSTS=that-name,localhost "
+        "(a comma list), or every other request gets \"Bad Request (400)\""
+    )
+
+
 class Command(BaseCommand):
     help = "Crawl the bundled local test web in the embedded mode, then serve the admin."
 
@@ -49,6 +69,18 @@ class Command(BaseCommand):
     def handle(self, *args, **opts) -> None:
         if not settings.CELERY_EMBEDDED:
             raise CommandError("the demo runs in the embedded mode: unset CELERY_BROKER_URL")
+        # Both checked before the database is touched: a second demo must not reset the first one's
+        # password or add its own servers, and a taken port must not be found only after the crawl.
+        try:
+            with demo_lock(Path(settings.DATA_DIR)):
+                problem = None if opts["no_serve"] else port_problem(opts["addr"])
+                if problem:
+                    raise CommandError(problem)
+                self._demo(opts)
+        except DemoBusy as exc:
+            raise CommandError(str(exc)) from None
+
+    def _demo(self, opts: dict) -> None:
         call_command("migrate", verbosity=0, interactive=False)
         # The test web lives on loopback, which the crawler refuses by default: allow it for this run,
         # and keep the demo brisk (no politeness delay against our own test servers, short timeouts).
@@ -75,13 +107,17 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"serving the dashboard at http://{opts['addr']}/dashboard/ and the admin at "
                 f"http://{opts['addr']}/admin/  (Ctrl-C to stop)\n"
-                f"the test web keeps running and its servers are checked every {DEMO_CHECK_INTERVAL:.0f} s"
+                f"the test web keeps running and its servers are checked every {DEMO_CHECK_INTERVAL:.0f} s; "
+                f"stop one with `python manage.py testweb down {web.web.hosts()[0]}` (`up` starts it again)"
             )
+            hint = allowed_hosts_hint(opts["addr"])
+            if hint:
+                self.stdout.write(hint)
             # The test web and the monitor run as long as the dashboard is served: what it shows is live.
             # runserver's "development server" warning: the demo is one on purpose, on loopback; the
             # README says how to serve a cluster (gunicorn in docker/).
             os.environ.setdefault("DJANGO_RUNSERVER_HIDE_WARNING", "true")
-            with embedded_monitor():
+            with down_watcher(Path(settings.DATA_DIR), web.set_down, web.web.hosts()), embedded_monitor():
                 call_command("runserver", opts["addr"], use_reloader=False)
 
     def _monitor(self, web: TestWebServer) -> None:

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from crawlcore.schema import SchemaOutdated, schema_ensure
+from crawlcore.server_filter import filter_problem
 from reports.export import FORMATS, dead_links_export
 from reports.services import link_breaks_refresh
 
@@ -31,7 +32,9 @@ class Command(BaseCommand):
     help = "Export the crawl's broken links (CSV or JSON), by site, source page and target."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--site", default="", help="Only this site (host, or host:port)")
+        parser.add_argument(
+            "--site", default="", help="Only this site: host, host:port or origin (http://127.0.0.11:8090)"
+        )
         parser.add_argument("--group", default="", help="Only sites of this server group")
         parser.add_argument("--since", default=None, help="Only links first seen broken on or after this date")
         parser.add_argument("--format", choices=FORMATS, default="csv")
@@ -45,6 +48,9 @@ class Command(BaseCommand):
             schema_ensure()
         except SchemaOutdated as exc:
             raise CommandError(str(exc)) from None
+        problem = filter_problem(site=opts["site"], group=opts["group"])
+        if problem:
+            raise CommandError(problem)
         since = _since(opts["since"]) if opts["since"] else None
         if not opts["no_refresh"]:
             link_breaks_refresh()
