@@ -425,6 +425,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_celery_beat",
     "axes",
+    "rest_framework",  # the REST API /api/v1/ (crawladmin.api_v1)
     "crawlcore",
     "monitoring",
     "ranking",
@@ -457,6 +458,22 @@ if OIDC_ENABLED:
 MIDDLEWARE.append("axes.middleware.AxesMiddleware")  # last, as axes asks
 
 ROOT_URLCONF = "crawladmin.urls"
+
+# The REST API /api/v1/ (crawladmin.api_v1): per-user bearer tokens or a session, JSON errors.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "crawladmin.api_auth.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["crawladmin.api_auth.ReadOrOperate"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "crawladmin.api_auth.errors",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
 WSGI_APPLICATION = "crawladmin.wsgi.application"
 
 TEMPLATES = [

@@ -400,3 +400,5 @@ class SitemapAdmin(ReaderScopedAdmin):
     list_select_related = ("server",)
     raw_id_fields = ("server",)
     group_paths = ("server__group",)
+
+from . import admin_jobs  # noqa: E402, F401  (jobs and runs: their own module)

@@ -57,6 +57,8 @@ BEAT_JOBS: tuple[BeatJob, ...] = (
         "crawladmin: drop old archived error bodies", "tasks.housekeeping.drop_exchange_bodies", 1, Queue.HOUSEKEEPING,
         period="days",
     ),
+    # crawl core (crawlcore/migrations 0021): crawl jobs' schedules, windows and ends
+    BeatJob("crawladmin: crawl jobs' schedules and windows", "tasks.housekeeping.jobs_tick", 30, Queue.HOUSEKEEPING),
     # monitoring (monitoring/migrations 0002)
     BeatJob("monitoring: dispatch due server checks", "tasks.monitor.dispatch", 10, Queue.MONITOR),
     BeatJob("monitoring: hourly rollups", "tasks.monitor.rollup", 300, Queue.MONITOR),

@@ -61,6 +61,14 @@ class Server(models.Model):
         help_text="Mean ms per hour of day 0-23 (None: no data); written hourly by the monitor, read by the schedulers",
     )
     load_profile_at = models.DateTimeField(null=True, blank=True)
+    # Politeness floors over the global defaults: an operator's, or the strictest of the jobs that reach the
+    # server (crawlcore.services.jobs). robots.txt's Crawl-delay still wins when it asks for more.
+    min_delay = models.FloatField(
+        null=True, blank=True, help_text="Seconds between requests at least; empty: CRAWL_DEFAULT_DELAY"
+    )
+    max_concurrency = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Requests in flight at most; empty: CRAWL_SERVER_CONCURRENCY"
+    )
     # Who answers for this server: alerts sends its own server's events to owner_email;
     # link reports address the owner by name.
     owner_name = models.CharField(max_length=200, blank=True)
@@ -415,3 +423,78 @@ class BeatJobRun(models.Model):
     @property
     def late(self) -> bool:
         return self.last_seconds > self.period_seconds
+
+
+class Job(models.Model):
+    """A crawl an operator defines: seeds, scope, limits, patterns, politeness, windows and a schedule.
+
+    Several jobs run side by side over the one frontier: a URL reached by two jobs is one Url row, fetched
+    once, with a JobUrl row for each job (its depth from that job's seeds). Only the pages of a job's own
+    URLs lead it on, so its limits hold whatever another job does. A crawl started without a job
+    (`crawl URL…`) is the default crawl: its URLs have no JobUrl row and follow the global settings."""
+
+    IDLE, RUNNING, PAUSED, STOPPED = "idle", "running", "paused", "stopped"
+    STATES = [(s, s.title()) for s in (IDLE, RUNNING, PAUSED, STOPPED)]
+    SCOPES = [("host", "Host"), ("domain", "Domain"), ("any", "Any")]
+
+    name = models.CharField(max_length=100, unique=True)
+    group = models.CharField(max_length=100, blank=True, help_text="Server group: readers limited to it see it")
+    seeds = models.JSONField(default=list, help_text="Seed URLs (depth 0)")
+    scope = models.CharField(max_length=6, choices=SCOPES, default="host")
+    max_depth = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Links from a seed; empty: CRAWL_MAX_DEPTH"
+    )
+    max_pages = models.PositiveIntegerField(null=True, blank=True, help_text="URLs the job takes in; empty: no limit")
+    include = models.JSONField(
+        default=list, blank=True, help_text="Regular expressions on the URL path: follow only these"
+    )
+    exclude = models.JSONField(
+        default=list, blank=True, help_text="Regular expressions on the URL path: never follow"
+    )
+    revisit_after = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Seconds between runs of a schedule-less job"
+    )
+    delay = models.FloatField(null=True, blank=True, help_text="Seconds between requests to a server at least")
+    concurrency = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Requests in flight to a server at most"
+    )
+    windows = models.JSONField(default=list, blank=True, help_text='Time windows "HH:MM-HH:MM" in the time zone')
+    time_zone = models.CharField(max_length=64, default="UTC")
+    schedule = models.CharField(max_length=100, blank=True, help_text='Cron, in the time zone, e.g. "0 2 * * *"')
+    enabled = models.BooleanField(default=True)
+    state = models.CharField(max_length=8, choices=STATES, default=IDLE)
+    admitted = models.PositiveIntegerField(default=0, help_text="URLs taken in (counted against max_pages)")
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class JobRun(models.Model):
+    """One run of a job: when, what it fetched, how it ended."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs")
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    trigger = models.CharField(max_length=12, default="manual", help_text="manual, schedule or crawl")
+    done_at_start = models.PositiveIntegerField(default=0)
+    failed_at_start = models.PositiveIntegerField(default=0)
+    pages = models.PositiveIntegerField(default=0, help_text="URLs fetched in the run")
+    failures = models.PositiveIntegerField(default=0)
+    stop_reason = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["job", "-started_at"], name="jobrun_job_idx")]
+
+
+class JobUrl(models.Model):
+    """A URL that a job reached, and how many links from the job's seeds (a seed: 0)."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+", db_index=False)
+    url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="+")
+    depth = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "url"], name="joburl_unique")]

@@ -16,12 +16,21 @@ PRIVATE = "private address"
 DUPLICATE = "duplicate content"
 SERVER_EXCLUDED = "server excluded"
 TOO_MANY_LINKS = "too many links"  # found past the per-page bound of links followed (crawler.parse)
+# A crawl job's (crawler.jobrules): a pattern of the job, its page limit, or the job not running now.
+JOB_PATTERN = "job pattern"
+JOB_PAGE_LIMIT = "job page limit"
+JOB_PAUSED = "job paused"
+JOB_STOPPED = "job stopped"
+JOB_OUTSIDE_WINDOW = "job outside its window"
+JOB_REASONS = (JOB_PATTERN, JOB_PAGE_LIMIT, JOB_PAUSED, JOB_STOPPED, JOB_OUTSIDE_WINDOW)
 
-REASONS = (ROBOTS, OUT_OF_SCOPE, TOO_DEEP, TOO_LONG, NOFOLLOW, PRIVATE, DUPLICATE, SERVER_EXCLUDED, TOO_MANY_LINKS)
+REASONS = (ROBOTS, OUT_OF_SCOPE, TOO_DEEP, TOO_LONG, NOFOLLOW, PRIVATE, DUPLICATE, SERVER_EXCLUDED, TOO_MANY_LINKS,
+           *JOB_REASONS)  # fmt: skip
 
 # Set aside only for how the URL was first found: found again through a link that is followed, the URL is
-# crawled after all (the other reasons are about the URL itself or its server, however it is reached).
-LIFTABLE = (TOO_DEEP, NOFOLLOW, TOO_MANY_LINKS)
+# crawled after all (the other reasons are about the URL itself or its server, however it is reached). A
+# job's reasons are of that kind: another job, or the default crawl, may follow the same URL.
+LIFTABLE = (TOO_DEEP, NOFOLLOW, TOO_MANY_LINKS, *JOB_REASONS)
 
 
 def category(reason: str) -> str:

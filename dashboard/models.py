@@ -84,3 +84,22 @@ class SignOnIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} -> {self.user_id}"
+
+
+class ApiToken(models.Model):
+    """A user's token for the REST API (`Authorization: Bearer <token>`): it acts as its user, with the
+    user's groups. Only its SHA-256 is kept (a token is 256 random bits, so a plain hash is as good as a
+    slow one and lets a request find its row by one index lookup); the token itself is shown once, when it
+    is made (`manage.py api_token USER`, or the admin)."""
+
+    PREFIX = "ca_"
+
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True, help_text="What it is for")
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    shown = models.CharField(max_length=12, editable=False, help_text="The token's first characters, to tell it apart")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    def __str__(self) -> str:
+        return f"{self.shown}… ({self.user})"

@@ -8,6 +8,7 @@ from celery import shared_task
 from crawlcore.services.check_history import check_partitions_ensure
 from crawlcore.services.dispatch import dispatch_due, reconcile
 from crawlcore.services.exchanges import exchanges_drop_bodies
+from crawlcore.services.jobs import jobs_tick
 
 from .retry import skip_without_database
 
@@ -40,3 +41,9 @@ def check_partitions() -> list[str] | None:
 @shared_task(name="tasks.housekeeping.drop_exchange_bodies")
 def drop_exchange_bodies() -> int | None:
     return skip_without_database("drop archived error bodies", exchanges_drop_bodies)
+
+
+@shared_task(name="tasks.housekeeping.jobs_tick")
+def jobs_tick_task() -> dict | None:
+    """Crawl jobs: scheduled starts, time windows, runs that have nothing left (crawlcore.services.jobs)."""
+    return skip_without_database("crawl jobs", jobs_tick)

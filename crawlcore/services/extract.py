@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ from crawler.parse import Extracted, Found, extract
 from crawler.sanitize import clean_label
 
 from .dispatch import servers_dispatch_with_due_work
+from .jobs import jobs_admit
 from .urls import NewUrl, new_url_from, urls_insert
 
 log = logging.getLogger(__name__)
@@ -122,12 +124,24 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
     parsed = _parse_pages(pages)
 
     rules = FollowRules.from_settings()
+    # The pages of crawl jobs lead only where their jobs' rules allow (crawlcore.services.jobs); the others
+    # follow the global settings. One indexed read when no page of the batch is a job's.
+    admission = jobs_admit(
+        links=[
+            (page.url_id, link.url, 1)
+            for page, ex in parsed
+            if ex is not None
+            for link in ex.links
+            if rules.check_resources or not link.resource
+        ]
+    )
     new: dict[str, NewUrl] = {}
     followed: dict[str, int] = {}  # url -> the smallest depth it is followed at, from this batch
     for page, ex in parsed:
         if ex is None:
             continue
         depth = page.depth + 1
+        of_jobs = admission.applies(page.url_id)
         for link, over in _links_of(ex):
             if link.resource and not rules.check_resources:
                 continue
@@ -135,6 +149,12 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
             candidate = new_url_from(
                 page, link.url, depth=depth, resource=link.resource, offsite_depth=rules.offsite_depth
             )
+            if of_jobs:
+                # The jobs' depth and scope stand in for the global ones; nofollow and length still hold.
+                if reason == notfollowed.TOO_DEEP:
+                    reason = ""
+                candidate = admission.candidate(dataclasses.replace(candidate, exclusion_reason=reason))
+                reason = ""
             if reason and not candidate.exclusion_reason:
                 candidate = NewUrl(
                     link.url, depth, scope=candidate.scope, exclusion_reason=reason, resource=link.resource
@@ -156,6 +176,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
     # message finds it known, and the page stays unextracted until the links are written.
     inserted = urls_insert(urls=list(new.values()))
     ids = inserted.ids
+    admission.record(ids)
     with transaction.atomic():
         # Only the URLs the lookup found set aside for a liftable reason are offered to the lift (usually
         # none): the guarded update probes every id it is given (hundreds a batch).

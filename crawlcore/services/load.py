@@ -32,6 +32,7 @@ from .agent import AgentBatch, AgentOutcome, response_fields
 from .checks import FINISHED, checks_finish_write
 from .dispatch import server_goes_on
 from .exchanges import archivable, exchanges_store, truncated_word
+from .jobs import jobs_admit
 from .queue import enqueue_extract_on_commit
 from .servers import server_merge_if_alias
 from .sitemaps import sitemaps_read
@@ -390,7 +391,12 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         if url.redirect_hops + 1 > settings.CRAWL_MAX_REDIRECTS:
             return target, FailureKind.TOO_MANY_REDIRECTS.value
         new = new_url_from(url, target, depth=url.depth, redirect_hops=url.redirect_hops + 1, resource=url.resource)
+        # A job's URL leads its jobs to the target at the same depth, where their rules allow.
+        admission = jobs_admit(links=[(url.id, target, 0)])
+        if admission.applies(url.id):
+            new = admission.candidate(new)
         ids = urls_insert(urls=[new]).ids
+        admission.record(ids)
         if target in ids and ids[target] != url.id:
             Link.objects.bulk_create([Link(from_url_id=url.id, to_url_id=ids[target])], ignore_conflicts=True)
         return target, failure

@@ -76,9 +76,12 @@ def server_claim(*, server_id: int, owner: str, agent: str = "", now: datetime |
     held (or the server is disabled or excluded). Cluster-wide: the slots are rows, taken by guarded UPDATE.
     `agent` marks what holds it (the dispatcher counts the load agent's, its busy robots)."""
     now = now or timezone.now()
-    if not Server.objects.filter(id=server_id, enabled=True, excluded_reason="").exists():
+    found = Server.objects.filter(id=server_id, enabled=True, excluded_reason="").values_list("max_concurrency")
+    if not found:
         return None
-    slots = range(settings.CRAWL_SERVER_CONCURRENCY)
+    # An operator's or a job's lower bound takes the first slots only; the rest stay untouched.
+    (cap,) = found[0]
+    slots = range(min(settings.CRAWL_SERVER_CONCURRENCY, cap or settings.CRAWL_SERVER_CONCURRENCY))
     ServerLease.objects.bulk_create([ServerLease(server_id=server_id, slot=n) for n in slots], ignore_conflicts=True)
     for n in slots:
         changed = (

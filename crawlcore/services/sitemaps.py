@@ -29,6 +29,7 @@ from crawler.scope import registered_domain
 from crawler.sitemap import MAX_DEPTH, MAX_FILES, Entry, Kind, SitemapError, parse
 from crawler.urlnorm import UrlError, canonicalize, server_key, url_hash
 
+from .jobs import jobs_admit
 from .urls import Claimed, new_url_from, url_ids, urls_insert
 from .visit import ServerVisit
 
@@ -177,12 +178,17 @@ class SitemapReader:
             if url is not None and self.rules.allowed(url, self.visit.user_agent):
                 found[url] = entry
         news = [new_url_from(self.parent, url, depth=self.parent.depth + 1) for url in found]
+        # A job's server: its sitemap adds what the parent's jobs take in (one link from the parent).
+        admission = jobs_admit(links=[(self.parent.id, n.url, 1) for n in news])
+        if admission.applies(self.parent.id):
+            news = [admission.candidate(n) for n in news]
         news = [n for n in news if not n.exclusion_reason]  # out of the crawl's scope: not added at all
         if not news:
             return 0
         urls = [n.url for n in news]
         before = len(url_ids(hashes=[url_hash(u) for u in urls], urls=urls))
         inserted = urls_insert(urls=news)
+        admission.record(inserted.ids)
         rows = []
         for new in news:
             entry, url_id = found[new.url], inserted.ids.get(new.url)

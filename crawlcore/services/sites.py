@@ -22,6 +22,7 @@ from crawler.lifecycle import State
 from crawler.scope import Scope
 from crawler.urlnorm import url_hash
 
+from .jobs import jobs_admit
 from .urls import NewUrl, urls_insert
 
 
@@ -67,4 +68,12 @@ def server_home_first(*, server: Server, now: datetime | None = None) -> int | N
         return None  # nothing due: the claim finds nothing either way
     # Same host as the parent, so just as much in the crawl's scope, at the same depth.
     scope = Scope(parent.scope_mode, parent.scope_root, parent.offsite_hops)
-    return urls_insert(urls=[NewUrl(home, depth=parent.depth, scope=scope)]).ids.get(home)
+    new = NewUrl(home, depth=parent.depth, scope=scope)
+    admission = jobs_admit(links=[(parent.id, home, 0)])  # a job's server: where its jobs allow
+    if admission.applies(parent.id):
+        new = admission.candidate(new)
+        if new.exclusion_reason:
+            return None
+    ids = urls_insert(urls=[new]).ids
+    admission.record(ids)
+    return ids.get(home)

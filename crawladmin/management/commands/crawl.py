@@ -25,13 +25,17 @@ import threading
 import time
 from contextlib import nullcontext
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from tqdm import tqdm
 
 from crawladmin import embedded
 from crawladmin.runner import CrawlRunner, Step, crawl_report, crawl_seeds_insert, crawl_workers
+from crawlcore.models import Job
 from crawlcore.schema import SchemaOutdated, schema_ensure
+from crawlcore.selectors_jobs import job_detail
+from crawlcore.services.jobs import JobError, job_finish, job_start
 from crawler.scope import MODES
 from crawler.urlnorm import UrlError, canonicalize
 
@@ -64,6 +68,12 @@ class Command(BaseCommand):
             help="Wait for NoResponse re-checks due within this many seconds before ending (default 60); "
             "longer back-offs are left to beat",
         )
+        parser.add_argument(
+            "--job",
+            default=None,
+            metavar="NAME",
+            help="Run this crawl job (manage.py job list): embedded, to its end; in the cluster, start it and return",
+        )
         parser.add_argument("--threads", type=int, default=None, help="Embedded worker threads")
         parser.add_argument("--no-progress", action="store_true", help="No progress bar")
         parser.add_argument(
@@ -72,8 +82,15 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts) -> None:
         seeds = self._seeds(opts["seeds"])
+        if opts["job"] is not None and (seeds or opts["scope"]):
+            raise CommandError("--job takes its seeds and scope from the job: give no seed URL or --scope")
         self._ensure_schema()
         started = timezone.now()
+        job = self._job(opts["job"]) if opts["job"] is not None else None
+        if job is not None and not settings.CELERY_EMBEDDED:
+            self._job_start(job)
+            self._job_started(job, opts["json"])
+            return
         if seeds:
             crawl_seeds_insert(seeds=seeds, scope=opts["scope"])
         quiet = opts["no_progress"] or not sys.stderr.isatty() and opts["json"]
@@ -97,8 +114,14 @@ class Command(BaseCommand):
         watchdog = None if deadline is None else _watchdog(deadline + LAST_RESORT - time.monotonic())
         try:
             with crawl_workers(threads=opts["threads"], max_pages=opts["max_pages"], deadline=deadline), bar:
+                if job is not None:
+                    self._job_start(job)  # with the worker up: the dispatch it sends is taken at once
                 reason = runner.run(on_step=show)
             summary = crawl_report(started=started, stopped=reason)
+            if job is not None:
+                job_finish(job_id=job.id, reason=reason)
+                job.refresh_from_db()
+                summary["job"] = job_detail(job=job)
             if opts["json"]:
                 self.stdout.write(json.dumps(summary, indent=2, sort_keys=True))
             else:
@@ -114,6 +137,33 @@ class Command(BaseCommand):
                 "them (their URLs are taken up again by the next run)"
             )
             _exit_now(0)
+
+    def _job(self, name: str) -> Job:
+        job = Job.objects.filter(name=name).first()
+        if job is None:
+            raise CommandError(f"no job named {name!r} (manage.py job list)")
+        if not job.enabled:
+            raise CommandError(f"job {name!r} is disabled")
+        if job.state == Job.PAUSED:
+            raise CommandError(f"job {name!r} is paused: manage.py job resume {name}")
+        return job
+
+    def _job_start(self, job: Job) -> None:
+        """Start a run of the job, or go on with the one that runs."""
+        if job.state != Job.RUNNING:
+            try:
+                job_start(name=job.name, trigger="crawl")
+            except JobError as exc:
+                raise CommandError(str(exc)) from None
+        job.refresh_from_db()
+
+    def _job_started(self, job: Job, as_json: bool) -> None:
+        """Cluster mode: the cluster's workers and beat run the job; this command only started it."""
+        detail = job_detail(job=job)
+        if as_json:
+            self.stdout.write(json.dumps(detail, indent=2, sort_keys=True))
+        else:
+            self.stdout.write(f"job {job.name} {job.state}: the cluster runs it (manage.py job show {job.name})")
 
     def _ensure_schema(self) -> None:
         try:
@@ -168,4 +218,7 @@ def format_summary(s: dict) -> str:
     if s["failure_kinds"]:
         lines.append("  failures:    " + ", ".join(f"{k or 'unknown'} {v}" for k, v in s["failure_kinds"].items()))
     lines.append(f"  pages {s['pages']}, links {s['links']}; still due {s['due']}")
+    if "job" in s:
+        p = s["job"]["progress"]
+        lines.append(f"  job {s['job']['name']}: done {p['done']}, failed {p['failed']}, queued {p['queued']}")
     return "\n".join(lines)

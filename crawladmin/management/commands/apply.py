@@ -1,0 +1,53 @@
+"""`manage.py apply FILE.yaml [--dry-run] [--prune]`: servers, monitors, alert channels and crawl jobs from
+one YAML file (crawladmin.config). Prints `created|changed|unchanged|removed KIND NAME`, one line an object."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from crawladmin.config import ConfigError, config_apply
+from crawlcore.schema import SchemaOutdated, schema_ensure
+
+
+class Command(BaseCommand):
+    help = "Apply servers, monitors, channels and jobs from a YAML file; a second apply changes nothing."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "file", help="The YAML file (top-level keys: servers, monitors, channels, jobs); - reads stdin"
+        )
+        parser.add_argument("--dry-run", action="store_true", help="Print what would change and write nothing")
+        parser.add_argument(
+            "--prune", action="store_true",
+            help="Also remove the monitors, channels and jobs the file no longer names (never servers)",
+        )  # fmt: skip
+
+    def handle(self, *args, **opts) -> None:
+        try:
+            schema_ensure()
+        except SchemaOutdated as exc:
+            raise CommandError(str(exc)) from None
+        name = opts["file"]
+        text = self._read(name)
+        try:
+            outcomes = config_apply(text, dry_run=opts["dry_run"], prune=opts["prune"])
+        except ConfigError as exc:
+            for problem in exc.problems:
+                self.stderr.write(f"{name}:{problem}")
+            raise CommandError(f"{name}: {len(exc.problems)} problem(s); nothing written") from None
+        for outcome, kind, obj in outcomes:
+            self.stdout.write(f"{outcome} {kind} {obj}")
+        if opts["dry_run"]:
+            self.stderr.write("dry run: nothing written")
+
+    def _read(self, name: str) -> str:
+        import sys
+
+        if name == "-":
+            return sys.stdin.read()
+        try:
+            return Path(name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CommandError(f"{name}: cannot read it ({exc.__class__.__name__}: {exc})") from None

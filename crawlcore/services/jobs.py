@@ -1,0 +1,465 @@
+"""Crawl jobs: which links a job's pages lead it to (admission), and the job's life (start, pause, resume,
+stop, finish, the periodic tick of schedules and windows).
+
+A job's URLs are the Url rows with a JobUrl row for it. A URL reached by two jobs is one row, fetched once,
+and counts for both. Only a job's own pages lead it on: a link found on a page of job A is followed for A
+when A's scope, depth, patterns and page budget allow it, whatever the default crawl or job B would do.
+
+A job that is not running holds no slot and fetches nothing: its queued URLs (Init, due, not leased) are set
+aside with the reason (`job paused`, `job stopped`, `job outside its window`) unless another running job
+also reached them, and taken back when it runs again. The hot paths (claim, dispatch) therefore need no
+knowledge of jobs: a set-aside URL is simply never due.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+from crawlcore.db.bulk import insert_ignore
+from crawlcore.models import Job, JobRun, JobUrl, Server, Url
+from crawlcore.selectors_jobs import job_counts
+from crawler import jobrules, notfollowed
+from crawler.jobrules import PathRules
+from crawler.lifecycle import State
+from crawler.scope import Scope, registered_domain
+from crawler.urlnorm import server_key, url_hash
+
+from .dispatch import servers_dispatch_with_due_work
+from .urls import NewUrl, url_ids, urls_insert
+
+log = logging.getLogger(__name__)
+
+# The reasons a job sets its queued URLs aside for while it does not run: taken back when it runs again.
+HELD = (jobrules.JOB_PAUSED, jobrules.JOB_STOPPED, jobrules.OUTSIDE_WINDOW)
+BUDGET_TRIES = 8
+
+
+class JobError(ValueError):
+    """An action that does not apply to the job as it is (start a running job, resume a stopped one)."""
+
+
+@dataclass(frozen=True)
+class JobRules:
+    """One job's rules as extraction applies them, read once a batch."""
+
+    id: int
+    state: str
+    scope: str
+    roots: frozenset[str]
+    max_depth: int
+    max_pages: int | None
+    paths: PathRules
+    windows: tuple[str, ...]
+    time_zone: str
+
+    @classmethod
+    def of(cls, job: Job) -> JobRules:
+        hosts = {server_key(seed).host for seed in job.seeds}
+        roots = frozenset(h if job.scope == "host" else registered_domain(h) for h in hosts)
+        max_depth = settings.CRAWL_MAX_DEPTH if job.max_depth is None else job.max_depth
+        return cls(job.id, job.state, job.scope, roots, max_depth, job.max_pages,
+                   PathRules(tuple(job.include), tuple(job.exclude)), tuple(job.windows), job.time_zone)  # fmt: skip
+
+    def in_scope(self, host: str) -> bool:
+        if self.scope == "any":
+            return True
+        host = host.lower()
+        return (host if self.scope == "host" else registered_domain(host)) in self.roots
+
+    def reason(self, url: str, depth: int) -> str:
+        """Why the job does not take this URL in ("" when it does), its state and budget aside."""
+        if not self.in_scope(server_key(url).host):
+            return "out of scope"
+        if depth > self.max_depth:
+            return "too deep"
+        return self.paths.reason(url)
+
+    def held_reason(self, now: datetime) -> str:
+        """Why the job's new URLs wait ("" when they are due now)."""
+        if self.state == Job.PAUSED:
+            return jobrules.JOB_PAUSED
+        if self.state != Job.RUNNING:
+            return jobrules.JOB_STOPPED
+        if not jobrules.in_windows(self.windows, now.astimezone(ZoneInfo(self.time_zone))):
+            return jobrules.OUTSIDE_WINDOW
+        return ""
+
+
+@dataclass
+class Admission:
+    """What a batch's job pages make of their links: the jobs each URL joins (with its depth for the job),
+    and for a URL that no job of its page takes in, why."""
+
+    joins: dict[str, dict[int, int]] = field(default_factory=dict)  # url -> {job id: depth}
+    reasons: dict[str, str] = field(default_factory=dict)  # url -> why set aside
+    parents: set[int] = field(default_factory=set)  # the job pages among the batch's parents
+    rules: dict[int, JobRules] = field(default_factory=dict)
+
+    def applies(self, parent_id: int) -> bool:
+        return parent_id in self.parents
+
+    def candidate(self, new: NewUrl) -> NewUrl:
+        """`new` (a link of a job page) with the jobs' verdict: followed when a job takes it in and runs."""
+        reason = self.reasons.get(new.url, "")
+        if new.exclusion_reason and new.exclusion_reason != "out of scope" and not reason:
+            reason = new.exclusion_reason  # nofollow, too long: about the link, whichever job follows it
+        return NewUrl(new.url, new.depth, new.redirect_hops, new.scope, exclusion_reason=reason,
+                      resource=new.resource)  # fmt: skip
+
+    def followed(self, url: str) -> bool:
+        return url in self.joins and not self.reasons.get(url)
+
+    def record(self, ids: dict[str, int]) -> None:
+        """Write the JobUrl rows of the URLs taken in (after their insert), and the jobs' politeness onto
+        the servers they reach."""
+        rows = sorted({(job_id, ids[url], depth) for url, jobs in self.joins.items() if url in ids
+                       for job_id, depth in jobs.items()})  # fmt: skip
+        insert_ignore(JobUrl._meta.db_table, ("job_id", "url_id", "depth"), rows)
+        servers_politeness_apply(job_ids={r[0] for r in rows}, url_ids={r[1] for r in rows})
+
+
+def jobs_admit(*, links: Sequence[tuple[int, str, int]], now: datetime | None = None) -> Admission:
+    """Decide for each (parent URL id, URL, depth step) which of the parent's jobs take the URL in: a link
+    is one step from its page, a redirect or a page's sitemap entry as given. Parents that belong to no job
+    are left out (the default crawl's rules apply to them). One indexed read when no parent is a job page."""
+    admission = Admission()
+    parents = {p for p, _, _ in links}
+    if not parents:
+        return admission
+    memberships: dict[int, list[tuple[int, int]]] = {}
+    for url_id, job_id, depth in JobUrl.objects.filter(url_id__in=parents).values_list("url_id", "job_id", "depth"):
+        memberships.setdefault(url_id, []).append((job_id, depth))
+    if not memberships:
+        return admission
+    now = now or timezone.now()
+    admission.parents = set(memberships)
+    admission.rules = {j.id: JobRules.of(j) for j in Job.objects.filter(id__in={j for m in memberships.values()
+                                                                               for j, _ in m})}  # fmt: skip
+    first_reason: dict[str, str] = {}
+    for parent, url, step in links:
+        for job_id, parent_depth in memberships.get(parent, ()):
+            rules = admission.rules.get(job_id)
+            if rules is None:
+                continue
+            depth = parent_depth + step
+            reason = rules.reason(url, depth)
+            if reason:
+                first_reason.setdefault(url, reason)
+                continue
+            jobs = admission.joins.setdefault(url, {})
+            jobs[job_id] = min(depth, jobs.get(job_id, depth))
+    _budget(admission)
+    parents_of: dict[str, set[int]] = {}
+    for parent, url, _ in links:
+        if parent in admission.parents:
+            parents_of.setdefault(url, set()).add(parent)
+    for url in parents_of:
+        jobs = admission.joins.get(url)
+        if not jobs:
+            admission.reasons[url] = first_reason.get(url, jobrules.PAGE_LIMIT)
+            continue
+        held = [admission.rules[j].held_reason(now) for j in jobs]
+        if all(held):
+            admission.reasons[url] = held[0]
+    return admission
+
+
+def _budget(admission: Admission) -> None:
+    """Drop the joins beyond each job's max_pages. A URL the job reached already costs nothing; the new
+    ones take what is left of the budget with one guarded update, shallowest first."""
+    capped = {j for j, r in admission.rules.items() if r.max_pages is not None}
+    if not capped or not admission.joins:
+        return
+    urls = list(admission.joins)
+    known = url_ids(hashes=[url_hash(u) for u in urls], urls=urls)
+    have = set(
+        JobUrl.objects.filter(job_id__in=capped, url_id__in=list(known.values())).values_list("job_id", "url_id")
+    )
+    for job_id in sorted(capped):
+        wanted = sorted(
+            ((jobs[job_id], url) for url, jobs in admission.joins.items()
+             if job_id in jobs and (job_id, known.get(url)) not in have),
+        )  # fmt: skip
+        granted = budget_take(job_id=job_id, want=len(wanted), max_pages=admission.rules[job_id].max_pages or 0)
+        for _, url in wanted[granted:]:
+            del admission.joins[url][job_id]
+            if not admission.joins[url]:
+                del admission.joins[url]
+
+
+def budget_take(*, job_id: int, want: int, max_pages: int) -> int:
+    """Take up to `want` of the job's page budget: how many were granted. A guarded compare-and-set on the
+    job's count, so two extract workers can never take more than the budget between them."""
+    for _ in range(BUDGET_TRIES):
+        admitted = Job.objects.filter(id=job_id).values_list("admitted", flat=True).first()
+        if admitted is None:
+            return 0
+        n = min(want, max_pages - admitted)
+        if n <= 0:
+            return 0
+        if Job.objects.filter(id=job_id, admitted=admitted).update(admitted=admitted + n):
+            return n
+        # Nothing updated: another worker took some of the budget meanwhile; read it again.
+    return 0
+
+
+def servers_politeness_apply(*, job_ids: Iterable[int], url_ids: Iterable[int]) -> None:
+    """The strictest politeness of the jobs wins on the servers their URLs are on: the longest delay, the
+    fewest requests in flight (only ever raised, respectively lowered, here)."""
+    jobs = list(Job.objects.filter(id__in=set(job_ids)).values_list("delay", "concurrency"))
+    delays = [d for d, _ in jobs if d]
+    caps = [c for _, c in jobs if c]
+    if not (delays or caps):
+        return
+    servers = Url.objects.filter(id__in=set(url_ids)).values("server_id")
+    if delays:
+        d = max(delays)
+        Server.objects.filter(id__in=servers).filter(Q(min_delay__isnull=True) | Q(min_delay__lt=d)).update(min_delay=d)
+    if caps:
+        c = min(caps)
+        Server.objects.filter(id__in=servers).filter(
+            Q(max_concurrency__isnull=True) | Q(max_concurrency__gt=c)
+        ).update(max_concurrency=c)
+
+
+# -- the job's life --------------------------------------------------------------------------------------
+def _job_urls(job_id: int):
+    return JobUrl.objects.filter(job_id=job_id).values("url_id")
+
+
+def job_hold(*, job_id: int, reason: str) -> int:
+    """Set the job's queued URLs aside for `reason`, but those another running job reached too and those
+    being fetched now (leased). Returns how many."""
+    others = JobUrl.objects.filter(url_id=OuterRef("pk"), job__state=Job.RUNNING).exclude(job_id=job_id)
+    return (
+        Url.objects.filter(id__in=_job_urls(job_id), state=State.INIT.value, exclusion_reason="", lease_owner="")
+        .exclude(Exists(others))
+        .update(exclusion_reason=reason, next_check_at=None)
+    )
+
+
+def job_unhold(*, job_id: int, reasons: Sequence[str] = HELD) -> set[int]:
+    """Make the job's set-aside URLs due again; the servers they are on."""
+    qs = Url.objects.filter(id__in=_job_urls(job_id), state=State.INIT.value, exclusion_reason__in=list(reasons))
+    servers = set(qs.values_list("server_id", flat=True).distinct())
+    qs.update(exclusion_reason="", next_check_at=timezone.now())
+    return servers
+
+
+def job_seeds_insert(*, job: Job) -> set[int]:
+    """The job's seeds as Init URLs (depth 0) and JobUrl rows, the servers they are on."""
+    seeds = [NewUrl(u, depth=0, scope=Scope.for_seed(job.scope, server_key(u).host)) for u in job.seeds]
+    # Not trusted, unlike the seeds of `crawl URL…` typed in a shell: a job may come from the API, and only a
+    # superuser marks a server trusted (to be crawled on a private address).
+    inserted = urls_insert(urls=seeds)
+    ids = [inserted.ids[s.url] for s in seeds if s.url in inserted.ids]
+    have = set(JobUrl.objects.filter(job_id=job.id, url_id__in=ids).values_list("url_id", flat=True))
+    new = [i for i in ids if i not in have]
+    if job.max_pages is not None:
+        new = new[: budget_take(job_id=job.id, want=len(new), max_pages=job.max_pages)]
+    granted = new
+    insert_ignore(JobUrl._meta.db_table, ("job_id", "url_id", "depth"), [(job.id, i, 0) for i in sorted(granted)])
+    # A seed known already but set aside for how it was found elsewhere (too deep, a pattern) is the job's now.
+    lift = Url.objects.filter(id__in=granted, state=State.INIT.value, exclusion_reason__in=notfollowed.LIFTABLE)
+    lift.update(exclusion_reason="", next_check_at=timezone.now(), depth=0)
+    servers_politeness_apply(job_ids=[job.id], url_ids=ids)
+    return set(Url.objects.filter(id__in=ids).values_list("server_id", flat=True))
+
+
+def _counts(job_id: int) -> tuple[int, int]:
+    c = job_counts(job_id=job_id)
+    return c["done"], c["failed"]
+
+
+def job_start(*, name: str, trigger: str = "manual") -> JobRun:
+    """Start a run of the job: its seeds go in, its set-aside URLs come back, a JobRun is opened."""
+    with transaction.atomic():
+        job = Job.objects.select_for_update().filter(name=name).first()
+        if job is None:
+            raise JobError(f"no job named {name!r}")
+        if not job.enabled:
+            raise JobError(f"job {name!r} is disabled")
+        if job.state in (Job.RUNNING, Job.PAUSED):
+            raise JobError(f"job {name!r} is {job.state} already")
+        done, failed = _counts(job.id)
+        Job.objects.filter(id=job.id).update(state=Job.RUNNING, updated_at=timezone.now())
+        run = JobRun.objects.create(job=job, started_at=timezone.now(), trigger=trigger, done_at_start=done,
+                                    failed_at_start=failed)  # fmt: skip
+        job.state = Job.RUNNING
+    servers = job_seeds_insert(job=job) | job_unhold(job_id=job.id)
+    if not jobrules.in_windows(job.windows, timezone.now().astimezone(ZoneInfo(job.time_zone))):
+        job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
+    servers_dispatch_with_due_work(server_ids=servers)
+    return run
+
+
+def _transition(name: str, *, from_states: Sequence[str], to: str) -> Job:
+    job = Job.objects.filter(name=name).first()
+    if job is None:
+        raise JobError(f"no job named {name!r}")
+    # One guarded write: two operators pausing at once change it once.
+    if not Job.objects.filter(id=job.id, state__in=list(from_states)).update(state=to, updated_at=timezone.now()):
+        raise JobError(f"job {name!r} is {job.state}: cannot make it {to}")
+    job.state = to
+    return job
+
+
+def job_pause(*, name: str) -> Job:
+    job = _transition(name, from_states=[Job.RUNNING], to=Job.PAUSED)
+    job_hold(job_id=job.id, reason=jobrules.JOB_PAUSED)
+    return job
+
+
+def job_resume(*, name: str) -> Job:
+    job = _transition(name, from_states=[Job.PAUSED], to=Job.RUNNING)
+    servers = job_unhold(job_id=job.id, reasons=[jobrules.JOB_PAUSED])
+    if not jobrules.in_windows(job.windows, timezone.now().astimezone(ZoneInfo(job.time_zone))):
+        job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
+    servers_dispatch_with_due_work(server_ids=servers)
+    return job
+
+
+def job_stop(*, name: str, reason: str = "stopped") -> Job:
+    job = _transition(name, from_states=[Job.RUNNING, Job.PAUSED], to=Job.STOPPED)
+    job_hold(job_id=job.id, reason=jobrules.JOB_STOPPED)
+    job_run_end(job_id=job.id, reason=reason)
+    return job
+
+
+def job_finish(*, job_id: int, reason: str) -> bool:
+    """The job's run is over (nothing left, or the crawl's own limit): the run is closed, the job idle. A
+    job ended by a limit of the crawl command keeps its queued URLs, set aside until its next start."""
+    if not Job.objects.filter(id=job_id, state__in=[Job.RUNNING, Job.PAUSED]).update(state=Job.IDLE):
+        return False
+    job_hold(job_id=job_id, reason=jobrules.JOB_STOPPED)
+    job_run_end(job_id=job_id, reason=reason)
+    return True
+
+
+def job_run_end(*, job_id: int, reason: str) -> None:
+    run = JobRun.objects.filter(job_id=job_id, ended_at__isnull=True).order_by("-started_at").first()
+    if run is None:
+        return
+    done, failed = _counts(job_id)
+    JobRun.objects.filter(id=run.id, ended_at__isnull=True).update(
+        ended_at=timezone.now(), stop_reason=reason[:100], pages=max(0, done - run.done_at_start),
+        failures=max(0, failed - run.failed_at_start),
+    )  # fmt: skip
+
+
+def jobs_tick(*, now: datetime | None = None) -> dict[str, int]:
+    """The jobs' periodic work (beat, and each step of a command crawl): start the scheduled ones that are
+    due, hold or release the URLs of jobs at their windows' edges, close the runs that have nothing left."""
+    now = now or timezone.now()
+    out = {"started": 0, "finished": 0}
+    revisits = Job.objects.filter(enabled=True, schedule="", revisit_after__isnull=False, state=Job.IDLE)
+    for job in revisits:
+        last = JobRun.objects.filter(job_id=job.id).order_by("-started_at").values_list("ended_at", flat=True).first()
+        if last is not None and (now - last).total_seconds() >= (job.revisit_after or 0):
+            try:
+                job_start(name=job.name, trigger="revisit")
+                out["started"] += 1
+            except JobError as exc:
+                log.info("revisit of %s skipped: %s", job.name, exc)
+    for job in Job.objects.filter(enabled=True).exclude(schedule="").exclude(state__in=[Job.RUNNING, Job.PAUSED]):
+        tz = ZoneInfo(job.time_zone)
+        if job.next_run_at is None:
+            nxt = jobrules.schedule_next(job.schedule, now.astimezone(tz))
+            Job.objects.filter(id=job.id, next_run_at__isnull=True).update(next_run_at=nxt)
+            continue
+        if job.next_run_at <= now:
+            nxt = jobs_next = jobrules.schedule_next(job.schedule, now.astimezone(tz))
+            if Job.objects.filter(id=job.id, next_run_at=job.next_run_at).update(next_run_at=jobs_next):
+                try:
+                    job_start(name=job.name, trigger="schedule")
+                    out["started"] += 1
+                except JobError as exc:
+                    log.info("scheduled start of %s skipped: %s (next %s)", job.name, exc, nxt)
+    for job in Job.objects.filter(state=Job.RUNNING):
+        inside = jobrules.in_windows(job.windows, now.astimezone(ZoneInfo(job.time_zone)))
+        if inside:
+            servers = job_unhold(job_id=job.id, reasons=[jobrules.OUTSIDE_WINDOW])
+            servers_dispatch_with_due_work(server_ids=servers)
+        else:
+            job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
+        c = job_counts(job_id=job.id, now=now)
+        if inside and c["queued"] == 0 and c["fetching"] == 0 and c["unextracted"] == 0:
+            if job_finish(job_id=job.id, reason="done"):
+                out["finished"] += 1
+    return out
+
+
+# -- definitions (admin, API, config file) -------------------------------------------------------------
+def job_save(*, spec: dict, dry_run: bool = False) -> tuple[str, Job | None]:
+    """Create or update the job named spec["name"] from checked keys (crawler.jobrules.job_spec_check):
+    ("created" | "changed" | "unchanged", the job). With `dry_run` nothing is written (the job: None when new).
+    A running job whose patterns changed sets its queued URLs that no longer pass aside, with the reason."""
+    job = Job.objects.filter(name=spec["name"]).first()
+    if job is None:
+        if dry_run:
+            return "created", None
+        return "created", Job.objects.create(**spec)
+    changed = {k: v for k, v in spec.items() if getattr(job, k) != v}
+    if not changed:
+        return "unchanged", job
+    if dry_run:
+        return "changed", job
+    for key, value in changed.items():
+        setattr(job, key, value)
+    job.save()
+    if {"include", "exclude", "max_depth", "scope"} & set(changed):
+        job_rules_reapply(job=job)
+    if {"delay", "concurrency"} & set(changed):
+        servers_politeness_apply(job_ids=[job.id], url_ids=_job_urls(job.id).values_list("url_id", flat=True)[:100_000])
+    return "changed", job
+
+
+def job_rules_reapply(*, job: Job, chunk: int = 1000) -> int:
+    """Set aside the job's queued URLs that its rules (edited while it runs) no longer take in: the reason
+    shows on the URL, and it is not fetched. URLs another running job reached too are left. How many."""
+    rules = JobRules.of(job)
+    others = JobUrl.objects.filter(url_id=OuterRef("url_id"), job__state=Job.RUNNING).exclude(job_id=job.id)
+    queued = (
+        JobUrl.objects.filter(job_id=job.id, url__state=State.INIT.value, url__exclusion_reason="",
+                              url__lease_owner="")
+        .exclude(Exists(others))
+        .order_by("url_id")
+        .values_list("url_id", "url__url", "depth")
+    )  # fmt: skip
+    set_aside = 0
+    last = 0
+    while True:
+        rows = list(queued.filter(url_id__gt=last)[:chunk])
+        if not rows:
+            return set_aside
+        last = rows[-1][0]
+        by_reason: dict[str, list[int]] = {}
+        for url_id, url, depth in rows:
+            reason = rules.reason(url, depth)
+            if reason:
+                by_reason.setdefault(reason, []).append(url_id)
+        for reason, ids in by_reason.items():
+            set_aside += Url.objects.filter(id__in=ids, exclusion_reason="", lease_owner="").update(
+                exclusion_reason=reason, next_check_at=None
+            )
+
+
+def job_delete(*, name: str) -> bool:
+    """Remove the job, its runs and its record of URLs reached (the URLs themselves stay: they are the
+    crawl's). Its queued URLs that no other job holds are set aside first."""
+    job = Job.objects.filter(name=name).first()
+    if job is None:
+        return False
+    job_hold(job_id=job.id, reason=jobrules.JOB_STOPPED)
+    JobUrl.objects.filter(job_id=job.id).delete()
+    job.delete()
+    return True

@@ -1,0 +1,153 @@
+"""The REST API /api/v1/ in-process: tokens, roles, group scoping, job actions, errors as JSON."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+
+from crawlcore.models import Job, JobUrl, Server, Url
+from crawlcore.services.jobs import job_save
+from crawler.jobrules import job_spec_check
+from dashboard.models import ApiToken
+from dashboard.tokens import api_token_create
+
+pytestmark = pytest.mark.django_db
+
+
+def _user(name: str, *groups: str, superuser: bool = False) -> tuple[User, str]:
+    user = User.objects.create_user(name, password="unused-pw-1", is_superuser=superuser)
+    for g in groups:
+        user.groups.add(Group.objects.get_or_create(name=g)[0])
+    return user, api_token_create(user=user)[1]
+
+
+def _job(name: str, **keys) -> Job:
+    spec, problems = job_spec_check({"name": name, "seeds": ["http://127.0.0.1:9/"], **keys})
+    assert not problems
+    return job_save(spec=spec)[1]
+
+
+def _call(method: str, path: str, token: str | None = None, body: dict | None = None):
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+    client = Client()
+    response = getattr(client, method)(path, data=json.dumps(body) if body is not None else None,
+                                       content_type="application/json", **headers)  # fmt: skip
+    return response.status_code, (response.json() if response.content else None)
+
+
+def test_a_viewer_reads_a_job_with_its_progress_and_stalls():
+    _job("docs", max_depth=2)
+    _, token = _user("v", "viewer")
+    code, body = _call("get", "/api/v1/jobs/docs/", token)
+    assert code == 200, body
+    assert set(body["progress"]) >= {"done", "queued", "failed", "eta_seconds"}
+    assert body["stalled"] == [] and body["max_depth"] == 2
+
+
+def test_without_a_token_401_with_a_bad_one_401():
+    _job("docs")
+    assert _call("get", "/api/v1/jobs/docs/")[0] == 401
+    code, body = _call("get", "/api/v1/jobs/docs/", "ca_wrong")
+    assert code == 401 and body["error"] == "unauthorized"
+
+
+def test_tokens_are_stored_hashed():
+    _, token = _user("v", "viewer")
+    row = ApiToken.objects.get()
+    assert token not in (row.key_hash, row.shown) and len(row.key_hash) == 64
+
+
+def test_a_viewer_cannot_write_an_operator_can():
+    _, viewer = _user("v", "viewer")
+    _, operator = _user("o", "operator")
+    job = {"name": "news", "seeds": ["http://127.0.0.1:9/"], "max_pages": 20}
+    assert _call("post", "/api/v1/jobs/", viewer, job)[0] == 403
+    code, body = _call("post", "/api/v1/jobs/", operator, job)
+    assert code == 201, body
+    assert Job.objects.get(name="news").max_pages == 20
+    code, body = _call("patch", "/api/v1/jobs/news/", operator, {"exclude": ["^/calendar/"]})
+    assert code == 200 and body["exclude"] == ["^/calendar/"] and body["max_pages"] == 20
+
+
+def test_bad_input_is_a_400_with_field_errors():
+    _, operator = _user("o", "operator")
+    code, body = _call("post", "/api/v1/jobs/", operator, {"name": "x", "seeds": ["ftp://a"], "scope": "galaxy",
+                                                           "exclude": ["(("]})  # fmt: skip
+    assert code == 400
+    assert set(body["fields"]) == {"seeds", "scope", "exclude"} and body["error"] == "bad request"
+    code, body = _call("post", "/api/v1/jobs/", operator, None)
+    assert code == 400
+
+
+def test_job_actions_pause_and_resume_through_the_api():
+    job = _job("docs")
+    _, operator = _user("o", "operator")
+    code, body = _call("post", "/api/v1/jobs/docs/start/", operator)
+    assert code == 200 and body["state"] == "running"
+    seed = Url.objects.get(id__in=JobUrl.objects.filter(job=job).values("url_id"))
+    assert seed.exclusion_reason == "" and seed.next_check_at is not None
+    code, body = _call("post", "/api/v1/jobs/docs/pause/", operator)
+    assert code == 200 and body["state"] == "paused"
+    seed.refresh_from_db()
+    assert seed.exclusion_reason == "job paused" and seed.next_check_at is None  # a paused job takes no slot
+    assert body["stalled"] == [{"server": "http://127.0.0.1:9", "reason": "paused", "until": None}]
+    assert _call("post", "/api/v1/jobs/docs/pause/", operator)[0] == 400
+    code, body = _call("post", "/api/v1/jobs/docs/resume/", operator)
+    assert code == 200 and body["state"] == "running"
+    seed.refresh_from_db()
+    assert seed.exclusion_reason == "" and seed.next_check_at is not None
+    assert _call("post", "/api/v1/jobs/docs/stop/", operator)[1]["runs"][0]["stop_reason"] == "stopped"
+
+
+def test_a_reader_limited_to_groups_sees_only_their_jobs_and_servers():
+    _job("physics", group="physics")
+    _job("chemistry", group="chemistry")
+    Server.objects.create(scheme="http", host="a.example", port=80, group="physics")
+    Server.objects.create(scheme="http", host="b.example", port=80, group="chemistry")
+    _, token = _user("p", "viewer", "servers:physics")
+    code, body = _call("get", "/api/v1/jobs/", token)
+    assert [j["name"] for j in body["jobs"]] == ["physics"]
+    assert _call("get", "/api/v1/jobs/chemistry/", token)[0] == 404
+    assert [s["url"] for s in _call("get", "/api/v1/servers/", token)[1]["servers"]] == ["http://a.example"]
+    assert _call("get", "/api/v1/channels/", token)[0] == 403
+
+
+def test_only_a_superuser_sets_a_servers_address_trust_or_owner_email():
+    _, operator = _user("o", "operator")
+    _, root = _user("r", superuser=True)
+    assert _call("post", "/api/v1/servers/", operator, {"url": "http://c.example", "group": "g"})[0] == 403
+    code, body = _call("post", "/api/v1/servers/", root, {"url": "http://c.example", "group": "g"})
+    assert code == 201, body
+    pk = body["id"]
+    assert _call("patch", f"/api/v1/servers/{pk}/", operator, {"trusted": True})[0] == 403
+    assert _call("patch", f"/api/v1/servers/{pk}/", operator, {"owner_email": "x@example.org"})[0] == 403
+    code, body = _call("patch", f"/api/v1/servers/{pk}/", operator, {"group": "h", "max_concurrency": 1})
+    assert code == 200 and body["group"] == "h" and body["max_concurrency"] == 1
+
+
+def test_monitors_and_channels_round_trip():
+    _, root = _user("r", superuser=True)
+    server = Server.objects.create(scheme="http", host="d.example", port=80)
+    code, body = _call("post", "/api/v1/monitors/", root, {"server": "http://d.example", "interval_s": 120})
+    assert code == 201, body
+    assert _call("patch", f"/api/v1/monitors/{server.id}/", root, {"accepted_codes": "nope"})[0] == 400
+    code, body = _call("post", "/api/v1/channels/", root, {"name": "ops", "url": "json://127.0.0.1:9/hook"})
+    assert code == 201, body
+    assert _call("get", "/api/v1/channels/ops/", root)[0] == 200
+    assert _call("delete", "/api/v1/channels/ops/", root)[0] == 204
+
+
+def test_unknown_paths_and_objects_are_json_404():
+    _, token = _user("v", "viewer")
+    code, body = _call("get", "/api/v1/jobs/none/", token)
+    assert code == 404 and body["error"] == "not found"
+    assert _call("get", "/api/v1/servers/999/", token)[0] == 404
+
+
+def test_the_openapi_schema_lists_the_jobs():
+    _, token = _user("v", "viewer")
+    code, body = _call("get", "/api/v1/schema", token)
+    assert code == 200 and "/api/v1/jobs/{name}/" in body["paths"]

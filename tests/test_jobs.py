@@ -1,0 +1,192 @@
+"""Crawl jobs, step by step: the pure rules, admission of links by a job's limits, holding a job that does not
+run, the config file's checks (with lines), and the commands' one-line errors."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from crawladmin.config import ConfigError, config_apply, config_export_yaml
+from crawlcore.models import Job, JobUrl, Url
+from crawlcore.services.jobs import budget_take, job_pause, job_resume, job_save, job_start, jobs_admit
+from crawler import jobrules
+from crawler.jobrules import PathRules, in_windows, job_spec_check
+
+# -- pure ----------------------------------------------------------------------------------------------------
+
+
+def test_windows_across_midnight():
+    night = ["22:00-06:00"]
+    assert in_windows(night, datetime(2026, 1, 1, 23, 30))
+    assert in_windows(night, datetime(2026, 1, 1, 5, 59))
+    assert not in_windows(night, datetime(2026, 1, 1, 12, 0))
+    assert in_windows([], datetime(2026, 1, 1, 12, 0))
+
+
+def test_patterns_on_the_path_with_a_time_bound():
+    rules = PathRules(include=("^/docs/",), exclude=("^/docs/calendar/",))
+    assert rules.reason("http://a.example/docs/x") == ""
+    assert rules.reason("http://a.example/docs/calendar/2026") == jobrules.EXCLUDED_BY_PATTERN
+    assert rules.reason("http://a.example/news/") == jobrules.EXCLUDED_BY_PATTERN
+    slow = PathRules(exclude=("(a|aa)+$",))
+    # A catastrophic pattern runs out of time and lets nothing through, instead of stalling the worker.
+    assert slow.reason("http://a.example/" + "a" * 40 + "!", timeout_s=0.01) == jobrules.EXCLUDED_BY_PATTERN
+
+
+def test_job_keys_checked_with_every_problem_named():
+    _, problems = job_spec_check({"name": " bad name", "seeds": [], "scope": "x", "max_depth": -1,
+                                  "windows": ["25:00-01:00"], "schedule": "every day", "time_zone": "Mars/Base",
+                                  "exclude": ["("], "colour": "red"})  # fmt: skip
+    assert set(problems) == {"name", "seeds", "scope", "max_depth", "windows", "schedule", "time_zone", "exclude",
+                             "colour"}  # fmt: skip
+    spec, problems = job_spec_check({"name": "ok", "seeds": ["HTTP://A.example:80/x"], "revisit_after": "2h"})
+    assert not problems and spec["seeds"] == ["http://a.example/x"] and spec["revisit_after"] == 7200
+
+
+# -- the crawl core ----------------------------------------------------------------------------------------
+
+
+def _job(name: str, **keys) -> Job:
+    spec, problems = job_spec_check({"name": name, **keys})
+    assert not problems, problems
+    return job_save(spec=spec)[1]
+
+
+@pytest.mark.django_db
+def test_a_job_takes_in_links_by_its_depth_scope_and_patterns():
+    _job("docs", seeds=["http://a.example/"], max_depth=1, exclude=["^/calendar/"])
+    job_start(name="docs")
+    seed = Url.objects.get(url="http://a.example/")
+    admission = jobs_admit(links=[(seed.id, "http://a.example/p", 1), (seed.id, "http://a.example/calendar/1", 1),
+                                  (seed.id, "http://b.example/", 1)])  # fmt: skip
+    assert admission.followed("http://a.example/p")
+    assert admission.reasons == {"http://a.example/calendar/1": "job pattern", "http://b.example/": "out of scope"}
+    from crawlcore.services.urls import NewUrl, urls_insert
+
+    ids = urls_insert(urls=[NewUrl("http://a.example/p", 1)]).ids
+    admission.record(ids)
+    page = Url.objects.get(url="http://a.example/p")
+    assert JobUrl.objects.get(url=page).depth == 1
+    # One step further is deeper than the job's limit.
+    deeper = jobs_admit(links=[(page.id, "http://a.example/q", 1)])
+    assert deeper.reasons == {"http://a.example/q": "too deep"}
+
+
+@pytest.mark.django_db
+def test_a_url_reached_by_two_jobs_is_one_row_counted_for_both():
+    _job("one", seeds=["http://a.example/"])
+    _job("two", seeds=["http://a.example/"])
+    job_start(name="one")
+    job_start(name="two")
+    assert Url.objects.filter(url="http://a.example/").count() == 1
+    assert JobUrl.objects.filter(url__url="http://a.example/").count() == 2
+
+
+@pytest.mark.django_db
+def test_the_page_budget_is_never_exceeded():
+    job = _job("capped", seeds=["http://a.example/"], max_pages=5)
+    assert budget_take(job_id=job.id, want=3, max_pages=5) == 3
+    assert budget_take(job_id=job.id, want=3, max_pages=5) == 2
+    assert budget_take(job_id=job.id, want=1, max_pages=5) == 0
+
+
+@pytest.mark.django_db
+def test_pausing_sets_queued_urls_aside_unless_another_running_job_holds_them():
+    _job("one", seeds=["http://a.example/", "http://a.example/only-one"])
+    _job("two", seeds=["http://a.example/"])
+    job_start(name="one")
+    job_start(name="two")
+    job_pause(name="one")
+    shared, own = Url.objects.get(url="http://a.example/"), Url.objects.get(url="http://a.example/only-one")
+    assert shared.exclusion_reason == "" and shared.next_check_at is not None
+    assert own.exclusion_reason == "job paused" and own.next_check_at is None
+    job_resume(name="one")
+    own.refresh_from_db()
+    assert own.exclusion_reason == "" and own.next_check_at is not None
+
+
+@pytest.mark.django_db
+def test_a_job_outside_its_window_holds_its_urls():
+    now = datetime.now(UTC)
+    closed = f"{(now.hour + 2) % 24:02d}:00-{(now.hour + 3) % 24:02d}:00"
+    _job("night", seeds=["http://a.example/"], windows=[closed])
+    job_start(name="night")
+    assert Url.objects.get(url="http://a.example/").exclusion_reason == "job outside its window"
+
+
+# -- the config file ----------------------------------------------------------------------------------------
+
+GOOD = """\
+jobs:
+  - name: docs
+    seeds: [http://a.example/]
+    max_depth: 2
+"""
+
+
+@pytest.mark.django_db
+def test_apply_is_idempotent_and_a_dry_run_writes_nothing():
+    assert config_apply(GOOD) == [("created", "job", "docs")]
+    assert config_apply(GOOD) == [("unchanged", "job", "docs")]
+    assert config_apply(GOOD.replace("max_depth: 2", "max_depth: 3"), dry_run=True) == [("changed", "job", "docs")]
+    assert Job.objects.get().max_depth == 2
+
+
+@pytest.mark.django_db
+def test_apply_reports_every_problem_with_its_line_and_writes_nothing():
+    bad = GOOD + "  - name: news\n    seeds: [http://b.example/]\n    max_pages: lots\n    scope: nowhere\n"
+    with pytest.raises(ConfigError) as caught:
+        config_apply(bad)
+    assert caught.value.problems == [
+        "8: jobs[1].scope: must be host, domain or any",
+        "7: jobs[1].max_pages: must be a whole number from 1 to 1000000000",
+    ]
+    assert not Job.objects.exists()
+
+
+@pytest.mark.django_db
+def test_prune_removes_jobs_the_file_no_longer_names_and_export_round_trips():
+    config_apply(GOOD + "  - name: old\n    seeds: [http://b.example/]\n")
+    assert config_apply(GOOD, prune=True) == [("unchanged", "job", "docs"), ("removed", "job", "old")]
+    exported = config_export_yaml()
+    assert config_apply(exported) == [("unchanged", "job", "docs")]
+
+
+@pytest.mark.django_db
+def test_commands_answer_a_mistake_with_one_line(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("jobs: [\n")
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="1 problem"):
+        call_command("apply", str(path), stdout=io.StringIO(), stderr=err)
+    assert err.getvalue().count("\n") == 1 and "not valid YAML" in err.getvalue()
+    with pytest.raises(CommandError, match="no job named 'nothing'"):
+        call_command("job", "show", "nothing", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="no user named"):
+        call_command("api_token", "nobody", stdout=io.StringIO())
+
+
+@pytest.mark.django_db
+def test_the_tick_starts_a_scheduled_job_when_due_and_closes_a_run_with_nothing_left():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from crawlcore.models import JobRun
+    from crawlcore.services.jobs import jobs_tick
+
+    job = _job("nightly", seeds=["http://a.example/"], schedule="* * * * *")
+    Job.objects.filter(id=job.id).update(next_run_at=timezone.now() - timedelta(seconds=1))
+    assert jobs_tick()["started"] == 1
+    job.refresh_from_db()
+    assert job.state == "running" and job.next_run_at > timezone.now()
+    assert JobRun.objects.get().trigger == "schedule"
+    Url.objects.filter(url="http://a.example/").update(state="visited", last_checked_at=timezone.now())
+    assert jobs_tick()["finished"] == 1
+    job.refresh_from_db()
+    run = JobRun.objects.get()
+    assert job.state == "idle" and run.stop_reason == "done" and run.pages == 1 and run.ended_at is not None
