@@ -173,6 +173,18 @@ class RecordMaker:
         )
 
 
+def log_resource(writer: WARCWriter, *, uri: str, at: datetime, payload, length: int):
+    """A `resource` record of a text log (the crawl log) read from `payload`, `length` bytes."""
+    return writer.create_warc_record(
+        uri,
+        "resource",
+        payload=payload,
+        length=length,
+        warc_content_type="text/plain; charset=utf-8",
+        warc_headers_dict={"WARC-Date": warc_date(at)},
+    )
+
+
 def _field(value: str) -> str:
     """One line of a warc-fields body: a line break in a value (a scraped reason) would start a field."""
     return " ".join(value.split())

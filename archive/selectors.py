@@ -12,12 +12,12 @@ import zlib
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db.models import Q
 
 from crawlcore.models import Exchange as ExchangeRow
-from crawlcore.models import Link, Page, Url
+from crawlcore.models import Link, Page, StatusCheck, Url
 from crawler.fetch import FailureKind
 from crawler.urlnorm import url_hash
 
@@ -266,3 +266,32 @@ def _exchange_capture(r: dict, body: bytes, reasons: dict[str, str]) -> Capture:
         outlinks=(),
         verdict=tuple(verdict),
     )
+
+
+# -- the crawl log -------------------------------------------------------------------------------------
+_LOG_COLUMNS = (
+    "checked_at", "status_code", "bytes", "method", "requested_url", "agent", "category", "latency_ms",
+    "failure_kind",
+)  # fmt: skip
+
+
+def crawl_log_lines(*, scope: ExportScope, chunk: int = 2000) -> Iterator[str]:
+    """The crawl's status checks in scope, one line each in the order they were begun, as a crawl log reads:
+    time, status (`-` without an answer), bytes, method, URL, agent, category, milliseconds, failure kind.
+    Checks still pending or given up as interrupted are no answer of a server: left out."""
+    q = Q()
+    if scope.site:
+        q &= Q(server__host__iexact=scope.site.strip("[]"))
+    if scope.group:
+        q &= Q(server__group=scope.group)
+    if scope.since:
+        q &= Q(checked_at__gte=scope.since)
+    rows = (
+        StatusCheck.objects.filter(q)
+        .exclude(category__in=StatusCheck.NOT_SERVER_ANSWERS)
+        .order_by("id")
+        .values_list(*_LOG_COLUMNS)
+    )
+    for at, status, size, method, url, agent, category, ms, failure in rows.iterator(chunk_size=chunk):
+        stamp = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        yield f"{stamp} {status or '-':>3} {size:>9} {method} {url} {agent} {category} {ms:.0f}ms {failure or '-'}\n"

@@ -11,26 +11,42 @@ outlinks and the links the crawl did not follow, with why.
 Per answer kept without a page: its `response` (a revisit when the same body was written before: the
 same 404 page under many URLs), its `request`, and a `metadata` record with the crawl's verdict (where a
 redirect led, the URL's state, a robots.txt or sitemap fetch).
+
+With `crawl_log`, a last `resource` record holds the crawl log of the export's scope: every status check,
+one line each.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.utils import timezone
 
 from .dedup import PayloadIndex
-from .records import IDENTICAL_PAYLOAD, SERVER_NOT_MODIFIED, Capture, RecordMaker, is_not_modified, payload_digest
+from .records import (
+    IDENTICAL_PAYLOAD,
+    SERVER_NOT_MODIFIED,
+    Capture,
+    RecordMaker,
+    is_not_modified,
+    log_resource,
+    payload_digest,
+)
 from .selectors import (
     ExportScope,
+    crawl_log_lines,
     exchanges_export_chunks,
     exchanges_export_count,
     pages_export_chunks,
     pages_export_count,
 )
 from .writer import RollingWarc, Written, index_path
+
+CRAWL_LOG_URI = "crawladmin:crawl.log"
 
 
 @dataclass
@@ -50,6 +66,7 @@ def warc_export(
     scope: ExportScope,
     max_size: int | None = None,
     dedup: PayloadIndex | None = None,
+    crawl_log: bool = False,
     on_pages: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
 ) -> ExportSummary:
@@ -76,6 +93,8 @@ def warc_export(
             exchanges += len(chunk)
             if on_pages is not None:
                 on_pages(len(chunk))
+        if crawl_log:
+            _write_crawl_log(warc, maker, scope)
     finally:
         written: Written = warc.close()
     return ExportSummary(
@@ -138,6 +157,19 @@ class _Writer:
         if capture.verdict:
             records.append(maker.metadata(capture, main_id))
         return records
+
+
+def _write_crawl_log(warc: RollingWarc, maker: RecordMaker, scope: ExportScope) -> None:
+    """The crawl log of the export's scope as one `resource` record, spooled to a temporary file first (its
+    length goes before it), so memory stays bounded whatever the number of checks."""
+    with tempfile.TemporaryFile() as spool:
+        for line in crawl_log_lines(scope=scope):
+            spool.write(line.encode("utf-8"))
+        length = spool.tell()
+        spool.seek(0)
+        warc.write_group(
+            [log_resource(maker.writer, uri=CRAWL_LOG_URI, at=timezone.now(), payload=spool, length=length)]
+        )
 
 
 def _warcinfo(scope: ExportScope, dedup: PayloadIndex | None) -> dict[str, str]:

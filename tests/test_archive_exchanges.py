@@ -9,7 +9,10 @@ import base64
 import dataclasses
 import hashlib
 import io
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -30,6 +33,7 @@ from crawler.lifecycle import Agent
 
 pytestmark = pytest.mark.django_db
 
+WARCIO = str(Path(sys.executable).with_name("warcio"))
 NOT_FOUND = b"<html><body>No such page</body></html>"
 
 
@@ -250,3 +254,23 @@ def test_a_pywb_collection_index_serves_as_an_earlier_export(tmp_path):
     index = PayloadIndex.from_cdxj(tmp_path / "index.cdxj")
     assert len(index) == 1 and index.earlier(b32(NOT_FOUND))[0] == "http://a.example/m"
     assert index.latest.isoformat() == "2026-11-02T00:00:00+00:00"
+
+
+def test_crawl_log_is_a_resource_record_of_every_answered_check(tmp_path):
+    from crawlcore.models import StatusCheck
+    from crawlcore.services.checks import check_begin
+
+    v = visit()
+    v.record(answer("http://a.example/m", 404, NOT_FOUND), url_id("http://a.example/m"))
+    v.record(answer("http://a.example/robots.txt", 200, b"User-agent: *\n"), None, kind=Exchange.ROBOTS)
+    check_begin(server_id=v.server.id, requested_url="http://a.example/pending", method="GET", agent=Agent.LOAD)
+    assert StatusCheck.objects.count() == 3
+    call_command("export_warc", str(tmp_path / "x.warc.gz"), "--no-progress", "--crawl-log", stdout=io.StringIO())
+    (log,) = [(r, body) for r, body in read(tmp_path / "x.warc.gz") if r.rec_type == "resource"]
+    assert log[0].rec_headers.get_header("WARC-Target-URI") == "crawladmin:crawl.log"
+    lines = log[1].decode().splitlines()
+    assert len(lines) == 2  # the pending check is no answer yet
+    assert " 404 " in lines[0] and " GET http://a.example/m load error " in lines[0]
+    assert " 200 " in lines[1] and "http://a.example/robots.txt" in lines[1]
+    proc = subprocess.run([WARCIO, "check", str(tmp_path / "x.warc.gz")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,6 +1,6 @@
 """`python manage.py export_warc OUT.warc.gz [--site HOST] [--group G] [--since DATE | --since-export PREV.cdxj]
-[--dedup-cdxj PREV.cdxj] [--max-size SIZE]`: the stored pages and every other answer the crawl kept as WARC/1.1
-(archive.services.warc_export), a CDXJ index beside it (OUT.cdxj), a progress bar on stderr.
+[--dedup-cdxj PREV.cdxj] [--crawl-log] [--max-size SIZE]`: the stored pages and every other answer the crawl
+kept as WARC/1.1 (archive.services.warc_export), a CDXJ index beside it (OUT.cdxj), a progress bar on stderr.
 
 A rolling archive: the first export whole, each next one `--since-export` the previous one's index: only
 what was fetched since it, payloads it already holds written as revisits."""
@@ -88,6 +88,9 @@ class Command(BaseCommand):
             metavar="FILE.cdxj",
             help="the index of the previous export of a rolling archive: --since its newest record, --dedup-cdxj it",
         )
+        parser.add_argument(
+            "--crawl-log", action="store_true", help="add the crawl log (every status check) as a resource record"
+        )
         parser.add_argument("--max-size", type=str, help="roll over to OUT-00001.warc.gz, … at this size (500M, 1G)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
@@ -121,6 +124,7 @@ class Command(BaseCommand):
                 scope=scope,
                 max_size=max_size,
                 dedup=dedup,
+                crawl_log=options["crawl_log"],
                 on_total=lambda n: setattr(bar, "total", n),
                 on_pages=bar.update,
             )
