@@ -156,3 +156,34 @@ def test_the_housekeeping_task_delivers_other_channels_beside_a_trickling_one(tm
         assert slow.wait_ended(1, timeout=30)
     assert proc.stdout.strip().splitlines()[-1] == "{'messages': 2, 'delivered': 1}"
     assert len(fast.received) == 1 and statuses(tmp_path) == {"fast": "sent", "slow": "pending"}
+
+
+def test_a_channel_with_a_backlog_of_retries_cannot_take_every_place_of_a_run(db, settings):
+    """Ten retries of one channel (ten messages, ten keys) and one new message of another, with four
+    deliveries at once: the other channel's message goes out in this run."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from alerts.models import Event, Notification
+    from alerts.services.channels import channel_add
+    from alerts.services.send import notifications_send
+
+    settings.ALERTS_SEND_PARALLEL = 4
+    with webhook_receiver() as busy_rx, webhook_receiver() as quiet_rx:
+        busy = channel_add(name="busy", url=f"{busy_rx.base}/busy").channel
+        quiet = channel_add(name="quiet", url=f"{quiet_rx.base}/quiet").channel
+        past = timezone.now() - timedelta(hours=1)
+        for n in range(11):
+            event = Event.objects.create(kind="down", at=past + timedelta(seconds=n), reason=f"event {n}")
+            if n < 10:  # a retry: its message and key kept from an earlier attempt
+                Notification.objects.create(
+                    event=event, channel=busy, created_at=past, next_attempt_at=past, attempts=1,
+                    message_key=f"k{n:02d}",
+                )  # fmt: skip
+            else:
+                Notification.objects.create(event=event, channel=quiet, created_at=past, next_attempt_at=past)
+        sent = notifications_send()
+        assert len(quiet_rx.received) == 1
+    assert sorted(s.channel for s in sent) == ["busy", "busy", "busy", "quiet"]
+    assert Notification.objects.filter(channel=busy, status="pending").count() == 7  # handed back, next run

@@ -19,6 +19,7 @@ message. ``notifications_flush`` ignores the window (check_servers sends what it
 
 from __future__ import annotations
 
+import itertools
 import logging
 import secrets
 import time
@@ -113,9 +114,13 @@ def _batches(rows: Sequence[Notification], token: str) -> list[tuple[int, str, l
     by_message: dict[tuple[int, str], list[Notification]] = defaultdict(list)
     for r in rows:
         by_message[(r.channel_id, r.message_key)].append(r)
-    # At most ALERTS_SEND_PARALLEL messages at once (one child process each); the rest are handed back
-    # untouched, oldest rows first next run.
-    ordered = sorted(by_message.items(), key=lambda item: min(r.id for r in item[1]))
+    # At most ALERTS_SEND_PARALLEL messages at once (one child process each), taken round-robin over the
+    # channels (each channel's oldest message first, then each one's second ...): a channel with a backlog
+    # of retries cannot fill every place while other channels wait. The rest are handed back untouched.
+    per_channel: dict[int, list] = defaultdict(list)
+    for item in sorted(by_message.items(), key=lambda item: min(r.id for r in item[1])):
+        per_channel[item[0][0]].append(item)
+    ordered = [item for rank in itertools.zip_longest(*per_channel.values()) for item in rank if item is not None]
     kept, rest = ordered[: settings.ALERTS_SEND_PARALLEL], ordered[settings.ALERTS_SEND_PARALLEL :]
     _release([r.id for _, group in rest for r in group], token)
     out = []
