@@ -132,3 +132,14 @@ def test_status_page_shows_incidents_with_updates_and_maintenance_ahead_and_no_d
     assert "Queue drained." in html and "Ancient" not in html
     assert "Scheduled maintenance" in html and "Mail server upgrade" in html
     assert "s3cret" not in html and "secret.other.example" not in html
+
+
+def test_status_page_names_a_heartbeat_or_tcp_monitor_by_its_name_without_a_link():
+    from monitoring.services.monitors import monitor_add
+
+    beat = monitor_add(kind="heartbeat", target="nightly backup", every_s=3600, group="uni").monitor
+    monitor_add(kind="tcp", target="db.uni.example:5432", name="Database", group="uni")
+    StatusPage.objects.create(slug="uni", group="uni", title="University web", show_addresses=True)
+    html = Client().get("/status/uni/").content.decode()
+    assert "nightly backup" in html and "Database" in html
+    assert beat.ping_token not in html and "tcp://" not in html and "heartbeat://" not in html
