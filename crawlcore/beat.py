@@ -54,7 +54,10 @@ BEAT_JOBS: tuple[BeatJob, ...] = (
     ),
     # crawl core (crawlcore/migrations 0018): the archive's old error bodies dropped (ARCHIVE_KEEP_ERROR_BODIES_DAYS)
     BeatJob(
-        "crawladmin: drop old archived error bodies", "tasks.housekeeping.drop_exchange_bodies", 1, Queue.HOUSEKEEPING,
+        "crawladmin: drop old archived error bodies",
+        "tasks.housekeeping.drop_exchange_bodies",
+        1,
+        Queue.HOUSEKEEPING,
         period="days",
     ),
     # crawl core (crawlcore/migrations 0021): crawl jobs' schedules, windows and ends
@@ -77,6 +80,10 @@ BEAT_JOBS: tuple[BeatJob, ...] = (
     # link reports (reports/migrations 0002): the owners' weekly digests. The record of broken links is brought
     # up to date with the dashboard's dead-link report ("dashboard: dead links"), by every export and digest.
     BeatJob("reports: owners' digests", "tasks.reports.send_digests", 7, Queue.HOUSEKEEPING, period="days"),
+    # reports (reports/migrations 0004): last month's uptime / SLA report to each owner, once (checked daily)
+    BeatJob(
+        "reports: owners' monthly SLA reports", "tasks.reports.send_sla_reports", 1, Queue.HOUSEKEEPING, period="days"
+    ),
 )
 
 _BY_NAME = {job.name: job for job in BEAT_JOBS}

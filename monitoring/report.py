@@ -51,6 +51,17 @@ class Report:
     end: datetime  # exclusive; now, for the month under way
     rows: list[dict]
 
+    def text(self) -> str:
+        """The rows as a plain-text table, for a message."""
+        lines = [f"{'server':<40} {'uptime %':>9} {'down s':>8} {'incidents':>9} {'SLA':>6} met"]
+        for r in self.rows:
+            up = "-" if r["uptime_percent"] is None else f"{r['uptime_percent']:.3f}"
+            target = "-" if r["sla_target"] is None else f"{r['sla_target']:g}"
+            met = {True: "yes", False: "NO", None: "-"}[r["sla_met"]]
+            down, n = r["downtime_seconds"], r["incidents"]
+            lines.append(f"{r['server'][:40]:<40} {up:>9} {down:>8} {n:>9} {target:>6} {met}")
+        return "\n".join(lines) + "\n"
+
 
 def month_bounds(month: str | None, now: datetime | None = None) -> tuple[str, datetime, datetime]:
     """("YYYY-MM", first instant, first instant of the next month), in the operator's TIME_ZONE; the
@@ -74,9 +85,11 @@ def uptime_report(
     month: str | None = None,
     group: str | None = None,
     groups: Iterable[str] | None = None,
+    server_ids: Iterable[int] | None = None,
     now: datetime | None = None,
 ) -> Report:
-    """The report's rows, one per enabled monitor (of `group`; of `groups` for a reader limited to them)."""
+    """The report's rows, one per enabled monitor (of `group`; of `groups` for a reader limited to them; of
+    these servers)."""
     now = now or timezone.now()
     label, start, month_end = month_bounds(month, now)
     end = min(month_end, now)
@@ -85,6 +98,8 @@ def uptime_report(
         monitors = monitors.filter(server__group=group)
     if groups is not None:
         monitors = monitors.filter(server__group__in=list(groups))
+    if server_ids is not None:
+        monitors = monitors.filter(server_id__in=list(server_ids))
     monitors = list(monitors.only("server_id", "kind", "name", "sla_target", *_SERVER))
     if end <= start:  # a month still to come
         return Report(label, start, month_end, [])

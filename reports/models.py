@@ -55,3 +55,18 @@ class Digest(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["owner_email", "sent_at"], name="digest_owner_idx")]
+
+
+class SlaReportSent(models.Model):
+    """One owner's monthly uptime / SLA report, sent once (the unique month and owner make a second run of
+    the monthly job send nothing again)."""
+
+    owner_email = models.CharField(max_length=254)
+    month = models.CharField(max_length=7, help_text="YYYY-MM")
+    sent_at = models.DateTimeField()
+    channel = models.CharField(max_length=20, help_text="email, or file")
+    destination = models.CharField(max_length=500, blank=True)
+    body = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner_email", "month"], name="sla_report_once")]

@@ -440,6 +440,7 @@ BEAT_MIGRATIONS = [
     ("crawladmin", "0014_check_partitions_beat"),
     ("monitoring", "0002_periodic_tasks"),
     ("monitoring", "0010_domain_expiry_beat"),
+    ("reports", "0004_sla_reports_beat"),
     ("ranking", "0002_periodic_task"),
     ("dashboard", "0003_periodic_tasks"),
 ]
