@@ -129,3 +129,16 @@ def test_content_checks_run_only_on_a_trusted_url(guarded, own, metadata, operat
     ServerMonitor.objects.filter(server=trusted).update(health_url=own.url, content_must_not="status 200")
     (checked,) = monitors_check(server_ids=[trusted.id], claim=False)
     assert (checked.category, checked.failure) == ("normal", "")
+
+
+def test_a_refused_crawl_fetch_tells_nothing_of_the_address_a_name_resolves_to(settings):
+    """The crawler's side of the same rule: a link to an internal name is refused, and what is kept of it
+    (a URL's reason, a server's exclusion) does not say which address the name resolved to."""
+    from crawlcore.services.visit import GUARD_REFUSED, ServerVisit
+    from crawler.lifecycle import Agent
+
+    settings.CRAWL_ALLOW_PRIVATE = ()
+    server = Server.objects.create(scheme="http", host="localhost", port=9, trusted=False)
+    result = ServerVisit(server, "test-owner", Agent.LOAD).fetch("http://localhost:9/")
+    assert result.failure.value == "forbidden_address"
+    assert result.detail == GUARD_REFUSED and "127.0.0.1" not in result.detail and "::1" not in result.detail

@@ -83,6 +83,9 @@ def thread_fetcher(kind: str | None = None) -> Fetcher | EngineFetcher:
     return held[1]
 
 
+GUARD_REFUSED = "refused: not an address the crawler may contact"
+
+
 def address_check_for(server: Server):
     """The private-address guard; servers an operator added are trusted with any address."""
     if server.trusted:
@@ -226,6 +229,10 @@ class ServerVisit:
             result = thread_fetcher("threads").fetch(url, method=method, headers=headers, address_check=check)
         if result.failure == FailureKind.FORBIDDEN_ADDRESS:
             check_discard(check_id=check_id)  # refused before connecting: no request, no check
+            # What readers see of it (a URL's reason, a server's exclusion) says "refused" and nothing of the
+            # address a name resolved to, so a crawl cannot be used to map an internal network's names.
+            log.debug("%s refused by the private-address guard: %s", url[:200], result.detail)
+            result.detail = GUARD_REFUSED
         else:
             result.check_id = check_id
         return result
