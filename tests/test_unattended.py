@@ -38,6 +38,7 @@ def crawl(tmp_path_factory):
         env = clean_env(
             CRAWLADMIN_DATA_DIR=str(data),
             CRAWL_DNS_TIMEOUT="1",
+            CRAWL_BATCH_SIZE="100",  # the 5,000 robots-disallowed links are set aside 100 a claim
             PYTHONPATH=str(ROOT / "testweb" / "fakedns"),
             FAKEDNS_HANG=HANG_SUFFIX,
             FAKEDNS_MAP=f"{QUICK}={web.ips['retry']}",
@@ -45,7 +46,7 @@ def crawl(tmp_path_factory):
         seeds = [f"http://{QUICK}:{web.port('retry')}/", web.url("heavy", "/"), web.url("slow", "/")]
         started = time.monotonic()
         proc = subprocess.run(
-            [sys.executable, "manage.py", "crawl", "--json", "--no-progress", "--threads", "12",
+            [sys.executable, "manage.py", "crawl", "--json", "--no-progress", "--threads", "16",
              "--max-seconds", str(MAX_SECONDS), *seeds],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=MAX_SECONDS + 120,
         )  # fmt: skip
