@@ -136,6 +136,8 @@ def _parse_text(stream: Iterator[bytes]) -> Parsed:
 
 def _text_lines(data: bytes, out: Parsed) -> bool:
     """The URLs of whole lines `data` added to `out`; True once MAX_URLS are there (the rest ignored)."""
+    if not data or data.isspace():  # a chunk of blank lines, at C speed
+        return False
     for match in _LINE.finditer(data):
         raw = match.group().decode("utf-8", errors="replace")
         loc = _loc(raw)
