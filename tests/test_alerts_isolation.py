@@ -6,11 +6,15 @@ Driven through what an operator runs: `send_notifications`, `notify_test`, and t
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+import pytest
 
 from testweb.alerts import trickling_receiver, webhook_receiver
 
@@ -53,9 +57,20 @@ def stop(proc: subprocess.Popen) -> None:
     proc.communicate(timeout=30)
 
 
-def prepared(tmp_path, slow, fast, **env_extra: str) -> dict[str, str]:
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory) -> Path:
+    """One migrated SQLite database for the module, copied into each test's data directory."""
+    folder = tmp_path_factory.mktemp("migrated")
+    proc = manage(clean_env(CRAWLADMIN_DATA_DIR=str(folder)), "migrate", "-v0")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return folder
+
+
+def prepared(tmp_path, slow, fast, migrated: Path, **env_extra: str) -> dict[str, str]:
+    for f in migrated.iterdir():
+        if f.name.startswith("crawladmin.sqlite3"):
+            shutil.copy(f, tmp_path / f.name)
     env = clean_env(CRAWLADMIN_DATA_DIR=str(tmp_path), **env_extra)
-    assert manage(env, "migrate", "-v0").returncode == 0
     setup = manage(env, "shell", "-c", SETUP.format(slow=f"{slow.base}/slow", fast=f"{fast.base}/fast"))
     assert setup.stdout.split()[-1:] == ["2"], setup.stderr[-2000:]
     return env
@@ -72,9 +87,9 @@ def statuses(tmp_path) -> dict[str, str]:
     return dict(rows)
 
 
-def test_an_alert_to_a_second_channel_arrives_while_the_first_channels_receiver_is_still_trickling(tmp_path):
+def test_an_alert_to_a_second_channel_arrives_while_the_first_channels_receiver_is_still_trickling(tmp_path, migrated):
     with trickling_receiver() as slow, webhook_receiver() as fast:
-        env = prepared(tmp_path, slow, fast, ALERTS_SEND_TIMEOUT="4")
+        env = prepared(tmp_path, slow, fast, migrated, ALERTS_SEND_TIMEOUT="4")
         sender = popen(env, "send_notifications")
         try:
             assert fast.wait_for(1, timeout=90), "the second channel got nothing"
@@ -93,11 +108,13 @@ def test_an_alert_to_a_second_channel_arrives_while_the_first_channels_receiver_
     assert len(fast.received) == 1 and len(slow.received) == 1
 
 
-def test_a_retry_is_never_sent_while_the_first_attempt_may_still_be_in_flight(tmp_path):
+def test_a_retry_is_never_sent_while_the_first_attempt_may_still_be_in_flight(tmp_path, migrated):
     """The lease (1 s here) is shorter than a delivery may last: the next sender must still wait until the
     first attempt is over before it sends the message again."""
     with trickling_receiver() as slow, webhook_receiver() as fast:
-        env = prepared(tmp_path, slow, fast, ALERTS_SEND_TIMEOUT="3", ALERTS_LEASE_SECONDS="1", ALERTS_RETRY_BASE="0")
+        env = prepared(
+            tmp_path, slow, fast, migrated, ALERTS_SEND_TIMEOUT="3", ALERTS_LEASE_SECONDS="1", ALERTS_RETRY_BASE="0"
+        )
         first = popen(env, "send_notifications")
         try:
             assert slow.wait_for(1, timeout=90)
@@ -119,11 +136,11 @@ def test_a_retry_is_never_sent_while_the_first_attempt_may_still_be_in_flight(tm
     assert len(fast.received) == 1
 
 
-def test_a_delivery_of_a_killed_sender_stops_itself_at_the_deadline(tmp_path):
+def test_a_delivery_of_a_killed_sender_stops_itself_at_the_deadline(tmp_path, migrated):
     """The child carrying a delivery ends on time even when the sender that started it was killed: the
     lease's promise (nothing still in flight once it is over) does not depend on the sender living."""
     with trickling_receiver() as slow, webhook_receiver() as fast:
-        env = prepared(tmp_path, slow, fast, ALERTS_SEND_TIMEOUT="3")
+        env = prepared(tmp_path, slow, fast, migrated, ALERTS_SEND_TIMEOUT="3")
         sender = popen(env, "send_notifications")
         try:
             assert slow.wait_for(1, timeout=90)
@@ -137,9 +154,9 @@ def test_a_delivery_of_a_killed_sender_stops_itself_at_the_deadline(tmp_path):
     assert statuses(tmp_path)["slow"] == "sending"  # the next sender takes it once the lease is over
 
 
-def test_notify_test_ends_at_the_deadline_with_one_clear_line(tmp_path):
+def test_notify_test_ends_at_the_deadline_with_one_clear_line(tmp_path, migrated):
     with trickling_receiver() as slow, webhook_receiver() as fast:
-        env = prepared(tmp_path, slow, fast, ALERTS_SEND_TIMEOUT="3")
+        env = prepared(tmp_path, slow, fast, migrated, ALERTS_SEND_TIMEOUT="3")
         proc = manage(env, "notify_test", "slow", timeout=120)
         assert slow.wait_ended(1, timeout=30)
     assert proc.returncode == 1
@@ -147,9 +164,9 @@ def test_notify_test_ends_at_the_deadline_with_one_clear_line(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-def test_the_housekeeping_task_delivers_other_channels_beside_a_trickling_one(tmp_path):
+def test_the_housekeeping_task_delivers_other_channels_beside_a_trickling_one(tmp_path, migrated):
     with trickling_receiver() as slow, webhook_receiver() as fast:
-        env = prepared(tmp_path, slow, fast, ALERTS_SEND_TIMEOUT="3")
+        env = prepared(tmp_path, slow, fast, migrated, ALERTS_SEND_TIMEOUT="3")
         # The task's own code (tasks.alerts.send, which a housekeeping worker runs), in a process of its own.
         proc = manage(env, "shell", "-c", "from tasks.alerts import send; print(send.run())", timeout=120)
         assert proc.returncode == 0, proc.stderr[-2000:]
