@@ -190,3 +190,51 @@ def test_the_tick_starts_a_scheduled_job_when_due_and_closes_a_run_with_nothing_
     job.refresh_from_db()
     run = JobRun.objects.get()
     assert job.state == "idle" and run.stop_reason == "done" and run.pages == 1 and run.ended_at is not None
+
+
+@pytest.mark.django_db
+def test_crawl_job_in_the_cluster_mode_starts_it_and_returns(settings):
+    import json
+
+    settings.CELERY_EMBEDDED = False
+    _job("docs", seeds=["http://a.example/"])
+    out = io.StringIO()
+    call_command("crawl", "--job", "docs", "--json", stdout=out)
+    assert json.loads(out.getvalue())["state"] == "running"
+    assert Job.objects.get(name="docs").state == "running"
+    with pytest.raises(CommandError, match="give no seed URL"):
+        call_command("crawl", "--job", "docs", "http://b.example/", stdout=io.StringIO())
+
+
+FULL = """\
+servers:
+  - url: http://a.example
+    group: physics
+    min_delay: 3
+monitors:
+  - server: http://a.example
+    interval_s: 120
+channels:
+  - name: ops
+    url: json://127.0.0.1:9/hook
+    rules: [{kinds: "down,up", group: physics}]
+"""
+
+
+@pytest.mark.django_db
+def test_apply_writes_servers_monitors_and_channels_and_names_their_problems():
+    assert config_apply(FULL) == [("created", "server", "http://a.example"), ("created", "monitor", "http://a.example"),
+                                  ("created", "channel", "ops")]  # fmt: skip
+    again = [("unchanged", "server", "http://a.example"), ("unchanged", "monitor", "http://a.example"),
+             ("unchanged", "channel", "ops")]  # fmt: skip
+    assert config_apply(FULL) == again
+    bad = FULL.replace("server: http://a.example", "server: http://z.example")
+    with pytest.raises(ConfigError) as caught:
+        config_apply(bad + "extra: 1\n")
+    assert caught.value.problems == [
+        "12: extra: unknown section (known: servers, monitors, channels, jobs)",
+        "6: monitors[0].server: required: the URL of a server that exists or that this file names",
+    ]
+    with pytest.raises(ConfigError) as caught:
+        config_apply(FULL.replace("interval_s: 120", "interval_s: fast"))
+    assert {p.split(":")[0] for p in caught.value.problems} == {"7"}
