@@ -23,13 +23,12 @@ from django.conf import settings
 from django.db.models import Case, Count, IntegerField, Model, OuterRef, Subquery, Value, When
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.timesince import timesince
 
 from crawlcore.db import estimates, features, raw
 from crawlcore.models import BeatJobRun, Page, Server, StatusCheck
 from crawlcore.selectors import check_category_counts, check_time_floor
 from crawlcore.services.schedule import schedule_table
-from crawlcore.templatetags.times import when_text
+from crawlcore.templatetags.times import ago_text, when_text
 from crawler.lifecycle import Agent, State
 from crawler.status import Category, Status
 from monitoring.models import HourlyRollup, ServerCertificate, ServerMonitor, StatusChange
@@ -334,7 +333,7 @@ def tile_note(*, status: str, row: dict, now: datetime) -> str:
     interval = row["monitor__interval_s"] or settings.MONITOR_INTERVAL
     last = row["monitor__last_check_at"]
     if status == STALE:
-        return f"stale · last check {timesince(last, now)} ago ({_every(interval)})"
+        return f"stale · last check {ago_text(last, now)} ({_every(interval)})"
     if status == UNCONFIRMED:
         need = row["monitor__fail_after"] or settings.MONITOR_FAIL_AFTER
         return f"failed {row['monitor__streak']} of {need} to confirm"
@@ -494,7 +493,7 @@ def grid_tiles(
                 latency_ms=check["latency_ms"] if check and check["status_code"] is not None else None,
                 status_code=check["status_code"] if check else None,
                 href=f"{server_href}{r['id']}/",
-                ago=f"{timesince(check['checked_at'], now)} ago" if check else "never checked",
+                ago=ago_text(check["checked_at"], now) if check else "never checked",
                 note=tile_note(status=r["shown_status"], row=r, now=now),
                 uptime_24h=up,
                 bar=bars.get(r["id"], []),

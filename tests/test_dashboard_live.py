@@ -3,6 +3,7 @@ an unconfirmed failure is amber, down is red, and uptime counts a failed check b
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -67,11 +68,25 @@ def test_a_tile_not_checked_for_two_intervals_is_stale_with_its_age_and_interval
     check(old, "normal", ago=timedelta(minutes=12))
     shown = tiles()
     assert shown["http://old.example"].status == "stale"
-    assert shown["http://old.example"].note == "stale · last check 12\xa0minutes ago (every 5 min)"
+    assert shown["http://old.example"].note == "stale · last check 12 min ago (every 5 min)"
     assert shown["http://fresh.example"].status == "normal"
     assert shown["http://custom.example"].status == "stale"  # its own interval: 30 s
     assert "(every 30 s)" in shown["http://custom.example"].note
     assert selectors.monitor_status_counts()["stale"] == 2  # the counts say what the tiles show
+
+
+@override_settings(MONITOR_INTERVAL=10.0)
+def test_ages_under_a_minute_are_in_seconds_never_zero_minutes(viewer):
+    now = timezone.now()
+    recent = monitored("recent.example", status="normal", last_check_at=now - timedelta(seconds=3))
+    late = monitored("late.example", status="normal", last_check_at=now - timedelta(seconds=45))
+    check(recent, "normal", ago=timedelta(seconds=3))
+    check(late, "normal", ago=timedelta(seconds=45))
+    shown = tiles()
+    assert re.fullmatch(r"\d+ s ago", shown["http://recent.example"].ago), shown["http://recent.example"].ago
+    assert re.fullmatch(r"stale · last check \d+ s ago \(every 10 s\)", shown["http://late.example"].note)
+    page = viewer.get("/dashboard/").content.decode()
+    assert "0\xa0minutes" not in page and "0 minutes" not in page
 
 
 @override_settings(MONITOR_FAIL_AFTER=2)

@@ -21,13 +21,22 @@
     return ms >= 1000 ? (ms / 1000).toFixed(2) + " s" : Math.round(ms) + " ms";
   }
 
+  // The same words as the server's (crawlcore/templatetags/times.py, ago_text), redrawn every second.
   function ago(iso) {
     if (!iso) { return "never checked"; }
-    var s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+    var s = Math.max(0, Math.floor((Date.now() - Date.parse(iso)) / 1000));
     if (s < 60) { return s + " s ago"; }
-    if (s < 3600) { return Math.round(s / 60) + " min ago"; }
-    return Math.round(s / 3600) + " h ago";
+    if (s < 3600) { return Math.floor(s / 60) + " min ago"; }
+    if (s < 172800) { return Math.floor(s / 3600) + " h ago"; }
+    return Math.floor(s / 86400) + " days ago";
   }
+
+  function tick() {
+    grid.querySelectorAll("[data-field=last_check][title]").forEach(function (el) {
+      el.textContent = ago(el.title);
+    });
+  }
+  window.setInterval(tick, 1000);
 
   function setStatus(el, status) {
     STATUSES.forEach(function (s) { el.classList.remove(s); });
