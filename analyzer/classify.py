@@ -13,6 +13,8 @@ from urllib.parse import unquote, urlsplit
 
 from w3lib.encoding import html_to_unicode
 
+from crawler.pdf import PDF_TYPES, read_pdf
+
 from .domains import host_info, page_domains
 from .language import detect_language, visible_text
 
@@ -134,7 +136,8 @@ def _utf8_if_valid(body: bytes) -> str | None:
 
 def analyze_page(url: str, content_type: str | None, body: bytes | Callable[[], bytes]) -> PageFacts:
     """Everything the analyzer stores about one page. Never raises on what a server sent. `body` may be a
-    function returning it, called only for text types (an image's body is never decompressed)."""
+    function returning it, called only for text types and PDFs (an image's body is never decompressed; a
+    PDF's must be whole: its index is at its end)."""
     host = (urlsplit(url).hostname or "").rstrip(".")
     info = host_info(host)
     mime = media_type(content_type, url)
@@ -145,6 +148,10 @@ def analyze_page(url: str, content_type: str | None, body: bytes | Callable[[], 
         raw = body() if callable(body) else body
         text = decode(raw, content_type) if raw else ""
         language = detect_language(visible_text(text) if mime != "text/plain" else text)
+    elif mime in PDF_TYPES:  # its text, read as the extract agent reads it (bounded; never raises)
+        raw = body() if callable(body) else body
+        text = read_pdf(raw, url).text if raw else ""
+        language = detect_language(text)
     return PageFacts(
         language=language,
         host=host,

@@ -27,6 +27,7 @@ from django.utils import timezone
 from crawlcore.models import Page, Server
 from crawlcore.selectors import pages_duplicate
 from crawler.netguard import Network, parse_cidrs
+from crawler.pdf import is_pdf
 
 from .classify import MAX_SCAN_BYTES, PageFacts, analyze_page
 from .domains import EMAIL, FTP, WEB, host_info, in_networks
@@ -76,12 +77,13 @@ def pages_pending(*, reanalyse: bool = False) -> QuerySet[Page]:
     return pages
 
 
-def _read_body(body_z: bytes | memoryview) -> bytes:
-    """The first MAX_SCAN_BYTES of a stored body: a 10 MB page is never inflated whole."""
+def _read_body(body_z: bytes | memoryview, *, whole: bool = False) -> bytes:
+    """The first MAX_SCAN_BYTES of a stored body: a 10 MB page is never inflated whole. A PDF (`whole`) is:
+    its cross-reference table is at its end (stored bodies are bounded by CRAWL_MAX_BODY_BYTES)."""
     if not body_z:
         return b""
     try:
-        return zlib.decompressobj().decompress(body_z, MAX_SCAN_BYTES)
+        return zlib.decompress(body_z) if whole else zlib.decompressobj().decompress(body_z, MAX_SCAN_BYTES)
     except zlib.error:
         return b""
 
@@ -127,7 +129,9 @@ def pages_analyse(
         redone: list[int] = []
         for page_id, fetched_at, content_type, body_z, url, analysed_before in rows:
             try:
-                facts = analyze_page(url, content_type, lambda body_z=body_z: _read_body(body_z))
+                facts = analyze_page(
+                    url, content_type, lambda body_z=body_z, ct=content_type: _read_body(body_z, whole=is_pdf(ct))
+                )
             except Exception:  # a classifier bug must not stop a million-page run: log, skip, go on
                 log.exception("analysis failed for page %s (%s)", page_id, url[:200])
                 outcome.failed += 1

@@ -205,6 +205,11 @@ def _load() -> dict:
         "RANK_LOCAL_TOLERANCE": env.number("RANK_LOCAL_TOLERANCE", 1e-2, minimum=1e-15, maximum=1.0),
         "RANK_MAX_ITERATIONS": env.integer("RANK_MAX_ITERATIONS", 500, minimum=1, maximum=100_000),
         "RANK_TIME_LIMIT": env.integer("RANK_TIME_LIMIT", 3600, minimum=10, maximum=7 * 86400),
+        # Search (search app): how much a page's stored BlockRank weighs beside its text relevance
+        # (crawler.fulltext.score; 0 orders by text alone).
+        "SEARCH_RANK_WEIGHT": env.number("SEARCH_RANK_WEIGHT", 1.0, minimum=0.0, maximum=100.0),
+        # Whether the extract agent keeps the full-text index (off: pages extracted meanwhile are not found).
+        "SEARCH_INDEX": env.boolean("SEARCH_INDEX", True),
         # Web page analyzer (analyzer app): the national TLD and national IP ranges (seed 001).
         "ANALYZER_NATIONAL_TLD": national_tld(env, "ANALYZER_NATIONAL_TLD", "kr"),
         "ANALYZER_NATIONAL_CIDRS": env.cidrs("ANALYZER_NATIONAL_CIDRS"),
@@ -332,7 +337,7 @@ globals().update(
     {
         name: value
         for name, value in _cfg.items()
-        if name.startswith(("CRAWL", "MONITOR_", "CHECK_", "RANK_", "ANALYZER_", "ALERTS_", "EMAIL_"))
+        if name.startswith(("CRAWL", "MONITOR_", "CHECK_", "RANK_", "ANALYZER_", "ALERTS_", "EMAIL_", "SEARCH_"))
     }
 )
 
@@ -433,6 +438,7 @@ INSTALLED_APPS = [
     "alerts",
     "reports",
     "archive",
+    "search",
     "dashboard",
     "crawladmin",  # the shell, last: its commands tie the apps above together
 ]

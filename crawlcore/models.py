@@ -208,6 +208,10 @@ class Page(models.Model):
     # or extracted before migration 0010), and then no fragment pointing here is reported missing.
     anchors = models.TextField(null=True, blank=True)
     extract_dispatched_at = models.DateTimeField(null=True, blank=True)
+    # Why the extract agent could not read this copy, or only in part ("pdf_encrypted", "pdf_broken",
+    # "pdf_truncated": crawler.pdf); empty when it was read whole. The full-text index of the page is kept
+    # beside the row by the extract agent (crawlcore.db.fulltext), not in a model field.
+    extract_problem = models.CharField(max_length=32, blank=True, db_default="")
     # The exchange that brought this copy, for the archive (a WARC request and response record): written by
     # the same statement as the body, columns rather than rows so the load path writes nothing more
     # (crawler.sanitize.clean_head: CRLF-separated, at most 16 KiB each).

@@ -49,6 +49,11 @@ MAX_ANCHOR_TEXT = 200
 MAX_FRAGMENT = 200
 MAX_FRAGMENTS = 20  # distinct #fragments kept per link
 MAX_ANCHORS = 5000  # ids and names kept per page, for "missing anchor" checks
+MAX_HEADINGS = 4096  # characters of heading text kept, for the search index
+MAX_TEXT = 65536  # characters of body text kept, for the search index
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+# Elements whose text a reader never sees as the page's text.
+_INVISIBLE = ("script", "style", "noscript", "template", "head")
 
 # The bounds of one page's parse, and the names `Extracted.limits` gives them.
 MAX_LINKS = 5000  # links followed a page (extract's default max_links)
@@ -120,7 +125,11 @@ class Extracted:
     limits: list[str] = field(default_factory=list)  # the bounds the page went over (LIMIT_*), in order
     nofollow: bool = False  # <meta name=robots content=nofollow>: none of the page's links is followed
     base_url: str = ""
-    anchors: list[str] = field(default_factory=list)  # element ids and <a name>s, for #fragment checks
+    # Element ids and <a name>s, for #fragment checks; None when the document has none to tell (a PDF).
+    anchors: list[str] | None = field(default_factory=list)
+    headings: str = ""  # the text of <h1>…<h6>, for the search index
+    text: str = ""  # the visible text of the body (at most MAX_TEXT characters), for the search index
+    problem: str = ""  # why the document could not be read, or only in part (crawler.pdf); "" when read whole
 
     @property
     def urls(self) -> list[str]:
@@ -316,4 +325,20 @@ def extract(
     out.nofollow = _has_nofollow(_meta_content(root, "robots"))
     _collect_links(root, out.base_url, max_links, out)
     out.anchors = list(dict.fromkeys(_ANCHORS(root)))[:MAX_ANCHORS]
+    _collect_text(root, out)
     return out
+
+
+def _collect_text(root: etree._Element, out: Extracted) -> None:
+    """Headings and the visible text, for the search index: read last, since dropping the invisible
+    elements changes the tree (their links are collected by then). Text nodes are joined with spaces (two
+    cells or paragraphs are two words) and whitespace collapsed; the walk stops at MAX_TEXT characters."""
+    out.headings = _collapse(" ".join(_TEXT(h) for h in root.iter(*_HEADINGS)), MAX_HEADINGS)
+    etree.strip_elements(root, *_INVISIBLE, with_tail=False)
+    parts, size = [], 0
+    for piece in root.itertext():
+        parts.append(piece)
+        size += len(piece)
+        if size > 2 * MAX_TEXT:  # whitespace collapses: twice the bound before it is enough
+            break
+    out.text = _collapse(" ".join(parts), MAX_TEXT)

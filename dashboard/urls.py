@@ -35,6 +35,7 @@ urlpatterns = [
     path("heatmap/", views.heatmap, name="heatmap"),
     path("uptime/", views.uptime, name="uptime"),
     path("uptime/report.<str:fmt>", views.uptime_download, name="uptime-export"),
+    path("search/", views.search, name="search"),
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="dashboard:login"), name="logout"),
 ]

@@ -41,7 +41,8 @@ from monitoring.report import MAINTENANCE_NOTE, ReportError, report_write, uptim
 from monitoring.selectors import server_certificate, server_load_profile
 from ranking.selectors import latest_run, top_pages
 from reports.export import FORMATS, dead_links_export
-from reports.selectors import link_breaks_count, link_breaks_of_site
+from reports.selectors import link_breaks_count, link_breaks_first, link_breaks_of_site
+from search.selectors import Filters, SearchError, search_pages
 
 from . import broker, cache, selectors
 from .cache import cached
@@ -349,6 +350,8 @@ def dead_links_site(request: HttpRequest, server_id: int) -> HttpResponse:
             "as_of": as_of,
             "first_page": after is None,
             "next_after": f"{last['from_url_id']}-{last['to_url_id']}" if more and last else None,
+            # The broken links on the pages most reached (summed page rank), on the first page of the report.
+            "fix_first": link_breaks_first(server_id=server_id) if after is None else [],
             # Pages only the server's sitemaps lead to: on the first page of the report.
             "orphans": urls_orphaned(server_id=server_id, limit=ORPHANS_SHOWN) if after is None else [],
             "orphan_count": urls_orphaned_count(server_id=server_id) if after is None else 0,
@@ -451,3 +454,37 @@ def uptime_download(request: HttpRequest, fmt: str) -> HttpResponse:
     suffix = f"-{group}" if group and group.replace("-", "").replace("_", "").isalnum() else ""
     response["Content-Disposition"] = f'attachment; filename="uptime-{report.month}{suffix}.{fmt}"'
     return response
+
+
+SEARCH_PAGE = 20
+
+
+@dashboard_view
+def search(request: HttpRequest) -> HttpResponse:
+    """Search the stored pages (search.selectors): the reader's server groups only. Titles and URLs are
+    autoescaped; a snippet is HTML built by crawler.fulltext.snippet (the page's text escaped, the matched
+    words in <mark>), the one piece of scraped text the template takes as it is."""
+    query = request.GET.get("q", "").strip()[:500]
+    group = request.GET.get("group", "")
+    kind = request.GET.get("type", "")
+    if kind not in ("", "html", "pdf"):
+        raise BadRequest("type must be html or pdf")
+    offset = _int(request, "offset")
+    filters = Filters(site=request.GET.get("site", "").strip()[:300], group=group, content_type=kind,
+                      groups=_scope(request, group))  # fmt: skip
+    hits, error = [], ""
+    if query:
+        try:
+            hits = search_pages(query=query, filters=filters, limit=SEARCH_PAGE + 1, offset=offset)
+        except SearchError as exc:
+            error = str(exc)
+    more = len(hits) > SEARCH_PAGE
+    return render(
+        request,
+        "dashboard/search.html",
+        {
+            "query": query, "site": filters.site, "group": group, "type": kind, "hits": hits[:SEARCH_PAGE],
+            "error": error, "offset": offset, "next_offset": offset + SEARCH_PAGE if more else None,
+            "groups": _visible_groups(filters.groups),
+        },
+    )  # fmt: skip

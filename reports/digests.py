@@ -24,11 +24,13 @@ from alerts.logic import Message
 from crawlcore.models import Server
 
 from .models import Digest, LinkBreak
+from .selectors import with_impact
 from .services import link_breaks_refresh
 
 log = logging.getLogger(__name__)
 
 MAX_LISTED = 500  # links listed per section of one digest; the counts are always whole
+FIX_FIRST = 10  # the open broken links a digest leads with: those of most impact (reports.selectors.with_impact)
 
 
 @dataclass
@@ -70,7 +72,8 @@ def digest_send(*, owner_key: str, servers: list[Server], now: datetime) -> bool
     n_broke, n_fixed = broke.count(), fixed.count()
     if not n_broke and not n_fixed:
         return False
-    body = _text(name or email, servers, broke, n_broke, fixed, n_fixed, last, now)
+    first = with_impact(LinkBreak.objects.filter(site_id__in=ids, fixed_at__isnull=True))
+    body = _text(name or email, servers, broke, n_broke, fixed, n_fixed, last, now, first=_first_lines(first))
     channel, destination = _deliver(owner_key, email, body, n_broke, n_fixed, now)
     Digest.objects.create(
         owner_email=owner_key, owner_name=name, sites=[s.origin for s in servers], broken=n_broke, fixed=n_fixed,
@@ -101,12 +104,23 @@ def _lines(qs) -> list[str]:
     ]
 
 
-def _text(who, servers, broke, n_broke, fixed, n_fixed, last, now) -> str:
+def _first_lines(qs) -> list[str]:
+    """The open broken links of most impact, each with its impact (summed rank of the pages carrying it)."""
+    rows = qs.values_list("from_url__url", "anchor_text", "to_url__url", "status", "failure_kind", "impact")
+    return [
+        f'  on {src}\n    "{text}" -> {dst} ({status or "-"} {kind}) impact {impact or 0:.3g}'
+        for src, text, dst, status, kind, impact in rows[:FIX_FIRST]
+    ]
+
+
+def _text(who, servers, broke, n_broke, fixed, n_fixed, last, now, *, first: list[str] = ()) -> str:
     since = f"since {last:%Y-%m-%d %H:%M}" if last else "so far"
+    lead = ["Fix these first (on the pages most reached, by summed page rank):", *first, ""] if first else []
     parts = [
         f"To: {who}",
         f"Broken links of {', '.join(s.origin for s in servers)} {since} (as of {now:%Y-%m-%d %H:%M} UTC)",
         "",
+        *lead,
         f"Broke ({n_broke}):",
         *_lines(broke),
         "",

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from crawler.brokenlinks import neutralised
 
-from .selectors import EXPORT_COLUMNS, dead_links_export_rows
+from .selectors import EXPORT_COLUMNS, IMPACT, dead_links_export_rows
 
 FORMATS = ("csv", "json")
 _ROWS_PER_CHUNK = 200
@@ -20,13 +20,14 @@ _ROWS_PER_CHUNK = 200
 def dead_links_export(*, fmt: str = "csv", **filters) -> Iterator[str]:
     """Text chunks of the export (a few hundred rows each), in bounded memory however many rows."""
     rows = dead_links_export_rows(**filters)
-    return _csv(rows) if fmt == "csv" else _json(rows)
+    columns = (*EXPORT_COLUMNS, IMPACT) if filters.get("sort") == IMPACT else EXPORT_COLUMNS
+    return _csv(rows, columns) if fmt == "csv" else _json(rows)
 
 
-def _csv(rows: Iterator[dict]) -> Iterator[str]:
+def _csv(rows: Iterator[dict], columns: tuple[str, ...] = EXPORT_COLUMNS) -> Iterator[str]:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(EXPORT_COLUMNS)
+    writer.writerow(columns)
     for n, row in enumerate(rows, 1):
         writer.writerow([neutralised(v) if isinstance(v, str) else ("" if v is None else v) for v in row.values()])
         if n % _ROWS_PER_CHUNK == 0:

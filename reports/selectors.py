@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Count, Q
+from django.db.models import Count, F, FloatField, Q, Sum, Value, Window
+from django.db.models.functions import Coalesce
 
 from crawlcore.models import Link, Page, Url
 from crawlcore.server_filter import servers_named
@@ -162,6 +163,21 @@ EXPORT_COLUMNS = (
     "site", "owner", "source_url", "anchor_text", "element", "target_url", "status", "failure_kind",
     "redirect_chain", "first_broken_at", "last_checked_at",
 )  # fmt: skip
+# The export ordered by impact has one column more, last: IMPACT.
+IMPACT = "impact"
+SORTS = ("site", "impact")
+
+
+def with_impact(qs):
+    """Open breaks with `impact`: the summed stored BlockRank of the pages (among `qs`) carrying a link to the
+    same broken target, so a target that pages people reach link to counts most; and `source_rank`, the rank
+    of the page carrying this one. Pages never ranked count 0. Ordered by impact, then by the page's rank."""
+    source_rank = Coalesce(F("from_url__pagerank__rank"), Value(0.0), output_field=FloatField())
+    return (
+        qs.annotate(source_rank=source_rank)
+        .annotate(impact=Window(Sum(source_rank), partition_by=[F("to_url_id")]))
+        .order_by("-impact", "-source_rank", "site_id", "from_url_id", "to_url_id")
+    )
 
 
 def link_breaks_open(
@@ -171,10 +187,11 @@ def link_breaks_open(
     since: datetime | None = None,
     server_id: int | None = None,
     groups: frozenset[str] | None = None,
+    sort: str = "site",
 ):
     """The open breaks (not fixed), filtered: `site` a host, host:port or origin, `group` a server group, `since` first
     seen broken at or after, `groups` the server groups a reader may see (None: all); ordered by site, source
-    page, target."""
+    page, target, or with `sort="impact"` by impact (`with_impact`: each row has `impact`)."""
     qs = LinkBreak.objects.filter(fixed_at__isnull=True)
     if groups is not None:
         qs = qs.filter(site__group__in=sorted(groups))
@@ -186,16 +203,19 @@ def link_breaks_open(
         qs = qs.filter(site__group=group)
     if since is not None:
         qs = qs.filter(first_broken_at__gte=since)
+    if sort == IMPACT:
+        return with_impact(qs)
     return qs.order_by("site__host", "site__port", "site_id", "from_url_id", "to_url_id")
 
 
 def dead_links_export_rows(**filters) -> Iterator[dict]:
-    """The export's rows (EXPORT_COLUMNS, plain values), streamed: a chunk of rows in memory at a time,
-    however many there are."""
+    """The export's rows (EXPORT_COLUMNS, plain values; and IMPACT with `sort="impact"`), streamed: a chunk of
+    rows in memory at a time, however many there are."""
+    impact = filters.get("sort") == IMPACT
     rows = link_breaks_open(**filters).values_list(
         "site__scheme", "site__host", "site__port", "site__owner_name", "site__owner_email", "from_url__url",
         "anchor_text", "element", "to_url__url", "status", "failure_kind", "redirect_chain", "first_broken_at",
-        "last_checked_at",
+        "last_checked_at", *(["impact"] if impact else []),
     )  # fmt: skip
     for (
         scheme,
@@ -212,13 +232,14 @@ def dead_links_export_rows(**filters) -> Iterator[dict]:
         chain,
         first,
         checked,
+        *extra,
     ) in rows.iterator(chunk_size=CHUNK):
         default = {"http": 80, "https": 443}.get(scheme)
         if kind == MISSING_ANCHOR:
             # The record keeps the link's URL with each fragment that names nothing where a redirect chain
             # would be; the export puts it where it belongs: the target is the URL with its fragment.
             target, chain = chain.split(", ")[0] or target, ""
-        yield {
+        row = {
             "site": f"{scheme}://{host}" + ("" if port == default else f":{port}"),
             "owner": f"{owner} <{email}>" if owner and email else owner or email,
             "source_url": source,
@@ -231,6 +252,9 @@ def dead_links_export_rows(**filters) -> Iterator[dict]:
             "first_broken_at": first.isoformat() if first else "",
             "last_checked_at": checked.isoformat() if checked else "",
         }
+        if impact:
+            row[IMPACT] = float(extra[0] or 0.0)
+        yield row
 
 
 def link_breaks_of_site(*, server_id: int, after: tuple[int, int] | None = None, limit: int = 200) -> list[dict]:
@@ -253,6 +277,16 @@ def link_breaks_of_site(*, server_id: int, after: tuple[int, int] | None = None,
     for r in rows:
         r["title"] = titles.get(r["from_url_id"]) or ""
     return rows
+
+
+def link_breaks_first(*, server_id: int, limit: int = 10) -> list[dict]:
+    """A site's open breaks of most impact ("fix these first"): the summed rank of the pages carrying a link
+    to the same target (with_impact), each with its impact."""
+    qs = with_impact(LinkBreak.objects.filter(site_id=server_id, fixed_at__isnull=True))
+    return list(
+        qs.values("from_url_id", "to_url_id", "from_url__url", "to_url__url", "anchor_text", "status",
+                  "failure_kind", "impact")[:limit]
+    )  # fmt: skip
 
 
 def link_breaks_count(*, server_id: int) -> int:

@@ -14,14 +14,16 @@ from django.db import transaction
 from django.db.models import Min
 from django.utils import timezone
 
-from crawlcore.db import features
+from crawlcore.db import features, fulltext
 from crawlcore.db.bulk import insert_ignore, update_by_id
 from crawlcore.db.chain import Const, Input, Insert, Sql, Update, chain
 from crawlcore.models import Link, Page, Url, page_body
 from crawler import notfollowed
 from crawler.brokenlinks import fragment_missing
+from crawler.fulltext import IndexText
 from crawler.lifecycle import State
 from crawler.parse import Extracted, Found, extract
+from crawler.pdf import extract_pdf, is_pdf
 from crawler.sanitize import clean_label
 
 from .dispatch import servers_dispatch_with_due_work
@@ -89,6 +91,7 @@ class StoredPage:
     scope_mode: str
     scope_root: str
     offsite_hops: int
+    inbound: str | None  # anchor texts of links to this page, for its index
 
     @property
     def body(self) -> bytes:
@@ -117,8 +120,13 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
     Every link is recorded, followed or not: a link not followed makes its target a URL set aside with
     the reason (never fetched), so a site owner can see why."""
     outcome = ExtractOutcome()
-    stored = Page.objects.filter(id__in=page_ids, extracted_at__isnull=True).values_list(*_STORED)
-    pages = [StoredPage(*row) for row in stored]
+    indexing = settings.SEARCH_INDEX
+    stored = Page.objects.filter(id__in=page_ids, extracted_at__isnull=True)
+    if indexing:
+        stored = stored.annotate(inbound=fulltext.InboundAnchors("url_id")).values_list(*_STORED, "inbound")
+    else:
+        stored = stored.values_list(*_STORED)
+    pages = [StoredPage(*row) if indexing else StoredPage(*row, None) for row in stored]
     if not pages:
         return outcome
     parsed = _parse_pages(pages)
@@ -190,22 +198,32 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
         }
         link_rows = [(*key, *links[key]) for key in sorted(links)]
         page_rows = [
-            (page.id, ex.title if ex else "", ex.description if ex else "", "\n".join(ex.anchors) if ex else None)
+            (
+                page.id,
+                ex.title if ex else "",
+                ex.description if ex else "",
+                "\n".join(ex.anchors) if ex and ex.anchors is not None else None,
+                ex.problem if ex else "",
+            )
             for page, ex in parsed
         ]
+        index_rows = [(page.id, *(_index_text(page, ex) if indexing else NOT_INDEXED).as_row()) for page, ex in parsed]
         now = timezone.now()
         _record_limits(parsed)
         if features.write_chains():
-            lifted = _record_chained(depths, link_rows, page_rows, now)
+            lifted = _record_chained(depths, link_rows, page_rows, index_rows, now)
         else:
             lifted = _lift_exclusions(depths)
             insert_ignore(Link._meta.db_table, LINK_COLUMNS, link_rows)
-            update_by_id(
+            updated = update_by_id(
                 Page._meta.db_table,
-                (("title", "text"), ("description", "text"), ("anchors", "text"), ("extracted_at", "timestamptz")),
+                (("title", "text"), ("description", "text"), ("anchors", "text"), ("extract_problem", "text"),
+                 ("extracted_at", "timestamptz")),
                 [(*row, now) for row in page_rows],
                 where="t.extracted_at IS NULL",
-            )
+            )  # fmt: skip
+            if indexing:
+                fulltext.index_write([row for row in index_rows if row[0] in set(updated)])
             _mark_duplicates(pages)
     # After the commit: the servers' guarded dispatch marks are not held locked through the broker's sends.
     servers_dispatch_with_due_work(server_ids=inserted.server_ids | lifted)
@@ -225,7 +243,7 @@ def _parse_pages(pages: list[StoredPage]) -> list[tuple[StoredPage, Extracted | 
     parsed: list[tuple[StoredPage, Extracted | None]] = []
     for page in pages:
         try:
-            parsed.append((page, _labels_clean(extract(page.body, page.url, content_type=page.content_type or None))))
+            parsed.append((page, _labels_clean(read_stored(page.body, page.url, page.content_type))))
         except Exception:  # a parser bug must not stop the batch: the page is marked and logged
             log.exception("extract failed for page %s (%s)", page.id, page.url)
             parsed.append((page, None))
@@ -250,10 +268,34 @@ def _record_limits(parsed: list[tuple[StoredPage, Extracted | None]]) -> None:
             Url.objects.filter(id=page.url_id, failure_kind="").update(failure_kind=kind)
 
 
-def _record_chained(depths: dict[int, int], link_rows: list[tuple], page_rows: list[tuple], now: datetime) -> set[int]:
+
+
+def read_stored(body: bytes, url: str, content_type: str) -> Extracted:
+    """What a stored body says: an HTML page parsed (crawler.parse), a PDF read (crawler.pdf)."""
+    if is_pdf(content_type):
+        return extract_pdf(body, url)
+    return extract(body, url, content_type=content_type or None)
+
+
+NOT_INDEXED = IndexText("", "", "", "")  # SEARCH_INDEX off: an empty index (the statements keep their shape)
+
+
+def _index_text(page: StoredPage, ex: Extracted | None) -> IndexText:
+    """The page's fields for the full-text index (crawler.fulltext), with the anchor text of links to it."""
+    if ex is None:
+        return IndexText.of(title="", description="", headings="", anchors=page.inbound or "", body="")
+    return IndexText.of(
+        title=ex.title, description=ex.description, headings=ex.headings, anchors=page.inbound or "", body=ex.text
+    )
+
+
+def _record_chained(
+    depths: dict[int, int], link_rows: list[tuple], page_rows: list[tuple], index_rows: list[tuple], now: datetime
+) -> set[int]:
     """The batch's writes after its new URLs, in one statement (crawlcore.db.chain): the exclusions lifted
-    (as _lift_exclusions), the links (as insert_ignore), the pages' extraction and their duplicate mark (as
-    _mark_duplicates: the earliest page of the same checksum). The servers of the URLs lifted."""
+    (as _lift_exclusions), the links (as insert_ignore), the pages' extraction, their full-text index and
+    their duplicate mark (as _mark_duplicates: the earliest page of the same checksum). The servers of the
+    URLs lifted."""
     url, page = Url._meta.db_table, Page._meta.db_table
     liftable = ", ".join(f"'{reason}'" for reason in notfollowed.LIFTABLE)
     # `p.id + 0`, not `p.id`: for min(p.id) PostgreSQL walks the primary key from the smallest id and tests
@@ -280,6 +322,8 @@ def _record_chained(depths: dict[int, int], link_rows: list[tuple], page_rows: l
                 "title": "title",
                 "description": "description",
                 "anchors": "anchors",
+                "extract_problem": "extract_problem",
+                "search_vector": Sql(fulltext.vector_sql("pages")),
                 "extracted_at": Const(now, "timestamptz"),
                 # A page whose body has the same checksum as an earlier page is a duplicate of the earliest one.
                 "duplicate_of_id": Sql(f"CASE WHEN {page}.checksum <> '' THEN NULLIF({first}, {page}.id) END"),
@@ -302,7 +346,20 @@ def _record_chained(depths: dict[int, int], link_rows: list[tuple], page_rows: l
             ),
             link_rows,
         ),
-        "pages": Input((("id", "bigint"), ("title", "text"), ("description", "text"), ("anchors", "text")), page_rows),
+        "pages": Input(
+            (
+                ("id", "bigint"),
+                ("title", "text"),
+                ("description", "text"),
+                ("anchors", "text"),
+                ("extract_problem", "text"),
+                ("ix_title", "text"),
+                ("ix_heads", "text"),
+                ("ix_anchors", "text"),
+                ("ix_body", "text"),
+            ),
+            [(*page, *index[1:]) for page, index in zip(page_rows, index_rows, strict=True)],
+        ),
     }
     out = chain(inputs, writes)
     return {server_id for (server_id,) in out["lifted"]}

@@ -1,6 +1,6 @@
 """The HTML-load agent's work for one server: claim a batch of Init URLs, fetch them politely, store
-what came back, move each URL along the life-cycle, and hand HTML pages to the extract agent. The steps
-every agent shares (robots.txt, politeness, giving back, re-dispatch) are crawlcore.services.agent's.
+what came back, move each URL along the life-cycle, and hand HTML pages and PDFs to the extract agent. The
+steps every agent shares (robots.txt, politeness, giving back, re-dispatch) are crawlcore.services.agent's.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from crawlcore.models import Exchange, Link, Page
 from crawler.fetch import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, event_for_fetch
 from crawler.parse import is_html
+from crawler.pdf import is_pdf
 from crawler.urlnorm import UrlError, canonicalize
 
 from .agent import AgentBatch, AgentOutcome, response_fields
@@ -308,9 +309,9 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
     ) -> tuple[set[int], list[int]]:
         """flush()'s writes in one statement (crawlcore.db.chain): the checks' outcomes, the guarded moves to
         Visited and their events, the pages of the URLs that moved (not of resources). The moved ids and the
-        HTML pages' ids. One statement is one transaction of its own (no BEGIN, no COMMIT to send); inside a
-        caller's transaction, a savepoint, so a refused value leaves that transaction usable. Checks whose
-        intent row is gone are recorded after it, as record() does."""
+        ids of the pages to extract (HTML, PDF). One statement is one transaction of its own (no BEGIN, no
+        COMMIT to send); inside a caller's transaction, a savepoint, so a refused value leaves that
+        transaction usable. Checks whose intent row is gone are recorded after it, as record() does."""
         check_columns, check_rows, finish = checks_finish_write(
             [(r.check_id, r, u.id) for u, r in fetched], begun_after=self.visit.opened_at
         )
@@ -462,12 +463,12 @@ _KEPT_ON_REVISIT = ("fetched_at", "request_head", "response_head", "peer_ip")
 
 
 def page_row(url_id: int, result: FetchResult, checksum: str, *, now: datetime) -> tuple[tuple, bool]:
-    """A URL's page as stored (in _PAGE_COLUMNS' order), and whether it is HTML (to be extracted)."""
+    """A URL's page as stored (in _PAGE_COLUMNS' order), and whether it is to be extracted (HTML or PDF)."""
     content_type = result.headers.get("content-type", "")
-    html = is_html(content_type or None)
+    html = is_html(content_type or None) or is_pdf(content_type)
     row = (
         url_id, zlib.compress(result.body, 6), content_type[:200], len(result.body), checksum, now,
-        # Nothing to extract from an image or a PDF: done at once.
+        # Nothing to extract from an image or another type: done at once.
         None if html else now, now if html else None,
         "", "", None,  # title, description, duplicate_of: the extract agent's, for this new copy
         result.request_head, result.response_head, result.peer_ip,
@@ -478,7 +479,7 @@ def page_row(url_id: int, result: FetchResult, checksum: str, *, now: datetime) 
 
 def pages_store(fetched: Sequence[tuple[int, FetchResult, str]], *, now: datetime) -> list[int]:
     """Store (or replace) the pages of `(url_id, result, checksum)` in one statement; the ids of the
-    HTML ones, to be extracted."""
+    HTML and PDF ones, to be extracted."""
     rows, html_urls = [], set()
     for url_id, result, checksum in fetched:
         row, html = page_row(url_id, result, checksum, now=now)
@@ -490,7 +491,7 @@ def pages_store(fetched: Sequence[tuple[int, FetchResult, str]], *, now: datetim
 
 
 def page_store(*, url_id: int, result: FetchResult, checksum: str, now: datetime | None = None) -> int | None:
-    """`pages_store` of one page: its id when it is HTML, to be extracted."""
+    """`pages_store` of one page: its id when it is to be extracted (HTML, PDF)."""
     ids = pages_store([(url_id, result, checksum)], now=now or timezone.now())
     return ids[0] if ids else None
 

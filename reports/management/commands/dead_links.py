@@ -14,6 +14,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from crawlcore.schema import SchemaOutdated, schema_ensure
 from crawlcore.server_filter import filter_problem
 from reports.export import FORMATS, dead_links_export
+from reports.selectors import SORTS
 from reports.services import link_breaks_refresh
 
 
@@ -38,6 +39,10 @@ class Command(BaseCommand):
         parser.add_argument("--group", default="", help="Only sites of this server group")
         parser.add_argument("--since", default=None, help="Only links first seen broken on or after this date")
         parser.add_argument("--format", choices=FORMATS, default="csv")
+        parser.add_argument(
+            "--sort", choices=SORTS, default="site",
+            help="site: by site, page, target; impact: the links on the most-reached pages first (column impact)",
+        )  # fmt: skip
         parser.add_argument("-o", "--output", default="-", help="File to write (default: standard output)")
         parser.add_argument(
             "--no-refresh", action="store_true", help="Export the record as it is, without checking the crawl"
@@ -54,7 +59,9 @@ class Command(BaseCommand):
         since = _since(opts["since"]) if opts["since"] else None
         if not opts["no_refresh"]:
             link_breaks_refresh()
-        chunks = dead_links_export(fmt=opts["format"], site=opts["site"], group=opts["group"], since=since)
+        chunks = dead_links_export(
+            fmt=opts["format"], site=opts["site"], group=opts["group"], since=since, sort=opts["sort"]
+        )
         if opts["output"] == "-":
             for chunk in chunks:
                 sys.stdout.write(chunk)
