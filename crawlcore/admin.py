@@ -363,7 +363,8 @@ class UrlAdmin(ReaderScopedAdmin):
 
 @admin.register(Page)
 class PageAdmin(ReaderScopedAdmin):
-    list_display = ("url", "title", "content_type", "size", "fetched_at", "extracted_at", "duplicate_of")
+    list_display = ("url", "title", "content_type", "size", "fetched_at", "extracted_at", "extract_problem",
+                    "duplicate_of")  # fmt: skip
     search_fields = ("title", "url__url")
     raw_id_fields = ("url", "duplicate_of")
     exclude = ("body_z",)

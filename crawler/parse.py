@@ -53,7 +53,7 @@ MAX_HEADINGS = 4096  # characters of heading text kept, for the search index
 MAX_TEXT = 65536  # characters of body text kept, for the search index
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 # Elements whose text a reader never sees as the page's text.
-_INVISIBLE = ("script", "style", "noscript", "template", "head")
+_INVISIBLE = ("script", "style", "noscript", "template")
 
 # The bounds of one page's parse, and the names `Extracted.limits` gives them.
 MAX_LINKS = 5000  # links followed a page (extract's default max_links)
@@ -96,6 +96,9 @@ _ANCHORS = etree.XPath("//@id | //a/@name", smart_strings=False)
 # Text of an element, in C: whitespace collapsed as normalize-space() does.
 _TEXT = etree.XPath("normalize-space(.)", smart_strings=False)
 _IMG_ALT = etree.XPath("normalize-space(.//img/@alt)", smart_strings=False)
+# The text nodes of the body (of the whole document when it has no body), for the search index.
+_BODY_TEXT = etree.XPath("/html/body//text()", smart_strings=False)
+_ALL_TEXT = etree.XPath("//text()", smart_strings=False)
 
 
 @dataclass(slots=True)
@@ -331,14 +334,9 @@ def extract(
 
 def _collect_text(root: etree._Element, out: Extracted) -> None:
     """Headings and the visible text, for the search index: read last, since dropping the invisible
-    elements changes the tree (their links are collected by then). Text nodes are joined with spaces (two
-    cells or paragraphs are two words) and whitespace collapsed; the walk stops at MAX_TEXT characters."""
+    elements changes the tree (their links are collected by then). The body's text nodes are joined with
+    spaces (two cells or paragraphs are two words), in C; whitespace is left as it is (the index's
+    tokenizers skip it; a snippet collapses it when shown), at most MAX_TEXT characters."""
     out.headings = _collapse(" ".join(_TEXT(h) for h in root.iter(*_HEADINGS)), MAX_HEADINGS)
     etree.strip_elements(root, *_INVISIBLE, with_tail=False)
-    parts, size = [], 0
-    for piece in root.itertext():
-        parts.append(piece)
-        size += len(piece)
-        if size > 2 * MAX_TEXT:  # whitespace collapses: twice the bound before it is enough
-            break
-    out.text = _collapse(" ".join(parts), MAX_TEXT)
+    out.text = " ".join(_BODY_TEXT(root) or _ALL_TEXT(root))[:MAX_TEXT].strip()

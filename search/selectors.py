@@ -133,5 +133,5 @@ def _snippet(hit: Hit, body_z: bytes | None, query: str) -> str:
         ex = read_stored(page_body(body_z), hit.url, hit.content_type)
     except Exception:  # noqa: BLE001 - a body that no longer reads still has its hit, without a passage
         return ""
-    text = " ".join(t for t in (ex.text, ex.description) if t) or hit.title
+    text = " ".join(" ".join(t for t in (ex.text, ex.description) if t).split()) or hit.title
     return snippet(text, query)
