@@ -90,7 +90,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args()
     with fresh_database(f"search_{uuid.uuid4().hex[:6]}") as url:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "bench", "CRAWL_ALLOW_PRIVATE": ""}
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "bench-key-" * 6, "CRAWL_ALLOW_PRIVATE": ""}
         manage(env, "migrate", "--verbosity", "0")
         load_seconds, _ = load_crawl(url, args.pages, args.hosts)
         t0 = time.perf_counter()

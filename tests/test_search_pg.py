@@ -87,7 +87,8 @@ print(json.dumps({
 
 def test_the_extract_agent_keeps_the_tsvector_and_search_ranks_with_blockrank(tmp_path):
     with postgres_database() as url:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t", "CRAWLADMIN_DATA_DIR": str(tmp_path)}
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t-key-" * 9,
+               "CRAWLADMIN_DATA_DIR": str(tmp_path)}  # fmt: skip
         manage(env, "migrate", "--verbosity", "0")
         out = json.loads(manage(env, "shell", "-c", SCRIPT).stdout.strip().splitlines()[-1])
     # Every page with the word, the encrypted PDF (unreadable) not; the best-ranked first.
