@@ -12,6 +12,7 @@ clock reading, so a test drives the runner one step at a time.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
+from django.db import OperationalError
 from django.utils import timezone
 
 from crawladmin import embedded
@@ -46,6 +48,10 @@ IDLE_STEPS_TO_FINISH = 2
 # due, every step counts everything afresh, so the end is never decided on old figures (counted every
 # step, they were a visible share of a large crawl's database time: bench/THROUGHPUT.md).
 FULL_PROGRESS_EVERY = 10.0
+# Seconds a crawl goes on trying its steps while the database stays locked (CrawlRunner.run).
+LOCKED_FOR = 300.0
+
+log = logging.getLogger(__name__)
 
 
 def crawl_sample() -> float:
@@ -212,10 +218,28 @@ class CrawlRunner:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> str:
-        """Step until stopped; returns the reason ("interrupted" on Ctrl-C)."""
+        """Step until stopped; returns the reason ("interrupted" on Ctrl-C).
+
+        A step that finds the database locked (SQLite, a worker's long write outlasting the busy timeout) is
+        tried again on the next one: one long write must not end the crawl. Locked for LOCKED_FOR seconds in
+        a row, or past --max-seconds, the error goes up to the command."""
+        locked_since: float | None = None
         try:
             while True:
-                step = self.step(clock())
+                now = clock()
+                try:
+                    step = self.step(now)
+                except OperationalError as exc:
+                    if "locked" not in str(exc):
+                        raise
+                    locked_since = now if locked_since is None else locked_since
+                    over = self.max_seconds is not None and now - self.t0 >= self.max_seconds
+                    if over or now - locked_since >= LOCKED_FOR:
+                        raise
+                    log.warning("crawl step: %s; trying again", exc)
+                    sleep(1.0)
+                    continue
+                locked_since = None
                 if on_step is not None:
                     on_step(step)
                 if step.stopped:

@@ -93,3 +93,37 @@ def test_while_urls_are_due_the_costly_counts_are_carried_over_and_the_end_is_de
     Url.objects.update(state="visited", lease_owner="")  # nothing due: every step counts everything
     progress = runner.step(111.0).progress
     assert progress["due"] == 0 and progress["leased"] == 0 and not any(progress.values())
+
+
+def test_a_step_that_finds_the_database_locked_is_tried_again(monkeypatch):
+    """A worker's long write can outlast SQLite's busy timeout: the crawl goes on rather than end there."""
+    from django.db import OperationalError
+
+    runner = _runner()
+    real, calls = runner.step, []
+
+    def step(now):
+        calls.append(now)
+        if len(calls) <= 2:
+            raise OperationalError("database is locked")
+        return real(now)
+
+    monkeypatch.setattr(runner, "step", step)
+    clock = iter(100.0 + i for i in range(100))
+    assert runner.run(clock=lambda: next(clock), sleep=lambda s: None) == "done"
+    assert len(calls) == 4  # two locked, then two quiet steps
+
+
+def test_a_database_locked_for_too_long_ends_the_crawl(monkeypatch):
+    from django.db import OperationalError
+
+    runner = _runner()
+
+    def step(now):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(runner, "step", step)
+    clock = iter(100.0 + 10 * i for i in range(1000))
+    with pytest.raises(OperationalError):
+        runner.run(clock=lambda: next(clock), sleep=lambda s: None)
+    assert next(clock) - 100.0 <= runner_module.LOCKED_FOR + 30
