@@ -1,5 +1,6 @@
 """The REST API, /api/v1/ (Django REST framework): servers, monitors, alert channels and crawl jobs, with the
-jobs' actions (start, pause, resume, stop), their progress and why they are not moving.
+jobs' actions (start, pause, resume, stop), their progress and why they are not moving; search over the
+stored pages (read only).
 
 - Who: `Authorization: Bearer <token>` (a user's token: `manage.py api_token USER` or the admin; only its
   hash is kept) or a reader's session. A viewer reads; an operator (or a superuser) writes. A reader limited
@@ -30,6 +31,7 @@ from crawlcore.services.jobs import JobError, job_delete, job_pause, job_resume,
 from crawler.jobrules import job_spec_check
 from crawler.urlnorm import canonicalize, server_key
 from monitoring.models import ServerMonitor
+from search.selectors import MAX_LIMIT, Filters, SearchError, search_pages
 
 MAX_PAGE = 1000
 
@@ -346,3 +348,24 @@ class ChannelDetail(APIView):
     def delete(self, request, name: str):
         _channel(request, name).delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# -- search ------------------------------------------------------------------------------------------------
+class SearchView(APIView):
+    """`GET /api/v1/search?q=WORDS[&site=&group=&type=pdf|html&limit=&offset=]`: the stored pages with every
+    word, best first, as `manage.py search --json` prints them (search.selectors): the reader's groups only."""
+
+    def get(self, request):
+        params = request.query_params
+        limit, offset = _page(request)
+        group = params.get("group", "")
+        if group:
+            _check_group(request, group)
+        filters = Filters(site=params.get("site", "")[:300], group=group, content_type=params.get("type", "")[:100],
+                          groups=_groups(request))  # fmt: skip
+        try:
+            shown = min(limit, MAX_LIMIT) if "limit" in params and limit else 20
+            hits = search_pages(query=params.get("q", ""), filters=filters, limit=shown, offset=offset)
+        except SearchError as exc:
+            raise Invalid({"q": str(exc)}) from None
+        return Response({"query": params.get("q", ""), "results": [h.as_json() for h in hits]})

@@ -27,6 +27,7 @@ urlpatterns = [
     path("api/v1/monitors/<int:pk>/", api_v1.MonitorDetail.as_view(), name="api-v1-monitor"),
     path("api/v1/channels/", api_v1.ChannelList.as_view(), name="api-v1-channels"),
     path("api/v1/channels/<str:name>/", api_v1.ChannelDetail.as_view(), name="api-v1-channel"),
+    path("api/v1/search/", api_v1.SearchView.as_view(), name="api-v1-search"),
     path(
         "api/v1/schema",
         get_schema_view(title="crawladmin API", version="1", renderer_classes=[JSONOpenAPIRenderer]),

@@ -151,3 +151,35 @@ def test_the_openapi_schema_lists_the_jobs():
     _, token = _user("v", "viewer")
     code, body = _call("get", "/api/v1/schema", token)
     assert code == 200 and "/api/v1/jobs/{name}/" in body["paths"]
+
+
+def test_search_answers_like_the_command_within_the_readers_groups(monkeypatch):
+    import zlib
+
+    from django.utils import timezone
+
+    from crawlcore.models import Page
+    from crawlcore.services.extract import pages_extract
+    from crawler.urlnorm import url_hash
+
+    monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    pages = []
+    for host, group in (("a.test", "uni"), ("b.test", "gov")):
+        server = Server.objects.create(scheme="http", host=host, port=80, group=group)
+        url = Url.objects.create(url=f"http://{host}/", url_hash=url_hash(f"http://{host}/"), server=server,
+                                 state="visited")  # fmt: skip
+        body = b"<html><head><title>T</title></head><body><p>zephyrine notes</p></body></html>"
+        pages.append(Page.objects.create(url=url, body_z=zlib.compress(body), content_type="text/html",
+                                         checksum=host, fetched_at=timezone.now()))  # fmt: skip
+    pages_extract(page_ids=[p.id for p in pages])
+    _, token = _user("v", "viewer")
+    code, body = _call("get", "/api/v1/search/?q=zephyrine", token)
+    assert code == 200, body
+    assert sorted(h["url"] for h in body["results"]) == ["http://a.test/", "http://b.test/"]
+    assert {"url", "title", "score", "snippet"} <= set(body["results"][0])
+    _, limited = _user("l", "viewer", "servers:gov")
+    assert [h["url"] for h in _call("get", "/api/v1/search/?q=zephyrine", limited)[1]["results"]] == ["http://b.test/"]
+    assert _call("get", "/api/v1/search/?q=zephyrine&group=uni", limited)[0] == 403
+    code, body = _call("get", "/api/v1/search/?q=!!", token)
+    assert code == 400 and "q" in body["fields"]
+    assert _call("get", "/api/v1/search/?q=zephyrine")[0] == 401
