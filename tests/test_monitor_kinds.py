@@ -235,3 +235,20 @@ def test_pings_are_rate_limited_per_token(db, client):
     later = datetime.now(UTC) + timedelta(seconds=61)
     assert heartbeat_ping(token=a, now=later) == OK  # a new minute
     assert heartbeat_ping(token="x" * 40) == UNKNOWN and LIMITED == "limited"
+
+
+@override_settings(**ALLOW)
+def test_dashboard_grid_and_server_pages_show_every_kind(db, admin_client):
+    with tcp_listener() as listener:
+        tcp = monitor_add(kind="tcp", target=listener.target, name="db port").monitor
+        hb = monitor_add(kind="heartbeat", target="nightly backup", every_s=60).monitor
+        dns = monitor_add(kind="dns", target="www.example.test", nameserver="127.0.0.1:1").monitor
+        monitors_check(server_ids=[tcp.pk, hb.pk, dns.pk], claim=False)
+    grid = admin_client.get("/dashboard/")
+    assert grid.status_code == 200
+    for m in (tcp, hb, dns):
+        page = admin_client.get(f"/dashboard/servers/{m.pk}/")
+        assert page.status_code == 200, m.kind
+        assert hb.ping_token not in page.content.decode()
+        assert admin_client.get(f"/admin/monitoring/servermonitor/{m.pk}/change/").status_code == 200
+        assert admin_client.get(f"/admin/crawladmin/server/{m.pk}/change/").status_code == 200
