@@ -21,7 +21,7 @@ from testweb.monitor_kinds import closed_port, tcp_listener
 
 from .crawlcheck import ROOT, clean_env
 
-PERIOD_S, GRACE_S = 15, 10  # late once 25 s pass without a ping: longer than a loaded machine's round
+PERIOD_S, GRACE_S = 20, 10  # late once 30 s pass without a ping: far longer than one round on a loaded machine
 
 
 def manage(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
@@ -81,11 +81,10 @@ def test_heartbeat_down_once_after_its_grace_up_when_pinged_tcp_closed_down_open
             manage(env, "add_monitor", "tcp", f"127.0.0.1:{closed_port()}", "--name", "closed port")
             manage(env, "add_monitor", "tcp", listener.target, "--name", "open port")
 
-            assert get(ping) == 200
-            pinged = time.monotonic()
             for _ in range(2):  # two rounds: the closed port is confirmed down (MONITOR_FAIL_AFTER=2)
+                assert get(ping) == 200  # the job runs before each round: never late however slow a round is
+                pinged = time.monotonic()
                 manage(env, "check_servers")
-            assert time.monotonic() - pinged < PERIOD_S + GRACE_S, "the machine is too slow for this test's period"
             assert [(s, k) for s, k, _ in events(rx)] == [("closed port", "down")]
 
             # The job stops pinging: once period + grace have passed, two late rounds confirm it down.
