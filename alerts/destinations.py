@@ -101,6 +101,13 @@ def destination_parse(text: str) -> Destination:
                 )
         return Destination("email", EMAIL_PREFIX + ",".join(addresses), addresses)
     scheme = text.split("://", 1)[0].lower()
+    if scheme in ("http", "https") and scheme not in _schemas():
+        # A webhook is the likely intent: Apprise posts JSON to it as json:// (http) or jsons:// (https).
+        rest = text.split("://", 1)[1]
+        raise DestinationError(
+            f"'{scheme}://' is not a notification service Apprise knows; for a webhook that takes a JSON POST "
+            f"write {'json' if scheme == 'http' else 'jsons'}://{rest}"
+        )
     if scheme not in _schemas():
         raise DestinationError(
             f"'{scheme}://' is not a notification service Apprise knows "

@@ -177,7 +177,7 @@ class Command(BaseCommand):
             try:
                 seeds.append(canonicalize(url))
             except UrlError as exc:
-                raise CommandError(f"seed {url!r} is not a crawlable URL ({exc.reason})") from None
+                raise CommandError(f"seed {url!r} is not a crawlable URL ({exc.reason}){_did_you_mean(url)}") from None
         return seeds
 
 
@@ -200,6 +200,17 @@ def _watchdog(seconds: float) -> threading.Timer:
     timer.daemon = True
     timer.start()
     return timer
+
+
+def _did_you_mean(url: str) -> str:
+    """A seed written without its scheme (example.org, www.example.org/news): the URL it most likely means."""
+    if "://" in url or not url.strip():
+        return ""
+    try:
+        guess = canonicalize("http://" + url.strip().lstrip("/"))
+    except UrlError:
+        return ""
+    return f"; did you mean {guess}?"
 
 
 def format_summary(s: dict) -> str:

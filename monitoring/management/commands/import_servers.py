@@ -103,6 +103,10 @@ def _text(binary) -> io.TextIOWrapper:
     return io.TextIOWrapper(binary, encoding="utf-8-sig", errors="surrogateescape", newline="")
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 class Command(BaseCommand):
     help = __doc__
 
@@ -139,7 +143,8 @@ class Command(BaseCommand):
             for n, error in bad:
                 self.stderr.write(f"line {n}: {error}")
             self.stdout.write(
-                f"imported {len(rows)} servers ({outcome.created} new, {outcome.updated} updated); {len(bad)} bad rows"
+                f"imported {_n(len(rows), 'server')} ({outcome.created} new, {outcome.updated} updated); "
+                f"{_n(len(bad), 'bad row')}"
             )
             self.stdout.write(
                 "trusted: fetched without the private-address guard, content checks allowed"
