@@ -44,3 +44,19 @@ def test_migrate_on_the_embedded_database_prints_no_w040_warning(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "W040" not in proc.stdout + proc.stderr
+
+
+def test_a_crawl_whose_only_seed_is_refused_says_so_and_exits_non_zero(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: the connection is refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "crawl", "--no-progress", "--max-seconds", "60", f"http://127.0.0.1:{port}/"],
+        cwd=ROOT, env=clean_env(CRAWLADMIN_DATA_DIR=str(tmp_path), CRAWL_ALLOW_PRIVATE="127.0.0.0/8"),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 1, (proc.stdout[-1000:], proc.stderr[-2000:])
+    assert f"crawl: no seed could be crawled: http://127.0.0.1:{port}/ (refused)" in proc.stderr
+    assert "Traceback" not in proc.stderr

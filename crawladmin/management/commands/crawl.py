@@ -129,6 +129,14 @@ class Command(BaseCommand):
         finally:
             if watchdog is not None:
                 watchdog.cancel()
+        status = 0
+        refused = _refused(seeds)
+        if seeds and len(refused) == len(seeds):
+            self.stderr.write(
+                "crawl: no seed could be crawled: "
+                + "; ".join(f"{url} ({why})" for url, why in refused.items())
+            )
+            status = 1
         stuck = embedded.abandoned_threads()
         if stuck:
             # Not daemon threads: the interpreter would wait for them at exit, for as long as they take.
@@ -136,7 +144,9 @@ class Command(BaseCommand):
                 f"{len(stuck)} worker thread(s) still busy after the crawl stopped; ending the process without "
                 "them (their URLs are taken up again by the next run)"
             )
-            _exit_now(0)
+            _exit_now(status)
+        if status:
+            raise SystemExit(status)
 
     def _job(self, name: str) -> Job:
         job = Job.objects.filter(name=name).first()
@@ -179,6 +189,26 @@ class Command(BaseCommand):
             except UrlError as exc:
                 raise CommandError(f"seed {url!r} is not a crawlable URL ({exc.reason}){_did_you_mean(url)}") from None
         return seeds
+
+
+def _refused(seeds: list[str]) -> dict[str, str]:
+    """The seeds that yielded nothing: set aside (robots.txt, an excluded server…) or failed without a valid
+    answer (refused, silent, no such name, 4xx/5xx), each with why."""
+    from crawlcore.models import Url
+    from crawler.lifecycle import State
+    from crawler.urlnorm import url_hash
+
+    failing = (State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value, State.DEAD.value)
+    rows = Url.objects.filter(url_hash__in=[url_hash(u) for u in seeds]).values_list(
+        "url", "state", "failure_kind", "last_status", "exclusion_reason"
+    )
+    out = {}
+    for url, state, kind, status, excluded in rows:
+        if excluded:
+            out[url] = excluded
+        elif state in failing:
+            out[url] = kind or (f"HTTP {status}" if status else "no valid answer")
+    return out
 
 
 def _exit_now(status: int) -> None:
