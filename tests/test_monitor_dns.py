@@ -86,7 +86,8 @@ def test_an_ip_literal_is_not_looked_up(resolver, web):
 
 @override_settings(CRAWL_DNS_TIMEOUT=0.3, CRAWL_CONNECT_TIMEOUT=5.0, MONITOR_RETRIES=0)
 def test_the_monitor_records_a_hanging_lookup_as_a_dns_disconnect_within_the_deadline(db, resolver, web):
-    ids = servers_import(trusted=True, rows=[parse_server_row([u]) for u in (f"http://a.hang:{web.port}/", web.url)]).server_ids
+    rows = [parse_server_row([u]) for u in (f"http://a.hang:{web.port}/", web.url)]
+    ids = servers_import(trusted=True, rows=rows).server_ids
     started = time.monotonic()
     monitors_check(server_ids=ids, claim=False)
     elapsed = time.monotonic() - started
