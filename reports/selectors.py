@@ -262,9 +262,7 @@ def link_breaks_of_site(*, server_id: int, after: tuple[int, int] | None = None,
     from `after` (the last (source id, target id) of the previous page) on, with each source page's title.
     A target that failed itself and answers again is left out at once, before the next refresh records
     the fix (its state is read live)."""
-    qs = LinkBreak.objects.filter(site_id=server_id, fixed_at__isnull=True).exclude(
-        Q(redirect_chain="") & ~Q(to_url__state__in=FAILING)
-    )
+    qs = _still_broken(LinkBreak.objects.filter(site_id=server_id, fixed_at__isnull=True))
     if after is not None:
         qs = qs.filter(Q(from_url_id__gt=after[0]) | Q(from_url_id=after[0], to_url_id__gt=after[1]))
     rows = list(
@@ -282,11 +280,17 @@ def link_breaks_of_site(*, server_id: int, after: tuple[int, int] | None = None,
 def link_breaks_first(*, server_id: int, limit: int = 10) -> list[dict]:
     """A site's open breaks of most impact ("fix these first"): the summed rank of the pages carrying a link
     to the same target (with_impact), each with its impact."""
-    qs = with_impact(LinkBreak.objects.filter(site_id=server_id, fixed_at__isnull=True))
+    qs = with_impact(_still_broken(LinkBreak.objects.filter(site_id=server_id, fixed_at__isnull=True)))
     return list(
         qs.values("from_url_id", "to_url_id", "from_url__url", "to_url__url", "anchor_text", "status",
                   "failure_kind", "impact")[:limit]
     )  # fmt: skip
+
+
+def _still_broken(qs):
+    """Leave out the breaks whose target failed itself and answers again: the pages show the fix at once,
+    before the next refresh records it (the target's state is read live)."""
+    return qs.exclude(Q(redirect_chain="") & ~Q(to_url__state__in=FAILING))
 
 
 def link_breaks_count(*, server_id: int) -> int:
