@@ -48,6 +48,10 @@ def errors(exc, context):
     """Every error as {"error", "detail", "fields"}: the client's mistakes are 4xx with what was wrong."""
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(str(exc) or "not found")
+    elif isinstance(exc, OverflowError):
+        # A number past any integer column (SQLite raises when binding it): no such row, or a bad parameter.
+        kwargs = (context or {}).get("kwargs") or {}
+        exc = exceptions.NotFound("no such object") if kwargs else exceptions.ParseError("a number is out of range")
     from rest_framework.views import exception_handler  # here: that module reads the settings naming this one
 
     response = exception_handler(exc, context)

@@ -53,9 +53,12 @@ def _page(request) -> tuple[int, int]:
         offset = int(request.query_params.get("offset", 0))
     except ValueError:
         raise Invalid({"limit": "limit and offset must be whole numbers"}) from None
-    if not (0 <= limit <= MAX_PAGE) or offset < 0:
-        raise Invalid({"limit": f"limit from 0 to {MAX_PAGE}, offset from 0"})
+    if not (0 <= limit <= MAX_PAGE) or not (0 <= offset <= MAX_OFFSET):
+        raise Invalid({"limit": f"limit from 0 to {MAX_PAGE}, offset from 0 to {MAX_OFFSET}"})
     return limit, offset
+
+
+MAX_OFFSET = 10**12  # past any table's rows; a bigger number is a mistake (and SQLite cannot bind it)
 
 
 def _groups(request) -> frozenset[str] | None:
