@@ -22,11 +22,15 @@ VENDOR = re.compile(r"\.vendor\b|\bis_postgres\b|crawlcore\.db\._vendor|from \._
 
 
 def _sources() -> list[Path]:
-    skip = {".venv", ".git", "node_modules", "__pycache__"}
+    """The project's own Python files: not those of any virtualenv (.venv, the replay's .venv-pywb), of git or
+    of an installed package."""
+    skip = {"node_modules", "__pycache__", "site-packages"}
     return [
         p
         for p in ROOT.rglob("*.py")
-        if not skip & set(p.relative_to(ROOT).parts) and PACKAGE not in p.parents and p != Path(__file__).resolve()
+        if not any(part.startswith(".") or part in skip for part in p.relative_to(ROOT).parts[:-1])
+        and PACKAGE not in p.parents
+        and p != Path(__file__).resolve()
     ]
 
 
