@@ -11,7 +11,7 @@ from django.utils.html import format_html, format_html_join
 
 from crawler.jobrules import JOB_KEYS, job_spec_check
 
-from .admin import ReaderScopedAdmin
+from .admin_base import ReaderScopedAdmin
 from .models import Job, JobRun
 from .selectors_jobs import job_progress, job_stalled
 from .services.jobs import JobError, job_pause, job_resume, job_rules_reapply, job_start, job_stop
