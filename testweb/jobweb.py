@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from testweb.serving import ServedWeb, serve_in_thread, server_stop
+
 DEPTH_RE = re.compile(r"^/d(\d+)/(\d+)\.html$")
 
 
@@ -33,7 +35,7 @@ def _page(title: str, links: list[str]) -> bytes:
     return f"<!doctype html><html><head><title>{title}</title></head><body>{body}</body></html>".encode()
 
 
-class JobWeb:
+class JobWeb(ServedWeb):
     __test__ = False
 
     def __init__(self, *, variant: int = 77, fanout: int = 3, depth: int = 5, pages: int = 120, links: int = 6,
@@ -136,23 +138,13 @@ class JobWeb:
         return Handler
 
     def start(self) -> JobWeb:
-        first = ThreadingHTTPServer((self.tree_host, 0), self._handler(self.tree_host))
+        first = serve_in_thread(self.tree_host, 0, self._handler(self.tree_host), poll_interval=0.1)
         self.port = first.server_address[1]
-        second = ThreadingHTTPServer((self.wide_host, self.port), self._handler(self.wide_host))
+        second = serve_in_thread(self.wide_host, self.port, self._handler(self.wide_host), poll_interval=0.1)
         self._servers = [first, second]
-        for s in self._servers:
-            s.daemon_threads = True
-            threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
         return self
 
     def stop(self) -> None:
-        for s in self._servers:
-            s.shutdown()
-            s.server_close()
+        for server in self._servers:
+            server_stop(server)
         self._servers = []
-
-    def __enter__(self) -> JobWeb:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+from testweb.serving import ServedWeb, serve_in_thread, server_stop
+
 _WORDS = (
     "archive replay harbor lantern meadow orbit pixel quartz river signal timber umbrella velvet willow amber "
     "basalt cobalt dune ember fjord glacier horizon island jasper kelp lagoon mosaic nebula oasis prairie"
@@ -49,7 +51,7 @@ class Access:
     status: int
 
 
-class ReplayWeb:
+class ReplayWeb(ServedWeb):
     __test__ = False
 
     def __init__(self, spec: ReplaySpec | None = None) -> None:
@@ -152,19 +154,9 @@ class ReplayWeb:
             def do_HEAD(self) -> None:
                 self._serve(body_too=False)
 
-        self._server = ThreadingHTTPServer((self.spec.host, 0), Handler)
-        self._server.daemon_threads = True
+        self._server = serve_in_thread(self.spec.host, 0, Handler)
         self.port = self._server.server_address[1]
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-
-    def __enter__(self) -> ReplayWeb:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        server_stop(self._server)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import html
 import random
 import string
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from testweb.serving import ServedWeb, serve_in_thread, server_stop
 
 from .pdfs import make_pdf
 
@@ -30,7 +31,7 @@ def _page(title: str, body: str) -> bytes:
     ).encode()
 
 
-class SearchWeb:
+class SearchWeb(ServedWeb):
     __test__ = False
 
     def __init__(self, variant: int = 71, *, seed: int | None = None) -> None:
@@ -118,19 +119,9 @@ class SearchWeb:
 
             do_HEAD = do_GET
 
-        self._server = ThreadingHTTPServer((self.host, 0), Handler)
-        self._server.daemon_threads = True
+        self._server = serve_in_thread(self.host, 0, Handler)
         self.port = self._server.server_address[1]
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-
-    def __enter__(self) -> SearchWeb:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        server_stop(self._server)
