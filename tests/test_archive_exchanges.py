@@ -258,7 +258,7 @@ def test_a_pywb_collection_index_serves_as_an_earlier_export(tmp_path):
 
 def test_crawl_log_is_a_resource_record_of_every_answered_check(tmp_path):
     from crawlcore.models import StatusCheck
-    from crawlcore.services.checks import check_begin
+    from crawlcore.services.request_records import check_begin
 
     v = visit()
     v.record(answer("http://a.example/m", 404, NOT_FOUND), url_id("http://a.example/m"))

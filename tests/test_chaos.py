@@ -29,8 +29,8 @@ from django.utils import timezone
 from crawladmin.celery import MAX_DELIVERIES, _deliveries
 from crawladmin.celery import app as celery_app
 from crawlcore.models import Server, StatusCheck
-from crawlcore.services.checks import PENDING_MARGIN_SECONDS, request_deadline_seconds
 from crawlcore.services.dispatch import reconcile
+from crawlcore.services.request_records import PENDING_MARGIN_SECONDS, request_deadline_seconds
 from crawlcore.services.visit import ServerVisit
 from crawler.lifecycle import Agent
 from dashboard import selectors as dashboard_selectors

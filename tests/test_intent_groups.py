@@ -8,7 +8,7 @@ import pytest
 
 from crawladmin.embedded import Gate
 from crawlcore.models import Server, StatusCheck
-from crawlcore.services import checks
+from crawlcore.services import request_records
 from crawlcore.services.load import load_server_batch
 from crawlcore.services.urls import NewUrl, urls_insert
 from crawlcore.services.visit import ServerVisit
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 def _groups(monkeypatch) -> list[int]:
     sizes: list[int] = []
-    real = checks.checks_begin
+    real = request_records.checks_begin
 
     def spy(**kw):
         sizes.append(len(kw["requests"]))

@@ -22,7 +22,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from crawlcore.models import Exchange, Page, Server, StatusCheck, Url, UrlEvent
-from crawlcore.services.checks import check_begin
+from crawlcore.services.request_records import check_begin
 from crawlcore.services.load import LoadBatch
 from crawlcore.services.urls import urls_claim
 from crawlcore.services.visit import ServerVisit
@@ -242,7 +242,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from crawlcore.models import Server, StatusCheck, Url
-from crawlcore.services.checks import CLOCK_MARGIN
+from crawlcore.services.request_records import CLOCK_MARGIN
 from crawlcore.services.load import LoadBatch
 from crawlcore.services.urls import urls_claim
 from crawlcore.services.visit import ServerVisit

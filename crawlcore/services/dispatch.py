@@ -36,8 +36,8 @@ from crawlcore.models import Page, Server, ServerLease, Url
 from crawlcore.queues import Queue
 from crawler.lifecycle import Agent, State
 
-from .checks import checks_interrupt_stale
 from .queue import enqueue_extract_on_commit, enqueue_load_on_commit, queue_backlog
+from .request_records import checks_interrupt_stale
 from .schedule import hour_start, not_paused, server_release_paused, servers_in_policy_order, servers_pause
 
 log = logging.getLogger(__name__)
@@ -239,7 +239,7 @@ class ReconcileOutcome:
     url_leases: int = 0
     server_leases: int = 0
     extracts: int = 0
-    checks: int = 0  # status checks whose request was interrupted (crawlcore.services.checks)
+    checks: int = 0  # status checks whose request was interrupted (crawlcore.services.request_records)
 
 
 def reconcile(*, now: datetime | None = None) -> ReconcileOutcome:

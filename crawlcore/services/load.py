@@ -30,11 +30,11 @@ from crawler.pdf import is_pdf
 from crawler.urlnorm import UrlError, canonicalize
 
 from .agent import AgentBatch, AgentOutcome, response_fields
-from .checks import FINISHED, checks_finish_write
 from .dispatch import server_goes_on
 from .exchanges import archivable, exchanges_store, truncated_word
 from .jobs import jobs_admit
 from .queue import enqueue_extract_on_commit
+from .request_records import FINISHED, checks_finish_write
 from .servers import server_merge_if_alias
 from .sitemaps import sitemaps_read
 from .sites import server_home_first

@@ -24,7 +24,8 @@ from crawler.politeness import crawl_delay, retry_after_seconds
 from crawler.robots import ALLOW_ALL, DISALLOW_ALL, RobotsRules, product_token, rules_from_response, rules_from_text
 from crawler.urlnorm import UrlError, canonicalize
 
-from .checks import (
+from .exchanges import exchanges_store, held_by_page
+from .request_records import (
     check_begin,
     check_discard,
     check_finish,
@@ -33,7 +34,6 @@ from .checks import (
     checks_discard,
     checks_finish,
 )
-from .exchanges import exchanges_store, held_by_page
 from .servers import (
     server_back_off,
     server_claim,
@@ -208,7 +208,7 @@ class ServerVisit:
     def fetch(self, url: str, *, method: str = "GET", headers: dict[str, str] | None = None) -> FetchResult:
         """One request, under the guard. The caller has waited its turn and records the check.
 
-        Its StatusCheck row is committed before the request goes out (crawlcore.services.checks), so a
+        Its StatusCheck row is committed before the request goes out (crawlcore.services.request_records), so a
         worker killed before record() leaves a trace the reconciler finishes; must not be called inside
         a transaction."""
         check_id = self._intents.pop((url, method), None)
