@@ -412,7 +412,7 @@ def run(args: argparse.Namespace) -> dict:
         from crawlcore.models import StatusCheck
         from monitoring.models import ServerMonitor
         from monitoring.rollup import percentile
-        from monitoring.services.dispatch import monitors_dispatch_due, monitors_make_due
+        from monitoring.services.check_dispatch import monitors_dispatch_due, monitors_make_due
 
         wait_workers(app, args.workers)
         ids = list(ServerMonitor.objects.values_list("server_id", flat=True))

@@ -132,7 +132,7 @@ def run_rounds(ids: list[int], expect_num: dict[int, int], rounds: int, timeout:
     from django.db.models import Count, Max
 
     from crawlcore.models import StatusCheck
-    from monitoring.services.dispatch import monitors_dispatch_due, monitors_make_due
+    from monitoring.services.check_dispatch import monitors_dispatch_due, monitors_make_due
 
     checks = StatusCheck.objects.filter(agent="monitor")
     times, first_mark = [], None

@@ -192,7 +192,7 @@ def child(args) -> dict:
     from crawladmin.runner import crawl_seeds_insert, crawl_workers
     from crawlcore.models import StatusCheck, Url
     from crawlcore.schema import schema_ensure
-    from crawlcore.services.dispatch import dispatch_due, reconcile
+    from crawlcore.services.load_dispatch import dispatch_due, reconcile
     from crawlcore.services.staleness import active_scan_outstanding
     from crawlcore.services.sweep import scan_send, scan_sweep
     from crawler.lifecycle import Agent

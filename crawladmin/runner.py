@@ -27,7 +27,7 @@ from crawladmin import embedded
 from crawlcore.beat import beat_job
 from crawlcore.models import UrlEvent
 from crawlcore.selectors import crawl_progress, crawl_summary, due_count
-from crawlcore.services.dispatch import dispatch_due, leases_release_all, reconcile
+from crawlcore.services.load_dispatch import dispatch_due, leases_release_all, reconcile
 from crawlcore.services.sweep import scan_sweep
 from crawlcore.services.urls import NewUrl, urls_insert
 from crawler.lifecycle import Agent, State

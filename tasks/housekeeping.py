@@ -6,9 +6,9 @@ from __future__ import annotations
 from celery import shared_task
 
 from crawlcore.services.check_history import check_partitions_ensure
-from crawlcore.services.dispatch import dispatch_due, reconcile
 from crawlcore.services.exchanges import exchanges_drop_bodies
 from crawlcore.services.jobs import jobs_tick
+from crawlcore.services.load_dispatch import dispatch_due, reconcile
 
 from .retry import skip_without_database
 

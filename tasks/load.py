@@ -5,9 +5,9 @@ from __future__ import annotations
 from celery import shared_task
 
 from crawladmin import embedded
-from crawlcore.services.dispatch import load_dispatch_current
 from crawlcore.services.leases import worker_identity
 from crawlcore.services.load import load_server_batch
+from crawlcore.services.load_dispatch import load_dispatch_current
 
 from .retry import DATABASE_LOST, retry_after_database_loss
 

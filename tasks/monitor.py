@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from monitoring.services.check_dispatch import monitors_dispatch_due
 from monitoring.services.checks import monitors_check
-from monitoring.services.dispatch import monitors_dispatch_due
 from monitoring.services.domains import domains_refresh
 from monitoring.services.history import history_prune, load_profiles_build, rollups_build
 

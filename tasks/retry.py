@@ -14,7 +14,7 @@ import time
 from celery import Task
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 
-from crawlcore.services.dispatch import leases_release_owner
+from crawlcore.services.load_dispatch import leases_release_owner
 
 log = logging.getLogger("tasks")
 

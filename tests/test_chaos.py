@@ -29,7 +29,7 @@ from django.utils import timezone
 from crawladmin.celery import MAX_DELIVERIES, _deliveries
 from crawladmin.celery import app as celery_app
 from crawlcore.models import Server, StatusCheck
-from crawlcore.services.dispatch import reconcile
+from crawlcore.services.load_dispatch import reconcile
 from crawlcore.services.request_records import PENDING_MARGIN_SECONDS, request_deadline_seconds
 from crawlcore.services.visit import ServerVisit
 from crawler.lifecycle import Agent

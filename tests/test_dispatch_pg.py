@@ -21,10 +21,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from crawlcore.models import Server, ServerLease, Url
-from crawlcore.services import dispatch
+from crawlcore.services import load_dispatch
 
 sent = []
-dispatch.enqueue_load_on_commit = lambda **kw: sent.append(kw["server_id"])
+load_dispatch.enqueue_load_on_commit = lambda **kw: sent.append(kw["server_id"])
 settings.CRAWL_SERVER_CONCURRENCY, settings.CRAWL_LOAD_SLOTS = 2, 10
 servers = [Server.objects.create(scheme="http", host=f"{n}.example", port=80) for n in "ab"]
 for s in servers:
@@ -36,13 +36,13 @@ for s in servers:
                                    expires_at=timezone.now() + timedelta(minutes=5))
 ids = [s.id for s in servers]
 with CaptureQueriesContext(connection) as held:
-    first = dispatch.servers_dispatch_with_due_work(server_ids=ids)
+    first = load_dispatch.servers_dispatch_with_due_work(server_ids=ids)
 ServerLease.objects.filter(server=servers[1], slot=1).update(owner="", expires_at=None)  # a visit ended
 settings.CRAWL_LOAD_SLOTS, settings.CRAWL_LOAD_PREFETCH = 1, 0  # two servers busy: no room for another
 with CaptureQueriesContext(connection) as full:
-    none = dispatch.servers_dispatch_with_due_work(server_ids=ids)
+    none = load_dispatch.servers_dispatch_with_due_work(server_ids=ids)
 settings.CRAWL_LOAD_SLOTS = 10
-second = dispatch.servers_dispatch_with_due_work(server_ids=ids)
+second = load_dispatch.servers_dispatch_with_due_work(server_ids=ids)
 print(json.dumps({
     "first": first,
     "statements": [q["sql"].split()[0] for q in held.captured_queries],

@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from crawlcore.models import Link, Page, Url
 from crawlcore.selectors import crawl_summary
-from crawlcore.services.dispatch import reconcile
 from crawlcore.services.extract import pages_extract
+from crawlcore.services.load_dispatch import reconcile
 from crawlcore.services.urls import NewUrl, urls_insert
 from crawler import notfollowed
 from crawler.parse import MAX_LINKS, MAX_TAG_ATTRIBUTES, OVER_LIMIT, PARSE_MAX_BYTES, extract
@@ -140,10 +140,10 @@ def test_the_reconciler_does_not_send_a_batch_again_while_it_is_being_parsed(set
     it to the worker parsing it instead of sending it to a second one."""
     settings.CRAWL_REDISPATCH_AFTER = 4.0
     monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
-    monkeypatch.setattr("crawlcore.services.dispatch.queue_backlog", lambda queue: 0)
+    monkeypatch.setattr("crawlcore.services.load_dispatch.queue_backlog", lambda queue: 0)
     resent: list[list[int]] = []
     monkeypatch.setattr(
-        "crawlcore.services.dispatch.enqueue_extract_on_commit", lambda page_ids: resent.append(page_ids)
+        "crawlcore.services.load_dispatch.enqueue_extract_on_commit", lambda page_ids: resent.append(page_ids)
     )
     pages = [_page(f"http://example.com/{i}", f"<a href='/l{i}'>l</a>".encode()) for i in range(4)]
     real = extract

@@ -79,7 +79,7 @@ def test_a_worker_without_a_crawler_number_consumes_no_pinned_queue(settings):
 
 
 def test_the_embedded_worker_checks_pinned_servers_from_the_plain_monitor_queue(settings):
-    from monitoring.services.dispatch import monitor_queue
+    from monitoring.services.check_dispatch import monitor_queue
 
     settings.CELERY_EMBEDDED = False
     assert monitor_queue(5) == "monitor.c5"

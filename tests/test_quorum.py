@@ -13,8 +13,8 @@ from alerts.services.channels import channel_add
 from crawler.status import Status
 from monitoring.models import LocationState, ServerMonitor, StatusChange
 from monitoring.quorum import LocationsError, locations_parse, quorum_decide, quorum_needed
+from monitoring.services.check_dispatch import monitors_dispatch_due
 from monitoring.services.checks import monitors_claim
-from monitoring.services.dispatch import monitors_dispatch_due
 
 from .test_alerts import T0, add_server, fake
 
@@ -71,13 +71,15 @@ def test_two_of_three_locations_agreeing_change_the_status_one_does_not(db):
 
 
 def test_each_location_claims_its_own_turn_and_dispatch_reaches_every_location(db, monkeypatch):
-    from monitoring.services import dispatch
+    from monitoring.services import check_dispatch
 
     sid = add_server("127.0.0.5")
     ServerMonitor.objects.filter(server_id=sid).update(locations="1,2")
     sent = []
     monkeypatch.setattr(
-        dispatch, "enqueue_checks_on_commit", lambda *, server_ids, crawler_num: sent.append((crawler_num, server_ids))
+        check_dispatch,
+        "enqueue_checks_on_commit",
+        lambda *, server_ids, crawler_num: sent.append((crawler_num, server_ids)),
     )
     with override_settings(CELERY_EMBEDDED=False):
         monitors_dispatch_due()

@@ -21,7 +21,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from crawlcore.models import Page, Server, StatusCheck, Url
 from crawlcore.services import staleness as selection
-from crawlcore.services.dispatch import dispatch_due
+from crawlcore.services.load_dispatch import dispatch_due
 from crawlcore.services.schedule import schedule_table
 from crawlcore.services.sweep import active_candidates
 from monitoring.models import ServerMonitor
@@ -188,7 +188,9 @@ def test_revisit_after_is_still_the_floor(settings):
 @pytest.fixture
 def sent(monkeypatch) -> list[int]:
     out: list[int] = []
-    monkeypatch.setattr("crawlcore.services.dispatch.enqueue_load_on_commit", lambda **kw: out.append(kw["server_id"]))
+    monkeypatch.setattr(
+        "crawlcore.services.load_dispatch.enqueue_load_on_commit", lambda **kw: out.append(kw["server_id"])
+    )
     return out
 
 
@@ -332,7 +334,7 @@ def test_servers_are_handed_out_by_capacity_in_column_order(settings, sent):
 
 
 def test_the_wait_queue_is_rebuilt_from_the_new_column_at_the_hour_boundary(settings, sent):
-    from crawlcore.services.dispatch import hour_key, load_dispatch_current
+    from crawlcore.services.load_dispatch import hour_key, load_dispatch_current
 
     settings.CRAWL_SCHEDULER, settings.CRAWL_LOAD_SLOTS, settings.CRAWL_LOAD_PREFETCH = "sorting", 1, 1
     before = datetime(2024, 5, 1, 10, 59, 50, tzinfo=UTC)
@@ -352,10 +354,10 @@ def test_the_wait_queue_is_rebuilt_from_the_new_column_at_the_hour_boundary(sett
 
 
 def test_a_robots_continuation_carries_no_hour_and_needs_no_room(settings, monkeypatch):
-    from crawlcore.services.dispatch import servers_dispatch_with_due_work
+    from crawlcore.services.load_dispatch import servers_dispatch_with_due_work
 
     out: list[dict] = []
-    monkeypatch.setattr("crawlcore.services.dispatch.enqueue_load_on_commit", lambda **kw: out.append(kw))
+    monkeypatch.setattr("crawlcore.services.load_dispatch.enqueue_load_on_commit", lambda **kw: out.append(kw))
     settings.CRAWL_LOAD_SLOTS, settings.CRAWL_LOAD_PREFETCH = 1, 0
     busy, mine = _server(1, [1.0] * 24), _server(2, [1.0] * 24)
     for s in (busy, mine):
@@ -557,7 +559,7 @@ def test_changes_found_make_a_page_count_as_staler(settings):
 
 
 def test_only_the_load_agents_visits_count_as_busy_robots(settings, sent):
-    from crawlcore.services.dispatch import load_capacity
+    from crawlcore.services.load_dispatch import load_capacity
     from crawlcore.services.servers import server_claim
 
     settings.CRAWL_LOAD_SLOTS, settings.CRAWL_LOAD_PREFETCH = 2, 0

@@ -11,9 +11,9 @@ from django.utils import timezone
 from crawlcore.models import Page, Server, ServerLease, StatusCheck, Url, UrlEvent
 from crawlcore.services import load
 from crawlcore.services import visit as visit_module
-from crawlcore.services.dispatch import dispatch_due, reconcile
 from crawlcore.services.extract import pages_extract
 from crawlcore.services.load import LoadBatch, load_server_batch
+from crawlcore.services.load_dispatch import dispatch_due, reconcile
 from crawlcore.services.servers import server_claim
 from crawlcore.services.urls import Move, NewUrl, url_transition, urls_claim, urls_insert, urls_transition
 from crawler.lifecycle import Agent, Event, State
@@ -103,7 +103,7 @@ def test_reconciler_frees_expired_leases_of_dead_workers():
 
 def test_dispatch_sends_a_server_once_until_redispatch_time(monkeypatch):
     sent = []
-    monkeypatch.setattr("crawlcore.services.dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw))
+    monkeypatch.setattr("crawlcore.services.load_dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw))
     _insert("http://a.example/1", "http://b.example/1")
     assert dispatch_due() == 2
     assert dispatch_due() == 0  # already dispatched, message presumably in flight
@@ -124,7 +124,9 @@ def test_a_load_message_that_finds_every_slot_held_leaves_its_server_dispatchabl
     the same: the server must not stay marked queued, or the running visits' continuations skip it too."""
     settings.CRAWL_SERVER_CONCURRENCY = 2
     sent: list[int] = []
-    monkeypatch.setattr("crawlcore.services.dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw["server_id"]))
+    monkeypatch.setattr(
+        "crawlcore.services.load_dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw["server_id"])
+    )
     _insert("http://a.example/1")
     server = Server.objects.get()
     assert server_claim(server_id=server.id, owner="first", agent="load") == 0
@@ -283,7 +285,9 @@ def test_load_batch_sends_its_server_again_while_it_has_due_urls(settings, monke
     settings.CRAWL_BATCH_SIZE = 1
     monkeypatch.setattr(LoadBatch, "another_round", lambda self, took: False)  # as when the budget is spent
     sent: list[int] = []
-    monkeypatch.setattr("crawlcore.services.dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw["server_id"]))
+    monkeypatch.setattr(
+        "crawlcore.services.load_dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw["server_id"])
+    )
     with TestWebServer(SiteSpec(n_servers=1, first_octet=193, silent_server=False, slow_server=False)) as web:
         seed = web.seeds()[0]
         _insert(seed, trusted=True)
@@ -302,7 +306,9 @@ def test_load_visit_takes_its_servers_next_batches_within_its_budget(settings, m
     settings.CRAWL_DEFAULT_DELAY = 0
     settings.CRAWL_BATCH_SIZE = 1
     sent: list[int] = []
-    monkeypatch.setattr("crawlcore.services.dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw["server_id"]))
+    monkeypatch.setattr(
+        "crawlcore.services.load_dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw["server_id"])
+    )
     claims: list[int] = []
     real_claim = visit_module.server_claim
     monkeypatch.setattr(visit_module, "server_claim", lambda **kw: claims.append(kw["server_id"]) or real_claim(**kw))

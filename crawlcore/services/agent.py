@@ -26,7 +26,7 @@ from crawler.fetch import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, backoff_after, next_state
 from crawler.sanitize import header_int
 
-from .dispatch import servers_dispatch_with_due_work
+from .load_dispatch import servers_dispatch_with_due_work
 from .urls import url_exclude, url_transition, urls_release
 from .visit import ServerVisit
 

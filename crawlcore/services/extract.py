@@ -26,8 +26,8 @@ from crawler.parse import Extracted, Found, extract
 from crawler.pdf import extract_pdf, is_pdf
 from crawler.sanitize import clean_label
 
-from .dispatch import servers_dispatch_with_due_work
 from .jobs import jobs_admit
+from .load_dispatch import servers_dispatch_with_due_work
 from .urls import NewUrl, new_url_from, urls_insert
 
 log = logging.getLogger(__name__)

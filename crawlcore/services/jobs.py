@@ -33,7 +33,7 @@ from crawler.lifecycle import State
 from crawler.scope import Scope, registered_domain
 from crawler.urlnorm import server_key, url_hash
 
-from .dispatch import servers_dispatch_with_due_work
+from .load_dispatch import servers_dispatch_with_due_work
 from .urls import NewUrl, url_ids, urls_insert
 
 log = logging.getLogger(__name__)

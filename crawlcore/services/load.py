@@ -30,9 +30,9 @@ from crawler.pdf import is_pdf
 from crawler.urlnorm import UrlError, canonicalize
 
 from .agent import AgentBatch, AgentOutcome, response_fields
-from .dispatch import server_goes_on
 from .exchanges import archivable, exchanges_store, truncated_word
 from .jobs import jobs_admit
+from .load_dispatch import server_goes_on
 from .queue import enqueue_extract_on_commit
 from .request_records import FINISHED, checks_finish_write
 from .servers import server_merge_if_alias

@@ -14,7 +14,7 @@ from django.utils import timezone
 from crawlcore.models import Server, Url
 from crawler.lifecycle import State
 
-from .dispatch import servers_dispatch_with_due_work
+from .load_dispatch import servers_dispatch_with_due_work
 from .urls import url_exclude, urls_revive
 
 OPERATOR_EXCLUSION = "excluded by an operator"

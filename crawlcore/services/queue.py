@@ -15,7 +15,7 @@ SCAN_TASKS = {Queue.ACTIVE_SCAN: "tasks.scan.active_scan", Queue.INACTIVE_SCAN: 
 
 
 def enqueue_load_on_commit(*, server_id: int, crawler_num: int | None, hour: int | None = None) -> None:
-    """`hour`: the dispatcher's hour (crawlcore.services.dispatch.hour_key); a message from an earlier hour
+    """`hour`: the dispatcher's hour (crawlcore.services.load_dispatch.hour_key); a message from an earlier hour
     is dropped by the worker (seed 000's wait queue, reset at each hour boundary). None: a continuation."""
     queue = pinned_queue(Queue.LOAD, crawler_num)
     args = [server_id] if hour is None else [server_id, hour]
