@@ -4,7 +4,7 @@
 
 Prints figures; asserts nothing. One run: six crawlers side by side, one per recrawl
 policy (CRAWL_RECRAWL_POLICY) — ours (the paper's score with s the expected staleness a check removes,
-crawlcore.services.staleness), the same score with the paper's plain s, oldest-first round robin, the
+crawlcore.services.recrawl_choice), the same score with the paper's plain s, oldest-first round robin, the
 paper's two baselines, change frequency (Tan et al. 2010) and importance (Khan et al. 2013) — and an
 oracle that reads the web's schedule (`_oracle_choice`). Each is the real embedded stack (SQLite, the
 in-process broker and worker threads running the load, extract and scan agents, the dispatcher and the
@@ -193,7 +193,7 @@ def child(args) -> dict:
     from crawlcore.models import StatusCheck, Url
     from crawlcore.schema import schema_ensure
     from crawlcore.services.load_dispatch import dispatch_due, reconcile
-    from crawlcore.services.staleness import active_scan_outstanding
+    from crawlcore.services.recrawl_choice import active_scan_outstanding
     from crawlcore.services.sweep import scan_send, scan_sweep
     from crawler.lifecycle import Agent
     from testweb.changing import ChangingWeb

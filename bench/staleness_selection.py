@@ -1,4 +1,4 @@
-"""Benchmark: the active scan's staleness choice (seed 004, crawlcore.services.staleness) over 1,000,000
+"""Benchmark: the active scan's staleness choice (seed 004, crawlcore.services.recrawl_choice) over 1,000,000
 Visited URLs on PostgreSQL. Prints figures; asserts nothing. Target: under a second.
 
     python -m bench.staleness_selection [--urls 1000000] [--servers 1000] [--runs 7] [--limit 1000] [--json]
@@ -122,7 +122,7 @@ def measure(*, runs: int, limit: int, revisit_after: float) -> dict:
     from django.utils import timezone
 
     from crawlcore.models import Url
-    from crawlcore.services.staleness import staleness_scored
+    from crawlcore.services.recrawl_choice import staleness_scored
     from crawlcore.services.sweep import active_candidates
 
     settings.CRAWL_REVISIT_AFTER = revisit_after

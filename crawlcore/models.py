@@ -356,7 +356,7 @@ class StatusCheck(models.Model):
             models.Index(fields=["server", "checked_at"], name="check_server_time_idx"),
             # The reconciler looks only at requests still waiting for their outcome.
             models.Index(fields=["checked_at"], name="check_pending_idx", condition=Q(category="pending")),
-            # The active sweep's throughput by server and hour of day (crawlcore.services.staleness) reads
+            # The active sweep's throughput by server and hour of day (crawlcore.services.recrawl_choice) reads
             # the GETs with a body of the last CRAWL_THROUGHPUT_DAYS every period: a range of this index,
             # and on PostgreSQL an index-only scan (the columns it sums are included).
             models.Index(

@@ -14,7 +14,7 @@ The model:
 
 Policies, each an ordering of all pages at the start of a period:
 
-* **ours** — descending (T − t)·s_j(t) − p_j·g_i(t), scheduling.staleness.score, the expression the
+* **ours** — descending (T − t)·s_j(t) − p_j·g_i(t), scheduling.staleness_score.score, the expression the
   active-scan sweep evaluates in the database;
 * **change-frequency** (Tan et al. 2010) — pages that change more are revisited more: descending
   λ_j·s_j, λ_j the page's change rate (log-uniform, once an hour to once a week);
@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .sim_hybrid import SHAPES, load_profile_make
-from .staleness import score
+from .staleness_score import score
 
 POLICIES = ("ours", "change-frequency", "importance", "round-robin")
 BASELINES = ("change-frequency", "importance")  # the paper's two predecessors

@@ -11,7 +11,7 @@ import pytest
 
 from scheduling import sim_hybrid, sim_staleness
 from scheduling.hybrid_sorting import HybridSorting, best_hour, pause_hours, policy_build, profile_normalized
-from scheduling.staleness import Candidate, periods_since, prune_age, score, top_m
+from scheduling.staleness_score import Candidate, periods_since, prune_age, score, top_m
 
 
 def _flat(value: float, **hours: float) -> list[float]:

@@ -20,12 +20,12 @@ from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from crawlcore.models import Page, Server, StatusCheck, Url
-from crawlcore.services import staleness as selection
+from crawlcore.services import recrawl_choice as selection
 from crawlcore.services.load_dispatch import dispatch_due
 from crawlcore.services.schedule import schedule_table
 from crawlcore.services.sweep import active_candidates
 from monitoring.models import ServerMonitor
-from scheduling.staleness import Candidate, prune_age, top_m
+from scheduling.staleness_score import Candidate, prune_age, top_m
 
 pytestmark = pytest.mark.django_db
 

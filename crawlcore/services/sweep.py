@@ -2,7 +2,7 @@
 one message per server. Beat runs them (`tasks.scan.sweep_*`); the crawl command calls them too.
 
 The choice is one small function per agent; the active scan's is seed 004's staleness-optimal choice
-(crawlcore.services.staleness).
+(crawlcore.services.recrawl_choice).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from crawlcore.models import Url
 from crawler.lifecycle import Agent, State
 
 from .queue import enqueue_scan_on_commit
+from .recrawl_choice import active_scan_room, staleness_top
 from .scan import SCAN_STATES, sweep_owner_prefix
-from .staleness import active_scan_room, staleness_top
 from .urls import urls_lease
 
 
@@ -34,7 +34,7 @@ def _scannable(now: datetime):
 
 def active_candidates(*, now: datetime, limit: int) -> list[int]:
     """Visited URLs last checked at least CRAWL_REVISIT_AFTER ago (a floor), the `limit` best by seed 004's
-    staleness score (crawlcore.services.staleness; CRAWL_RECRAWL_POLICY picks a comparison policy). A URL
+    staleness score (crawlcore.services.recrawl_choice; CRAWL_RECRAWL_POLICY picks a comparison policy). A URL
     whose server asked for patience carries a next_check_at and waits for it."""
     checked_before = now - timedelta(seconds=settings.CRAWL_REVISIT_AFTER)
     visited = (

@@ -2,7 +2,7 @@
 
 Each active sweep is one period t of CRAWL_STALENESS_PERIOD seconds. Every Visited URL older than the
 floor CRAWL_REVISIT_AFTER is a candidate, scored by (T − t)·s_j(t) − p_j·g_i(t)
-(scheduling.staleness.score), and the best m go to the active-scan workers:
+(scheduling.staleness_score.score), and the best m go to the active-scan workers:
 
 * s_j(t): whole periods since the URL was last checked (fetched, or confirmed unchanged) — `last_checked_at`;
 * T − t: the periods left in the current recrawl cycle. The cycle, CRAWL_RECRAWL_CYCLE seconds (a day),
@@ -45,7 +45,7 @@ one plus the links to the URL) and plain oldest first, ignoring cost.
 The staleness query never loads the URLs into Python. It first scores the 4m oldest candidates (an
 index walk): the m-th best of them, θ, is a lower bound of the m-th best overall, and since a score is
 at most (T − t)·s_j, no URL younger than floor(θ / (T − t)) periods can reach it. The second query scores
-only URLs at least that old and returns the best m, ordered as scheduling.staleness.top_m orders them
+only URLs at least that old and returns the best m, ordered as scheduling.staleness_score.top_m orders them
 (score, then id) (bench/staleness_selection.py).
 """
 
@@ -62,7 +62,7 @@ from django.utils import timezone
 from crawlcore.db.functions import AgeSeconds
 from crawlcore.models import Link, StatusCheck, Url, UrlEvent
 from crawler.lifecycle import Agent, State
-from scheduling.staleness import prune_age
+from scheduling.staleness_score import prune_age
 
 RECRAWL_POLICIES = ("staleness", "staleness-plain", "round-robin", "change-frequency", "importance")
 DEFAULT_BYTES = 16 * 1024  # a page whose size was never seen: a typical HTML page
