@@ -18,7 +18,7 @@ from monitoring.admin import MonitoredServerAdmin
 from .destinations import DestinationError, destination_parse
 from .models import Channel, MaintenanceSchedule, Mute, Notification, Rule
 from .services.channels import channel_test
-from .services.maintenance import maintenance_windows_write
+from .services.maintenance_windows import maintenance_windows_write
 from .services.mutes import mute_add, mute_end
 
 

@@ -20,7 +20,7 @@ from .destinations import (
     lookup_within,
 )
 from .logic import KindsError, kinds_parse
-from .maintenance import MAX_DURATION, ScheduleError, cron_of
+from .recurrence import MAX_DURATION, ScheduleError, cron_of
 
 
 class Channel(models.Model):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from alerts.services.maintenance import maintenance_windows_write
+from alerts.services.maintenance_windows import maintenance_windows_write
 from alerts.services.reminders import reminders_write
 from alerts.services.send import notifications_send
 

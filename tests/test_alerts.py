@@ -244,7 +244,7 @@ def test_mute_keeps_the_event_but_notifies_no_one(db):
 
 def test_recurring_maintenance_silences_and_is_left_out_of_the_status(db):
     from alerts.models import MaintenanceSchedule
-    from alerts.services.maintenance import maintenance_windows_write
+    from alerts.services.maintenance_windows import maintenance_windows_write
     from crawlcore.models import StatusCheck
     from monitoring.models import MaintenanceWindow, ServerMonitor
 

@@ -92,7 +92,7 @@ def test_destination_parse_names_what_is_wrong():
 def test_weekly_shorthand_and_cron_give_the_windows_in_a_range():
     from datetime import UTC, datetime, timedelta
 
-    from alerts.maintenance import ScheduleError, cron_of, occurrences
+    from alerts.recurrence import ScheduleError, cron_of, occurrences
 
     assert cron_of("Sun 02:00") == "0 2 * * 0"
     assert cron_of("mon,thu 22:30") == "30 22 * * 1,4"

@@ -49,7 +49,7 @@ PURE_MODULES = {
     "analyzer/charts.py", "analyzer/classify.py", "analyzer/config.py", "analyzer/domains.py",
     "analyzer/language.py", "analyzer/resolve.py", "analyzer/synthetic.py",
     "archive/cdxj.py", "archive/records.py", "archive/writer.py",
-    "alerts/logic.py", "alerts/maintenance.py",
+    "alerts/logic.py", "alerts/recurrence.py",
 }  # fmt: skip
 
 DYNAMIC = {"import_module", "__import__"}

@@ -14,8 +14,8 @@ from django.utils import timezone
 from crawlcore.models import Server
 from monitoring.models import MaintenanceWindow
 
-from ..maintenance import occurrences
 from ..models import MaintenanceSchedule
+from ..recurrence import occurrences
 
 MAINTENANCE_HORIZON = timedelta(days=2)
 
