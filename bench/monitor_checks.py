@@ -410,8 +410,8 @@ def run(args: argparse.Namespace) -> dict:
 
         from crawladmin.celery import app
         from crawlcore.models import StatusCheck
+        from monitoring.check_stats import percentile
         from monitoring.models import ServerMonitor
-        from monitoring.rollup import percentile
         from monitoring.services.check_dispatch import monitors_dispatch_due, monitors_make_due
 
         wait_workers(app, args.workers)

@@ -9,8 +9,8 @@ from crawlcore.admin import ReaderScopedAdmin, ServerAdmin, log_change
 from crawlcore.models import Server
 from crawler.status import Category, Status
 
+from .check_stats import COUNT_FIELDS
 from .models import HourlyRollup, Incident, IncidentUpdate, MaintenanceWindow, ServerMonitor, StatusChange
-from .rollup import COUNT_FIELDS
 from .services.checks import monitors_check
 from .services.incidents import incident_status_sync
 

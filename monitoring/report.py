@@ -26,9 +26,9 @@ from crawler.brokenlinks import neutralised
 from crawler.lifecycle import Agent
 from crawler.status import Category
 
+from .check_stats import percentile
 from .kinds import Kind
 from .models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
-from .rollup import percentile
 from .sla import period_uptime
 
 COLUMNS = (

@@ -15,9 +15,9 @@ from crawlcore.models import Server, StatusCheck
 from crawler.lifecycle import Agent
 from crawler.status import BAD, GOOD, STALE_AFTER_INTERVALS, Status
 
+from .check_stats import COUNT_FIELDS, CategoryCounts, Uptime, uptime
 from .load_profile import load_profile
 from .models import HourlyRollup, MaintenanceWindow, ServerCertificate, ServerMonitor
-from .rollup import COUNT_FIELDS, CategoryCounts, Uptime, uptime
 
 Windows = Sequence[tuple[datetime, datetime]]
 UPTIME_WINDOWS = {"24h": 24, "7d": 7 * 24, "30d": 30 * 24}  # in hourly buckets

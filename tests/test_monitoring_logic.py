@@ -6,9 +6,9 @@ import pytest
 
 from crawler.status import Category, Status
 from monitoring.accepted_codes import AcceptedCodes, AcceptedCodesError, classify
+from monitoring.check_stats import CategoryCounts, CheckSample, percentile, summarize, uptime
 from monitoring.confirm import Confirmation, confirm
 from monitoring.load_profile import load_profile
-from monitoring.rollup import CategoryCounts, CheckSample, percentile, summarize, uptime
 from monitoring.server_list import RowError, parse_server_row
 
 ANY = AcceptedCodes()
@@ -176,6 +176,6 @@ def test_status_values_are_the_stored_strings():
 def test_rollup_count_fields_are_category_counts_fields_in_order():
     from dataclasses import fields
 
-    from monitoring.rollup import COUNT_FIELDS
+    from monitoring.check_stats import COUNT_FIELDS
 
     assert COUNT_FIELDS == tuple(f.name for f in fields(CategoryCounts))

@@ -14,9 +14,9 @@ from crawlcore.models import Server, StatusCheck
 from crawlcore.services.check_history import checks_prune, retention_cutoff
 from crawler.lifecycle import Agent
 
+from ..check_stats import COUNT_FIELDS, CheckSample, summarize
 from ..load_profile import load_profile
 from ..models import HourlyRollup
-from ..rollup import COUNT_FIELDS, CheckSample, summarize
 from ..selectors import hour_floor, in_window, maintenance_windows
 
 _ROLLUP_FIELDS = [
