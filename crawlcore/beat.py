@@ -75,8 +75,8 @@ BEAT_JOBS: tuple[BeatJob, ...] = (
     BeatJob("alerts: send notifications", "tasks.alerts.send", 10, Queue.HOUSEKEEPING),
     BeatJob("alerts: write recurring maintenance windows", "tasks.alerts.maintenance", 600, Queue.HOUSEKEEPING),
     # dashboard (dashboard/migrations 0003)
-    BeatJob("dashboard: check totals and server figures", "dashboard.tasks.refresh_rollups", 60, Queue.HOUSEKEEPING),
-    BeatJob("dashboard: dead links", "dashboard.tasks.refresh_dead_links", 300, Queue.HOUSEKEEPING),
+    BeatJob("dashboard: check totals and server figures", "tasks.dashboard.refresh_rollups", 60, Queue.HOUSEKEEPING),
+    BeatJob("dashboard: dead links", "tasks.dashboard.refresh_dead_links", 300, Queue.HOUSEKEEPING),
     # link reports (reports/migrations 0002): the owners' weekly digests. The record of broken links is brought
     # up to date with the dashboard's dead-link report ("dashboard: dead links"), by every export and digest.
     BeatJob("reports: owners' digests", "tasks.reports.send_digests", 7, Queue.HOUSEKEEPING, period="days"),

@@ -60,6 +60,7 @@ TASK_ROUTES: dict[str, Queue] = {
     "tasks.rank.*": Queue.HOUSEKEEPING,
     "tasks.alerts.*": Queue.HOUSEKEEPING,
     "tasks.reports.*": Queue.HOUSEKEEPING,
+    "tasks.dashboard.*": Queue.HOUSEKEEPING,
 }
 
 

@@ -1,5 +1,5 @@
 """The link reports' beat job (queue `housekeeping`): the owners' digests. (The record of broken links is
-refreshed with the dashboard's dead-link report, dashboard.tasks.refresh_dead_links.)"""
+refreshed with the dashboard's dead-link report, tasks.dashboard.refresh_dead_links.)"""
 
 from __future__ import annotations
 
