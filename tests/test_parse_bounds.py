@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import time
 import zlib
+from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from crawlcore.models import Link, Page, Url
@@ -157,3 +160,38 @@ def test_the_reconciler_does_not_send_a_batch_again_while_it_is_being_parsed(set
     pages_extract(page_ids=[p.id for p in pages])
     assert resent == []
     assert Page.objects.filter(extracted_at__isnull=True).count() == 0
+
+
+def _dispatch_writes(queries) -> list[str]:
+    return [q["sql"] for q in queries if q["sql"].startswith("UPDATE") and "extract_dispatched_at" in q["sql"]]
+
+
+@pytest.mark.django_db
+def test_a_batch_taken_up_soon_after_it_was_sent_writes_no_dispatch_time(settings, monkeypatch):
+    """The alive mark is for a batch at risk of being sent again; one taken up at once must not update every
+    page a second time (a new row version a page crawled)."""
+    settings.CRAWL_REDISPATCH_AFTER = 60.0
+    monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    pages = [_page(f"http://example.com/s{i}", f"<a href='/s{i}x'>l</a>".encode()) for i in range(3)]
+    with CaptureQueriesContext(connection) as queries:
+        pages_extract(page_ids=[p.id for p in pages])
+    assert _dispatch_writes(queries.captured_queries) == []
+    assert Page.objects.filter(extracted_at__isnull=True).count() == 0
+
+
+@pytest.mark.django_db
+def test_a_batch_that_waited_in_the_queue_says_it_is_alive_before_parsing(settings, monkeypatch):
+    settings.CRAWL_REDISPATCH_AFTER = 60.0
+    monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    page = _page("http://example.com/waited", b"<a href='/w'>w</a>")
+    Page.objects.filter(id=page.id).update(extract_dispatched_at=timezone.now() - timedelta(seconds=50))
+    seen: list = []
+    real = extract
+
+    def watching(body: bytes, url: str, **kw):
+        seen.append(Page.objects.get(id=page.id).extract_dispatched_at)
+        return real(body, url, **kw)
+
+    monkeypatch.setattr("crawlcore.services.extract.extract", watching)
+    pages_extract(page_ids=[page.id])
+    assert seen and timezone.now() - seen[0] < timedelta(seconds=10)

@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -91,6 +91,7 @@ class StoredPage:
     scope_mode: str
     scope_root: str
     offsite_hops: int
+    dispatched_at: datetime | None  # when its extract message was last sent (or its parse last said it is alive)
     inbound: str | None  # anchor texts of links to this page, for its index
 
     @property
@@ -99,7 +100,7 @@ class StoredPage:
 
 
 _STORED = ("id", "url_id", "body_z", "content_type", "checksum", "url__url", "url__depth", "url__scope_mode",
-           "url__scope_root", "url__offsite_hops")  # fmt: skip
+           "url__scope_root", "url__offsite_hops", "extract_dispatched_at")  # fmt: skip
 
 
 def _labels_clean(ex: Extracted) -> Extracted:
@@ -235,11 +236,14 @@ def _parse_pages(pages: list[StoredPage]) -> list[tuple[StoredPage, Extracted | 
     """Each page parsed (None when the parser failed on it). Each parse is bounded (crawler.parse), yet a
     batch of large pages takes a while: the pages' extract_dispatched_at is moved on as it goes, so the
     reconciler does not take them for lost (CRAWL_REDISPATCH_AFTER) and start a second parse of the same
-    pages beside this one."""
+    pages beside this one. A batch taken up soon after it was sent writes nothing more: that write would be a
+    second update of every page crawled (a new row version each) for a batch that was never at risk."""
     ids = [page.id for page in pages]
     beat = max(1.0, settings.CRAWL_REDISPATCH_AFTER / 4)
     last = time.monotonic()
-    Page.objects.filter(id__in=ids, extracted_at__isnull=True).update(extract_dispatched_at=timezone.now())
+    since = timezone.now() - timedelta(seconds=beat)
+    if any(page.dispatched_at is None or page.dispatched_at < since for page in pages):  # it waited in the queue
+        Page.objects.filter(id__in=ids, extracted_at__isnull=True).update(extract_dispatched_at=timezone.now())
     parsed: list[tuple[StoredPage, Extracted | None]] = []
     for page in pages:
         try:
