@@ -9,7 +9,7 @@ from pathlib import Path
 
 # One implementation each, shared with the integration tests and the test webs.
 from testweb.cluster import redis_process, redis_server
-from testweb.generated import find_nginx
+from testweb.nginx import find_nginx
 
 __all__ = ["find_nginx", "redis_server", "start_redis", "wait_for_workers"]
 

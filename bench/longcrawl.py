@@ -1,0 +1,554 @@
+"""Benchmark: one long crawl through the whole stack on a generated web that does not fit on disk, and how
+the crawl holds up from its first tenth to its last. Prints figures; exits 1 when the crawl did not find
+exactly the web.
+
+    python -m bench.longcrawl --pages N [--servers S] [--slots 2] [--workers SPEC] [--dir DIR] [--json PATH]
+
+1. The web (testweb.njsweb): about N pages on S servers (20, or up to 100 for large N), computed by our own
+   nginx's JavaScript module from their URL: 4–15 KB, four languages, 30 links each, 3 % of pages linking
+   a 404, 2 % a redirect, one in 50 a robots-disallowed page. wrk measures it first, alone, on one worker.
+2. Ours, as bench.throughput runs it: a private PostgreSQL cluster (fsync on, pg_stat_statements), a
+   private redis-server, the celery workers of --workers and one celery beat, then `manage.py crawl` of
+   the home pages. Loopback allowed, no politeness delay, --slots requests in flight per server.
+3. While it runs, from nginx's access log (read as it grows, nothing asked of the crawl): at each tenth
+   of the URLs to fetch, a line with that tenth's pages/s, CPU ms a page (every process of ours:
+   workers, beat, the crawl command, redis, all of the private PostgreSQL), each worker's peak RSS in the
+   tenth, the database's size, its dead tuples and autovacuum/autoanalyze runs so far, and beat's jobs
+   (crawladmin_beatjobrun: the slowest run against its period, runs over their period).
+4. At the end: last tenth's pages/s ÷ first tenth's (goal ≥ 0.80), RSS flatness (goal: each worker's
+   peak in the last tenth within 20 % of the first's), the largest tables, the disk the run used and
+   what 1,000,000 pages would take at the measured rate and size; then the checks: every page, 404 and
+   redirect requested once, robots.txt and sitemap.xml once per server, /private/ never; every fetched
+   URL Visited, robots-disallowed ones excluded, no URL in any other state (none lost, leased or failed),
+   one Page a page, one Link a link, one StatusCheck a request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from contextlib import ExitStack, closing
+from dataclasses import asdict
+from pathlib import Path
+
+from bench.harness.proc import child_named, load_average, tree_cpu, tree_rss
+from bench.harness.services import wait_for_workers
+from bench.throughput import (
+    MB,
+    PRIVATE_PG,
+    BenchError,
+    _code_state,
+    _count_ours,
+    _ours_env,
+    _stop_on_sigterm,
+    default_workers,
+    parse_workers,
+)
+from testweb.njsweb import NjsWeb, NjsWebSpec, njs_available, port_is_free
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENT = "crawladmin"
+GOAL_RATIO = 0.80
+GOAL_RSS = 1.20
+SCALE_PAGES = 1_000_000
+
+
+# --------------------------------------------------------------------------------------------------
+# What the crawl asked nginx
+
+
+class AccessLogTail:
+    """nginx's access log read as it grows: the crawler's requests by kind, and requests of a URL already
+    asked for. A URL is kept as a 64-bit hash of its address and path (a million URLs in ~60 MB)."""
+
+    def __init__(self, path: Path):
+        self.path, self.offset, self.rest = path, 0, b""
+        self.seen: set[int] = set()
+        self.kinds: Counter = Counter()
+        self.repeated = 0
+
+    def poll(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read(64 * MB)
+        self.offset += len(data)
+        lines = (self.rest + data).split(b"\n")
+        self.rest = lines.pop()
+        for line in lines:
+            head, _, agent = line.decode(errors="replace").partition(' "')
+            if AGENT not in agent:
+                continue
+            addr, _method, path, status, _size = head.split(" ", 4)
+            key = hash((addr, path))
+            if key in self.seen:
+                self.repeated += 1
+            else:
+                self.seen.add(key)
+            self.kinds[_kind(path, int(status))] += 1
+
+    @property
+    def fetched(self) -> int:
+        """URLs of the web fetched: pages, 404s and redirects (robots.txt, sitemaps and /private/ apart)."""
+        return self.kinds["page"] + self.kinds["gone"] + self.kinds["moved"]
+
+    @property
+    def requests(self) -> int:
+        return sum(self.kinds.values())
+
+
+def _kind(path: str, status: int) -> str:
+    if path == "/robots.txt":
+        return "robots"
+    if path == "/sitemap.xml":
+        return "sitemap"
+    if path.startswith("/private/"):
+        return "private"
+    return {200: "page", 301: "moved", 404: "gone"}.get(status, f"other {status}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Readings
+
+
+def db_reading(db: str) -> dict:
+    """The database's size, dead and live tuples, autovacuum and autoanalyze runs, and beat's jobs."""
+    import psycopg2
+
+    with closing(psycopg2.connect(db)) as con:
+        con.autocommit = True
+        with con.cursor() as cur:
+            cur.execute(
+                "SELECT pg_database_size(current_database()), coalesce(sum(n_live_tup), 0),"
+                " coalesce(sum(n_dead_tup), 0), coalesce(sum(autovacuum_count), 0),"
+                " coalesce(sum(autoanalyze_count), 0) FROM pg_stat_user_tables"
+            )
+            size, live, dead, vacuums, analyzes = (int(x) for x in cur.fetchone())
+            cur.execute(
+                "SELECT name, period_seconds, last_seconds, max_seconds, runs, over_period"
+                " FROM crawladmin_beatjobrun ORDER BY name"
+            )
+            beat = {
+                name: {"period_s": p, "last_s": last, "max_s": mx, "runs": runs, "over_period": over}
+                for name, p, last, mx, runs, over in cur.fetchall()
+            }
+    return {"db_bytes": size, "live_tuples": live, "dead_tuples": dead, "autovacuums": vacuums,
+            "autoanalyzes": analyzes, "beat": beat}  # fmt: skip
+
+
+def largest_tables(db: str, n: int = 8) -> list[tuple[str, int, int]]:
+    """(table, total bytes with indexes and TOAST, rows estimate), largest first."""
+    import psycopg2
+
+    with closing(psycopg2.connect(db)) as con, con.cursor() as cur:
+        cur.execute(
+            "SELECT relname, pg_total_relation_size(relid), n_live_tup FROM pg_stat_user_tables"
+            " ORDER BY 2 DESC LIMIT %s",
+            [n],
+        )
+        return [(name.removeprefix("crawladmin_"), int(size), int(rows)) for name, size, rows in cur.fetchall()]
+
+
+def du(path: Path) -> int:
+    out = subprocess.run(["du", "-sb", str(path)], capture_output=True, text=True, timeout=300).stdout
+    return int(out.split()[0]) if out else 0
+
+
+class Monitor:
+    """Readings at each tenth of the URLs to fetch, and each worker's peak RSS within each tenth."""
+
+    def __init__(self, *, expected: int, db: str, roots: dict[str, int], workers: dict[str, int], tail):
+        self.expected, self.db, self.roots, self.workers, self.tail = expected, db, roots, workers, tail
+        self.cpu_last: dict[str, float] = {}
+        self.peak: dict[str, int] = dict.fromkeys(workers, 0)
+        self.tenths: list[dict] = []
+        self.t0 = time.monotonic()
+        self.prev = {"t": 0.0, "fetched": 0, "cpu": self._cpu()}
+
+    def _cpu(self) -> float:
+        # A process that ended keeps the last figure read (the crawl command, at the very end).
+        for name, pid in self.roots.items():
+            self.cpu_last[name] = max(self.cpu_last.get(name, 0.0), tree_cpu(pid))
+        return sum(self.cpu_last.values())
+
+    def sample_rss(self) -> None:
+        for name, pid in self.workers.items():
+            self.peak[name] = max(self.peak[name], tree_rss(pid))
+
+    def due(self) -> bool:
+        return self.tail.fetched >= self.expected * (len(self.tenths) + 1) / 10 and len(self.tenths) < 10
+
+    def take(self) -> dict:
+        now, fetched, cpu = time.monotonic() - self.t0, self.tail.fetched, self._cpu()
+        pages, seconds = fetched - self.prev["fetched"], now - self.prev["t"]
+        row = {
+            "tenth": len(self.tenths) + 1,
+            "fetched": fetched,
+            "t_s": round(now, 1),
+            "seconds": round(seconds, 1),
+            "pages_per_s": pages / seconds if seconds else 0.0,
+            "cpu_ms_per_page": 1000 * (cpu - self.prev["cpu"]) / pages if pages else None,
+            "peak_rss_mb": {n: round(v / MB) for n, v in self.peak.items()},
+            "load_average": os.getloadavg()[0],
+            **db_reading(self.db),
+        }
+        self.tenths.append(row)
+        self.prev = {"t": now, "fetched": fetched, "cpu": cpu}
+        self.peak = dict.fromkeys(self.workers, 0)
+        print(tenth_line(row), flush=True)
+        return row
+
+
+def tenth_line(r: dict) -> str:
+    beat = r["beat"]
+    worst = max(beat.items(), key=lambda kv: kv[1]["max_s"] / kv[1]["period_s"], default=None)
+    beat_text = (
+        f"beat worst {worst[1]['max_s']:.2f}/{worst[1]['period_s']} s ({worst[0]}), "
+        f"over period {sum(b['over_period'] for b in beat.values())}"
+        if worst
+        else "beat: no run recorded"
+    )
+    cpu = "—" if r["cpu_ms_per_page"] is None else f"{r['cpu_ms_per_page']:.2f}"
+    return (
+        f"tenth {r['tenth']:>2}/10: {r['fetched']:>9,} fetched at {r['t_s']:>7.1f} s, {r['pages_per_s']:6.1f} pages/s, "
+        f"CPU {cpu} ms/page, RSS MB "
+        + " ".join(f"{n} {v}" for n, v in r["peak_rss_mb"].items())
+        + f"; DB {r['db_bytes'] / MB:,.0f} MB, dead tuples {r['dead_tuples']:,}, autovacuum {r['autovacuums']}"
+        f" (analyze {r['autoanalyzes']}); {beat_text}; load {r['load_average']:.2f}"
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# The web alone
+
+
+WRK_SCRIPT = """\
+local n = 0
+request = function()
+  n = n + 1
+  return wrk.format("GET", "/p/" .. ((n * 7919) % {last} + 1))
+end
+"""
+
+
+def measure_web(spec: NjsWebSpec, tmp: Path, seconds: float = 3.0) -> dict:
+    """Pages/s of the njs web alone on one host, a different page each request, keep-alive (wrk)."""
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        return {"tool": None}
+    script = tmp / "pages.lua"
+    script.write_text(WRK_SCRIPT.replace("{last}", str(spec.pages - 1)))
+    text = subprocess.run(
+        [wrk, "-t", "1", "-c", "16", "-d", f"{seconds:g}s", "-s", str(script), spec.seeds()[0]],
+        capture_output=True,
+        text=True,
+        timeout=seconds + 30,
+    ).stdout
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", text)
+    mbps = re.search(r"Transfer/sec:\s+([\d.]+)(\w+)", text)
+    return {
+        "tool": "wrk",
+        "pages_per_s": float(rps.group(1)) if rps else None,
+        "transfer": f"{mbps.group(1)} {mbps.group(2)}/s" if mbps else None,
+    }
+
+
+# --------------------------------------------------------------------------------------------------
+# The crawl
+
+
+def run(args, spec: NjsWebSpec, nginx: NjsWeb, tmp: Path) -> dict:
+    from bench.harness.db import manage
+    from testweb.cluster import Processes, private_postgres, redis_server
+
+    expected = spec.expected()
+    workers = parse_workers(args.workers)
+    with private_postgres(tmp, conf=PRIVATE_PG) as pg, redis_server(tmp) as broker:
+        db = pg.url
+        env = _ours_env(args, db, broker, tmp)
+        manage(env, "migrate", "--noinput")
+        with Processes(env, tmp) as procs:
+            names = [f"w{i}-{w.name}" for i, w in enumerate(workers)]
+            pids = {
+                n: procs.worker(n, w.queues, concurrency=w.concurrency, pool=w.pool).pid
+                for n, w in zip(names, workers, strict=True)
+            }
+            beat = procs.start("beat", "beat", "-l", "WARNING", "-s", str(tmp / "beat-schedule")).pid
+            wait_for_workers(broker, names)
+            postmaster = _postmaster(pg.root)
+            roots = {**pids, "beat": beat, "redis": child_named("redis-server"), "postgres": postmaster}
+            roots = {k: p for k, p in roots.items() if p}
+            tail = AccessLogTail(nginx.access_log)
+            tail.offset = nginx.log_size()
+            cmd = [sys.executable, "manage.py", "crawl", "--json", "--no-progress"]
+            cmd += ["--max-seconds", str(args.max_seconds), *spec.seeds()]
+            nginx_cpu0 = tree_cpu(nginx.pid)
+            with open(tmp / "crawl.log", "w") as log:
+                crawl = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+                monitor = Monitor(
+                    expected=expected["fetched"],
+                    db=db,
+                    roots={**roots, "crawl command": crawl.pid},
+                    workers=pids,
+                    tail=tail,
+                )
+                try:
+                    code = _watch(crawl, monitor, args.max_seconds + 300)
+                except BaseException:
+                    crawl.kill()
+                    crawl.wait(30)
+                    raise
+            wall = time.monotonic() - monitor.t0
+            tail.poll()
+            if len(monitor.tenths) < 10:  # the crawl ended short of the web: the rest as the last tenth
+                monitor.take()
+            nginx_cpu = tree_cpu(nginx.pid) - nginx_cpu0
+            logs = {n: procs.log(n) for n in [*names, "beat"]}
+        text = (tmp / "crawl.log").read_text()
+        if code != 0:
+            raise BenchError(f"manage.py crawl exited {code}:\n{text[-3000:]}")
+        summary = json.loads(text[text.index("{") :])
+        found = _count_ours(db)
+        tables = largest_tables(db)
+        final = db_reading(db)
+        disk = {"postgres_dir": du(pg.root), "run_dir": du(tmp)}
+    return {
+        "stopped": summary["stopped"],
+        "crawl_seconds": summary["seconds"],
+        "wall_s": round(wall, 1),
+        "tenths": monitor.tenths,
+        "cpu_s_by_process": {k: round(v, 1) for k, v in monitor.cpu_last.items()},
+        "nginx_cpu_s": round(nginx_cpu, 1),
+        "found": found,
+        "requests": {**tail.kinds, "repeated": tail.repeated, "total": tail.requests},
+        "tables": tables,
+        "final": final,
+        "disk_bytes": disk,
+        "log_errors": {n: len(re.findall(r"Traceback|\bERROR\b", t)) for n, t in logs.items()},
+    }
+
+
+def _postmaster(root: Path) -> int | None:
+    """The private cluster's postmaster, from the first line of its postmaster.pid."""
+    for pidfile in root.rglob("postmaster.pid"):
+        try:
+            return int(pidfile.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+    return None
+
+
+def _watch(crawl: subprocess.Popen, monitor: Monitor, timeout: float) -> int:
+    """Until the crawl command ends: the access log every second, RSS every two, a tenth when it is due."""
+    deadline = time.monotonic() + timeout
+    tick = 0
+    while True:
+        code = crawl.poll()
+        monitor.tail.poll()
+        while monitor.due():
+            monitor.take()
+        if code is not None:
+            return code
+        if time.monotonic() > deadline:
+            crawl.kill()
+        if tick % 2 == 0:
+            monitor.sample_rss()
+        tick += 1
+        time.sleep(1.0)
+
+
+# --------------------------------------------------------------------------------------------------
+# Checks and report
+
+
+def check(r: dict, expected: dict) -> list[str]:
+    f, q = r["found"], r["requests"]
+    problems = []
+
+    def want(label: str, got, exp) -> None:
+        if got != exp:
+            problems.append(f"{label}: {got:,} (expected {exp:,})")
+
+    if r["stopped"] != "done":
+        problems.append(f"crawl stopped: {r['stopped']} (expected done)")
+    want("pages requested (200)", q.get("page", 0), expected["pages"])
+    want("404s requested", q.get("gone", 0), expected["gone"])
+    want("redirects requested (301)", q.get("moved", 0), expected["moved"])
+    want("robots.txt requests", q.get("robots", 0), expected["robots"])
+    want("sitemap requests (one per server)", q.get("sitemap", 0), expected["robots"])
+    want("requests of /private/ (robots.txt disallows)", q.get("private", 0), 0)
+    want("requests repeated", q["repeated"], 0)
+    other = {k: v for k, v in q.items() if k.startswith("other")}
+    if other:
+        problems.append(f"other answers: {other}")
+    want("Visited URLs", f["visited"], expected["fetched"])
+    want("URLs excluded by robots.txt", f["urls"].get("excluded: robots.txt", 0), expected["excluded"])
+    rest = {k: v for k, v in f["urls"].items() if k not in ("visited", "excluded: robots.txt")}
+    if rest:
+        problems.append(f"URLs in other states (lost, leased or failed): {rest}")
+    want("Page rows", f["pages"], expected["pages"])
+    want("Link rows", f["links"], expected["links"])
+    want("unextracted pages", f["unextracted"], 0)
+    want("leased URLs", f["leased"], 0)
+    want("StatusCheck rows vs nginx requests", f["checks"], q["total"])
+    errors = {n: c for n, c in r["log_errors"].items() if c}
+    if errors:
+        problems.append(f"errors in worker logs: {errors}")
+    return problems
+
+
+def verdicts(r: dict, pages: int) -> dict:
+    tenths = r["tenths"]
+    first, last = tenths[0], tenths[-1]
+    ratio = last["pages_per_s"] / first["pages_per_s"] if first["pages_per_s"] else None
+    rss = {
+        n: last["peak_rss_mb"][n] / first["peak_rss_mb"][n] if first["peak_rss_mb"].get(n) else None
+        for n in first["peak_rss_mb"]
+    }
+    fetched = last["fetched"] or 1
+    at = r["crawl_seconds"] or tenths[-1]["t_s"]
+    db_bytes = r["final"]["db_bytes"]
+    over = {n: b["over_period"] for n, b in r["final"]["beat"].items() if b["over_period"]}
+    return {
+        "ratio_last_first": ratio,
+        "ratio_ok": ratio is not None and ratio >= GOAL_RATIO,
+        "rss_last_first": rss,
+        "rss_ok": all(v is not None and v <= GOAL_RSS for v in rss.values()),
+        "beat_over_period": over,
+        "pages_per_s": fetched / at if at else None,
+        "cpu_ms_per_page": 1000 * sum(r["cpu_s_by_process"].values()) / fetched,
+        "db_bytes_per_page": db_bytes / pages if pages else None,
+        "scale_pages": SCALE_PAGES,
+        "scale_db_gb": db_bytes / pages * SCALE_PAGES / 1e9 if pages else None,
+        "scale_disk_gb": r["disk_bytes"]["run_dir"] / pages * SCALE_PAGES / 1e9 if pages else None,
+        "scale_minutes": SCALE_PAGES / (fetched / at) / 60 if at else None,
+    }
+
+
+def report(r: dict, v: dict, problems: list[str]) -> None:
+    print(
+        f"\ncrawl: {r['stopped']} in {r['crawl_seconds']:.1f} s (command {r['wall_s']:.1f} s); "
+        f"{v['pages_per_s']:.1f} URLs/s overall, CPU {v['cpu_ms_per_page']:.2f} ms/page"
+    )
+    print("CPU s by process: " + ", ".join(f"{k} {v}" for k, v in r["cpu_s_by_process"].items()) +
+          f"; nginx (not ours) {r['nginx_cpu_s']}")  # fmt: skip
+    ok = "meets" if v["ratio_ok"] else "MISSES"
+    print(f"last tenth ÷ first tenth pages/s: {v['ratio_last_first'] or 0:.2f} ({ok} the goal ≥ {GOAL_RATIO:.2f})")
+    print(
+        "worker peak RSS, last tenth ÷ first: "
+        + ", ".join(f"{n} {x:.2f}" for n, x in v["rss_last_first"].items() if x is not None)
+        + f" ({'within' if v['rss_ok'] else 'NOT within'} {GOAL_RSS:.2f})"
+    )
+    final = r["final"]
+    print(
+        f"database {final['db_bytes'] / MB:,.0f} MB ({v['db_bytes_per_page'] / 1024:.1f} KB a page), live tuples "
+        f"{final['live_tuples']:,}, dead {final['dead_tuples']:,}, autovacuum runs {final['autovacuums']}, "
+        f"autoanalyze {final['autoanalyzes']}; largest: "
+        + ", ".join(f"{t} {b / MB:,.0f} MB" for t, b, _ in r["tables"][:6])
+    )
+    print(
+        f"disk: PostgreSQL's directory {r['disk_bytes']['postgres_dir'] / MB:,.0f} MB (with WAL), the run's "
+        f"{r['disk_bytes']['run_dir'] / MB:,.0f} MB in all (nginx's access log included)"
+    )
+    print("beat jobs (slowest run / period, runs, over period):")
+    for name, b in sorted(final["beat"].items()):
+        print(f"   {name}: {b['max_s']:.2f} / {b['period_s']} s, {b['runs']} runs, {b['over_period']} over")
+    print(
+        f"at this rate and size, {v['scale_pages']:,} pages: ~{v['scale_minutes']:.0f} min, database "
+        f"~{v['scale_db_gb']:.1f} GB, run directory ~{v['scale_disk_gb']:.1f} GB (linear; the rate may fall)"
+    )
+    q = r["requests"]
+    print(f"nginx: {q['total']:,} requests: " + ", ".join(f"{k} {n:,}" for k, n in sorted(q.items()) if k != "total"))
+    if problems:
+        print("!!! MISMATCH:")
+        for p in problems:
+            print(f"!!!   {p}")
+    else:
+        print("checks: every page, 404 and redirect once, /private/ never, no URL lost, counts as expected")
+
+
+def main(argv: list[str] | None = None) -> int:
+    _stop_on_sigterm()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pages", type=int, default=50_000, help="pages of the web (about; whole servers)")
+    ap.add_argument("--servers", type=int, help="default: 20 up to 10,000 pages, then one per 500 up to 100")
+    ap.add_argument("--links", type=int, default=30, help="links a page (before the 404/redirect/private extras)")
+    ap.add_argument("--onsite", type=int, default=24, help="of which to the page's own server")
+    ap.add_argument("--seed", type=int, default=9)
+    ap.add_argument("--net", default="127.0.1", help="servers are NET.1 … NET.<servers>")
+    ap.add_argument("--port", type=int, default=8097)
+    ap.add_argument("--slots", type=int, default=2, help="requests in flight per server")
+    ap.add_argument("--workers", help="QUEUES:POOL:N,… as bench.throughput (default: its default layout)")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra settings")
+    ap.add_argument("--max-seconds", type=float, default=4 * 3600, help="the crawl stops here (and fails)")
+    ap.add_argument("--dir", type=Path, help="where the run's files go (PostgreSQL's go to the system temp dir "
+                    "when running as root); default: a new temp directory")  # fmt: skip
+    ap.add_argument("--json", type=Path, help="write every figure here")
+    args = ap.parse_args(argv)
+    spec = NjsWebSpec.for_pages(
+        args.pages,
+        servers=args.servers,
+        links=args.links,
+        onsite=args.onsite,
+        seed=args.seed,
+        net=args.net,
+        port=args.port,
+    )
+    args.workers = args.workers or default_workers(spec.servers, args.slots)
+    parse_workers(args.workers)
+    if not njs_available():
+        print("nginx with its JavaScript module is not installed (Debian: nginx libnginx-mod-http-js)", file=sys.stderr)
+        return 2
+    if shutil.which("redis-server") is None:
+        print("redis-server is not installed", file=sys.stderr)
+        return 2
+    if not port_is_free(spec):
+        print(f"something already listens on {spec.net}.x:{spec.port}: choose another --port or --net", file=sys.stderr)
+        return 2
+    expected = spec.expected()
+    code = _code_state()
+    print(
+        f"bench.longcrawl: {spec.servers} servers × {spec.pages:,} pages = {expected['pages']:,} pages, "
+        f"{expected['gone']:,} 404s, {expected['moved']:,} redirects ({expected['fetched']:,} URLs to fetch); "
+        f"{args.slots} slot(s) per server; --workers {args.workers}" + (f" {' '.join(args.env)}" if args.env else "")
+    )
+    print(f"machine: {load_average()}; code {code['commit']}" + (" (changed files)" if code["changed"] else ""))
+    out: dict = {"spec": asdict(spec), "expected": expected, "args": {k: str(x) for k, x in vars(args).items()}}
+    out["code"] = code
+    with ExitStack() as stack:
+        if args.dir:
+            args.dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="bench-longcrawl-", dir=args.dir))
+        stack.callback(shutil.rmtree, tmp, True)
+        (tmp / "nginx").mkdir()
+        nginx = stack.enter_context(NjsWeb(spec, tmp / "nginx"))
+        out["web_alone"] = alone = measure_web(spec, tmp)
+        if alone["tool"]:
+            print(f"the web alone (one nginx worker, wrk, 16 connections): {alone['pages_per_s']:,.0f} pages/s, "
+                  f"{alone['transfer']}", flush=True)  # fmt: skip
+        try:
+            r = run(args, spec, nginx, tmp)
+        except (BenchError, RuntimeError, subprocess.SubprocessError) as exc:
+            print(f"\n!!! the crawl FAILED: {exc}")
+            return 1
+    problems = check(r, expected)
+    v = verdicts(r, expected["pages"])
+    report(r, v, problems)
+    out.update(run=r, verdicts=v, problems=problems)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2, default=str))
+        print(f"figures written to {args.json}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
