@@ -2,8 +2,11 @@
 // testweb/njsweb.py holds the same generator in Python (its links, statuses and redirect targets) and the
 // nginx configuration that loads this module; keep the two in step (tests/test_njs_web.py compares them).
 //
+import FILLER from "njsweb_text.js";
+
 // The web's parameters come from nginx variables set in that configuration ($web_servers, $web_pages,
-// $web_links, $web_onsite, $web_seed): one module serves every shape.
+// $web_links, $web_onsite, $web_seed): one module serves every shape. Nothing heavy at the top level:
+// njs runs it again for every request.
 
 var BRANCH = 8;
 var GONE_EVERY = 33, GONE_AT = 5;      // page k links /gone/<k> (404) when k % 33 == 5
@@ -11,12 +14,12 @@ var MOVED_EVERY = 50, MOVED_AT = 7;    // page k links /moved/<k> (301 to anothe
 var PRIVATE_EVERY = 50, PRIVATE = 5;   // page k links /private/<(k / 50) % 5> when k % 50 == 0
 var LANGS = ["en", "de", "fr", "es"];
 var WORDS = {
-    en: "crawler server page link robots index frontier queue worker status check latency archive network protocol request response header body title language domain host address schedule rank graph sample profile agent parse token anchor document content report survey".split(" "),
-    de: "seite verweis dienst anfrage antwort kopf inhalt sprache bereich rechner adresse zeitplan rang graph probe profil agent zeichen anker dokument bericht umfrage suche liste warteschlange arbeiter zustand pruefung verzoegerung archiv netz protokoll titel".split(" "),
-    fr: "page lien serveur robot index file travailleur statut controle latence archive reseau protocole requete reponse entete corps titre langue domaine hote adresse calendrier rang graphe profil agent jeton ancre document contenu rapport enquete".split(" "),
-    es: "pagina enlace servidor robot indice cola trabajador estado control latencia archivo red protocolo peticion respuesta cabecera cuerpo titulo idioma dominio anfitrion direccion horario rango grafo muestra perfil agente ficha ancla documento contenido informe".split(" "),
+    en: ["crawler", "server", "page", "link", "robots", "index", "frontier", "queue", "worker", "status", "check", "latency", "archive", "network", "protocol", "request", "response", "header", "body", "title", "language", "domain", "host", "address", "schedule", "rank", "graph", "sample", "profile", "agent", "parse", "token", "anchor", "document", "content", "report", "survey"],
+    de: ["seite", "verweis", "dienst", "anfrage", "antwort", "kopf", "inhalt", "sprache", "bereich", "rechner", "adresse", "zeitplan", "rang", "graph", "probe", "profil", "agent", "zeichen", "anker", "dokument", "bericht", "umfrage", "suche", "liste", "warteschlange", "arbeiter", "zustand", "pruefung", "verzoegerung", "archiv", "netz", "protokoll", "titel"],
+    fr: ["page", "lien", "serveur", "robot", "index", "file", "travailleur", "statut", "controle", "latence", "archive", "reseau", "protocole", "requete", "reponse", "entete", "corps", "titre", "langue", "domaine", "hote", "adresse", "calendrier", "rang", "graphe", "profil", "agent", "jeton", "ancre", "document", "contenu", "rapport", "enquete"],
+    es: ["pagina", "enlace", "servidor", "robot", "indice", "cola", "trabajador", "estado", "control", "latencia", "archivo", "red", "protocolo", "peticion", "respuesta", "cabecera", "cuerpo", "titulo", "idioma", "dominio", "anfitrion", "direccion", "horario", "rango", "grafo", "muestra", "perfil", "agente", "ficha", "ancla", "documento", "contenido", "informe"],
 };
-var FILLER_BYTES = 65536;
+var FILLER_BYTES = 8192;  // each string of njsweb_text.js
 
 function fmix(h) {
     h = (h ^ (h >>> 16)) >>> 0;
@@ -30,21 +33,6 @@ function fmix(h) {
 function mix(a, b) {
     return fmix(((Math.imul(a, 0x9e3779b1) >>> 0) + b) >>> 0);
 }
-
-// Filler text per language, built once when nginx loads the module (every request's VM is a copy of it).
-var FILLER = {};
-(function () {
-    for (var l = 0; l < LANGS.length; l++) {
-        var words = WORDS[LANGS[l]], parts = [], n = 0, x = l + 1;
-        while (n < FILLER_BYTES) {
-            x = mix(x, n);
-            var w = words[x % words.length];
-            parts.push(w);
-            n += w.length + 1;
-        }
-        FILLER[LANGS[l]] = parts.join(" ");
-    }
-})();
 
 function web(r) {
     var v = r.variables;
