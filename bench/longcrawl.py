@@ -169,45 +169,71 @@ def du(path: Path) -> int:
 
 
 class Monitor:
-    """Readings at each tenth of the URLs to fetch, and each worker's peak RSS within each tenth."""
+    """Readings at each tenth of the crawl, and each worker's peak RSS within each tenth.
 
-    def __init__(self, *, expected: int, db: str, roots: dict[str, int], workers: dict[str, int], tail):
-        self.expected, self.db, self.roots, self.workers, self.tail = expected, db, roots, workers, tail
+    The crawl's progress is its pages extracted (fetched, parsed, their links in the database), not its
+    fetches: the fetches run ahead of extraction, and counting them would leave extraction's backlog to
+    the last tenth. Extracted = the pages in nginx's access log less the Page rows not yet extracted (a
+    count on the partial index the extract dispatcher uses); pages fetched but not yet stored (a load
+    batch in flight) count as extracted for that moment, a few hundred at most."""
+
+    def __init__(self, *, pages: int, db: str, roots: dict[str, int], workers: dict[str, int], tail):
+        import psycopg2
+
+        self.pages, self.roots, self.workers, self.tail = pages, roots, workers, tail
+        self.db = db
+        self.con = psycopg2.connect(db)
+        self.con.autocommit = True
+        self.backlog = 0
         self.cpu_last: dict[str, float] = {}
         self.peak: dict[str, int] = dict.fromkeys(workers, 0)
         self.tenths: list[dict] = []
         self.t0 = time.monotonic()
-        self.prev = {"t": 0.0, "fetched": 0, "cpu": self._cpu()}
+        self.prev = {"t": 0.0, "fetched": 0, "extracted": 0, "cpu": self._cpu()}
 
-    def _cpu(self) -> float:
+    def close(self) -> None:
+        self.con.close()
+
+    def _cpu(self) -> dict[str, float]:
         # A process that ended keeps the last figure read (the crawl command, at the very end).
         for name, pid in self.roots.items():
             self.cpu_last[name] = max(self.cpu_last.get(name, 0.0), tree_cpu(pid))
-        return sum(self.cpu_last.values())
+        return dict(self.cpu_last)
 
     def sample_rss(self) -> None:
         for name, pid in self.workers.items():
             self.peak[name] = max(self.peak[name], tree_rss(pid))
 
-    def due(self) -> bool:
-        return self.tail.fetched >= self.expected * (len(self.tenths) + 1) / 10 and len(self.tenths) < 10
+    def extracted(self) -> int:
+        with self.con.cursor() as cur:
+            cur.execute("SELECT count(*) FROM crawladmin_page WHERE extracted_at IS NULL")
+            self.backlog = cur.fetchone()[0]
+        return max(0, self.tail.kinds["page"] - self.backlog)
 
-    def take(self) -> dict:
+    def due(self, extracted: int) -> bool:
+        return len(self.tenths) < 10 and extracted >= self.pages * (len(self.tenths) + 1) / 10
+
+    def take(self, extracted: int) -> dict:
         now, fetched, cpu = time.monotonic() - self.t0, self.tail.fetched, self._cpu()
-        pages, seconds = fetched - self.prev["fetched"], now - self.prev["t"]
+        pages, seconds = extracted - self.prev["extracted"], now - self.prev["t"]
+        spent = {n: cpu[n] - self.prev["cpu"].get(n, 0.0) for n in cpu}
         row = {
             "tenth": len(self.tenths) + 1,
+            "extracted": extracted,
             "fetched": fetched,
+            "backlog": self.backlog,
             "t_s": round(now, 1),
             "seconds": round(seconds, 1),
             "pages_per_s": pages / seconds if seconds else 0.0,
-            "cpu_ms_per_page": 1000 * (cpu - self.prev["cpu"]) / pages if pages else None,
+            "fetched_per_s": (fetched - self.prev["fetched"]) / seconds if seconds else 0.0,
+            "cpu_ms_per_page": 1000 * sum(spent.values()) / pages if pages else None,
+            "cpu_ms_per_page_by_process": {n: round(1000 * s / pages, 2) for n, s in spent.items()} if pages else {},
             "peak_rss_mb": {n: round(v / MB) for n, v in self.peak.items()},
             "load_average": os.getloadavg()[0],
             **db_reading(self.db),
         }
         self.tenths.append(row)
-        self.prev = {"t": now, "fetched": fetched, "cpu": cpu}
+        self.prev = {"t": now, "fetched": fetched, "extracted": extracted, "cpu": cpu}
         self.peak = dict.fromkeys(self.workers, 0)
         print(tenth_line(row), flush=True)
         return row
@@ -217,15 +243,19 @@ def tenth_line(r: dict) -> str:
     beat = r["beat"]
     worst = max(beat.items(), key=lambda kv: kv[1]["max_s"] / kv[1]["period_s"], default=None)
     beat_text = (
-        f"beat worst {worst[1]['max_s']:.2f}/{worst[1]['period_s']} s ({worst[0]}), "
+        f"beat worst {worst[1]['max_s']:.2f}/{worst[1]['period_s']} s ({worst[0].removeprefix('crawladmin: ')}), "
         f"over period {sum(b['over_period'] for b in beat.values())}"
         if worst
         else "beat: no run recorded"
     )
     cpu = "—" if r["cpu_ms_per_page"] is None else f"{r['cpu_ms_per_page']:.2f}"
+    split = r["cpu_ms_per_page_by_process"]
+    main = ("postgres", *(n for n in split if n.startswith("w")))
     return (
-        f"tenth {r['tenth']:>2}/10: {r['fetched']:>9,} fetched at {r['t_s']:>7.1f} s, {r['pages_per_s']:6.1f} pages/s, "
-        f"CPU {cpu} ms/page, RSS MB "
+        f"tenth {r['tenth']:>2}/10: {r['extracted']:>9,} pages at {r['t_s']:>7.1f} s: {r['pages_per_s']:6.1f} pages/s "
+        f"(fetches {r['fetched_per_s']:.0f}/s, backlog {r['backlog']:,}), CPU {cpu} ms/page ("
+        + ", ".join(f"{n} {split[n]:.2f}" for n in main if n in split)
+        + "), RSS MB "
         + " ".join(f"{n} {v}" for n, v in r["peak_rss_mb"].items())
         + f"; DB {r['db_bytes'] / MB:,.0f} MB, dead tuples {r['dead_tuples']:,}, autovacuum {r['autovacuums']}"
         f" (analyze {r['autoanalyzes']}); {beat_text}; load {r['load_average']:.2f}"
@@ -300,7 +330,7 @@ def run(args, spec: NjsWebSpec, nginx: NjsWeb, tmp: Path) -> dict:
             with open(tmp / "crawl.log", "w") as log:
                 crawl = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
                 monitor = Monitor(
-                    expected=expected["fetched"],
+                    pages=expected["pages"],
                     db=db,
                     roots={**roots, "crawl command": crawl.pid},
                     workers=pids,
@@ -308,14 +338,16 @@ def run(args, spec: NjsWebSpec, nginx: NjsWeb, tmp: Path) -> dict:
                 )
                 try:
                     code = _watch(crawl, monitor, args.max_seconds + 300)
+                    wall = time.monotonic() - monitor.t0
+                    tail.poll()
+                    if len(monitor.tenths) < 10:  # the crawl ended short of the web: the rest as the last tenth
+                        monitor.take(monitor.extracted())
                 except BaseException:
                     crawl.kill()
                     crawl.wait(30)
                     raise
-            wall = time.monotonic() - monitor.t0
-            tail.poll()
-            if len(monitor.tenths) < 10:  # the crawl ended short of the web: the rest as the last tenth
-                monitor.take()
+                finally:
+                    monitor.close()
             nginx_cpu = tree_cpu(nginx.pid) - nginx_cpu0
             logs = {n: procs.log(n) for n in [*names, "beat"]}
         text = (tmp / "crawl.log").read_text()
@@ -353,22 +385,24 @@ def _postmaster(root: Path) -> int | None:
 
 
 def _watch(crawl: subprocess.Popen, monitor: Monitor, timeout: float) -> int:
-    """Until the crawl command ends: the access log every second, RSS every two, a tenth when it is due."""
+    """Until the crawl command ends: the access log and the backlog twice a second, RSS every two seconds,
+    a tenth when it is due."""
     deadline = time.monotonic() + timeout
     tick = 0
     while True:
         code = crawl.poll()
         monitor.tail.poll()
-        while monitor.due():
-            monitor.take()
+        extracted = monitor.extracted()
+        while monitor.due(extracted):
+            monitor.take(extracted)
         if code is not None:
             return code
         if time.monotonic() > deadline:
             crawl.kill()
-        if tick % 2 == 0:
+        if tick % 4 == 0:
             monitor.sample_rss()
         tick += 1
-        time.sleep(1.0)
+        time.sleep(0.5)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -421,9 +455,10 @@ def verdicts(r: dict, pages: int) -> dict:
         n: last["peak_rss_mb"][n] / first["peak_rss_mb"][n] if first["peak_rss_mb"].get(n) else None
         for n in first["peak_rss_mb"]
     }
-    fetched = last["fetched"] or 1
-    at = r["crawl_seconds"] or tenths[-1]["t_s"]
+    at = r["crawl_seconds"] or last["t_s"]
+    rate = pages / at if at else None
     db_bytes = r["final"]["db_bytes"]
+    disk = r["disk_bytes"]["postgres_dir"] + r["disk_bytes"]["run_dir"]
     over = {n: b["over_period"] for n, b in r["final"]["beat"].items() if b["over_period"]}
     return {
         "ratio_last_first": ratio,
@@ -431,20 +466,21 @@ def verdicts(r: dict, pages: int) -> dict:
         "rss_last_first": rss,
         "rss_ok": all(v is not None and v <= GOAL_RSS for v in rss.values()),
         "beat_over_period": over,
-        "pages_per_s": fetched / at if at else None,
-        "cpu_ms_per_page": 1000 * sum(r["cpu_s_by_process"].values()) / fetched,
-        "db_bytes_per_page": db_bytes / pages if pages else None,
+        "pages_per_s": rate,
+        "cpu_ms_per_page": 1000 * sum(r["cpu_s_by_process"].values()) / pages,
+        "db_bytes_per_page": db_bytes / pages,
         "scale_pages": SCALE_PAGES,
-        "scale_db_gb": db_bytes / pages * SCALE_PAGES / 1e9 if pages else None,
-        "scale_disk_gb": r["disk_bytes"]["run_dir"] / pages * SCALE_PAGES / 1e9 if pages else None,
-        "scale_minutes": SCALE_PAGES / (fetched / at) / 60 if at else None,
+        "scale_db_gb": db_bytes / pages * SCALE_PAGES / 1e9,
+        "scale_disk_gb": disk / pages * SCALE_PAGES / 1e9,
+        "scale_minutes": SCALE_PAGES / rate / 60 if rate else None,
+        "scale_minutes_at_last_tenth": SCALE_PAGES / last["pages_per_s"] / 60 if last["pages_per_s"] else None,
     }
 
 
 def report(r: dict, v: dict, problems: list[str]) -> None:
     print(
         f"\ncrawl: {r['stopped']} in {r['crawl_seconds']:.1f} s (command {r['wall_s']:.1f} s); "
-        f"{v['pages_per_s']:.1f} URLs/s overall, CPU {v['cpu_ms_per_page']:.2f} ms/page"
+        f"{v['pages_per_s']:.1f} pages/s overall, CPU {v['cpu_ms_per_page']:.2f} ms/page"
     )
     print("CPU s by process: " + ", ".join(f"{k} {v}" for k, v in r["cpu_s_by_process"].items()) +
           f"; nginx (not ours) {r['nginx_cpu_s']}")  # fmt: skip
@@ -470,8 +506,9 @@ def report(r: dict, v: dict, problems: list[str]) -> None:
     for name, b in sorted(final["beat"].items()):
         print(f"   {name}: {b['max_s']:.2f} / {b['period_s']} s, {b['runs']} runs, {b['over_period']} over")
     print(
-        f"at this rate and size, {v['scale_pages']:,} pages: ~{v['scale_minutes']:.0f} min, database "
-        f"~{v['scale_db_gb']:.1f} GB, run directory ~{v['scale_disk_gb']:.1f} GB (linear; the rate may fall)"
+        f"{v['scale_pages']:,} pages, linearly: ~{v['scale_minutes']:.0f} min at the overall rate "
+        f"(~{v['scale_minutes_at_last_tenth'] or 0:.0f} at the last tenth's), database ~{v['scale_db_gb']:.1f} GB, "
+        f"disk ~{v['scale_disk_gb']:.1f} GB (PostgreSQL with its WAL and the run directory)"
     )
     q = r["requests"]
     print(f"nginx: {q['total']:,} requests: " + ", ".join(f"{k} {n:,}" for k, n in sorted(q.items()) if k != "total"))
@@ -500,6 +537,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", type=Path, help="where the run's files go (PostgreSQL's go to the system temp dir "
                     "when running as root); default: a new temp directory")  # fmt: skip
     ap.add_argument("--json", type=Path, help="write every figure here")
+    ap.add_argument("--no-wrk", action="store_true", help="do not measure the web alone first")
     args = ap.parse_args(argv)
     args.env = [*FIRST_CRAWL_ONLY, *args.env]
     spec = NjsWebSpec.for_pages(
@@ -539,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
         stack.callback(shutil.rmtree, tmp, True)
         (tmp / "nginx").mkdir()
         nginx = stack.enter_context(NjsWeb(spec, tmp / "nginx"))
-        out["web_alone"] = alone = measure_web(spec, tmp)
+        out["web_alone"] = alone = {"tool": None} if args.no_wrk else measure_web(spec, tmp)
         if alone["tool"]:
             print(f"the web alone (one nginx worker, wrk, 16 connections): {alone['pages_per_s']:,.0f} pages/s, "
                   f"{alone['transfer']}", flush=True)  # fmt: skip

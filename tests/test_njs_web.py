@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import http.client
 import re
+import shutil
 import socket
+import subprocess
+import sys
 from collections import Counter, deque
 
 import pytest
 
 from tests.conftest import skip_or_fail
+from testweb.cluster import ROOT
 from testweb.njsweb import ROBOTS_TXT, NjsWeb, NjsWebSpec, Twin, njs_available
 
 SMALL = NjsWebSpec(servers=3, pages=400, port=8098)
@@ -122,3 +126,18 @@ def test_nginx_serves_the_twins_web_the_same_bytes_each_time(tmp_path):
     assert 4_000 < min(sizes) and max(sizes) < 16_500 and 9_000 < sum(sizes) / len(sizes) < 11_500
     assert len(logged) > 3 * SMALL.pages / 7
     assert nginx.proc is not None and nginx.proc.poll() is not None  # stopped by its PID
+
+
+@pytest.mark.integration
+def test_a_small_long_crawl_fetches_every_page_once_through_the_whole_stack():
+    """bench.longcrawl end to end on 2,000 pages: PostgreSQL, redis, workers, beat and the njs web."""
+    if not njs_available() or shutil.which("redis-server") is None:
+        skip_or_fail("nginx's JavaScript module or redis-server is not installed")
+    spec = NjsWebSpec.for_pages(2000, port=8096)
+    if _port_in_use(spec):
+        pytest.fail(f"something listens on {spec.hosts[0]}:{spec.port}: wait and retry")
+    cmd = [sys.executable, "-m", "bench.longcrawl", "--pages", "2000", "--port", "8096", "--no-wrk"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "checks: every page, 404 and redirect once" in proc.stdout
+    assert proc.stdout.count("tenth ") >= 10
