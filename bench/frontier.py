@@ -36,6 +36,7 @@ import zlib
 from pathlib import Path
 
 from bench.harness.db import copy_lines, fill_defaults, fresh_database, manage
+from crawler.urlnorm import url_hash
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAIM_TARGET_MS = 50.0
@@ -86,8 +87,7 @@ def load(db: str, *, urls: int, servers: int, link_pages: int, link_runs: int, k
         due = "2020-01-01 00:00:00+00"
 
         def url_line(i: int, url: str, server: int, state: str, depth: int) -> str:
-            h = hashlib.sha1(url.encode()).hexdigest()
-            return f"{i + 1}\t{url}\t{h}\t{server}\t{state}\t{depth}\t{due}\tany\ts{server}.example\n"
+            return f"{i + 1}\t{url}\t{url_hash(url)}\t{server}\t{state}\t{depth}\t{due}\tany\ts{server}.example\n"
 
         cols = "id, url, url_hash, server_id, state, depth, next_check_at, scope_mode, scope_root"
         copy_lines(

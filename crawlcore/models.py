@@ -125,7 +125,8 @@ class Url(models.Model):
 
     url = models.TextField()
     # Unique through Meta.constraints, not unique=True: that would add a second (LIKE) index on PostgreSQL.
-    url_hash = models.CharField(max_length=40, help_text="sha1 of the canonical URL")
+    # crawler.urlnorm.url_hash: the URL's first characters, then its sha1 (a server's URLs together in the index).
+    url_hash = models.CharField(max_length=88, help_text="The canonical URL's first 48 characters, then its sha1")
     # Not indexed alone: url_claim_idx starts with it.
     server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="urls", db_index=False)
     state = models.CharField(max_length=12, choices=_choices(State), default=State.INIT.value)

@@ -18,6 +18,7 @@ from analyzer.selectors import analysis_report
 from analyzer.services import domains_resolve, pages_analyse, pages_pending
 from crawlcore.models import Page, Server, Url
 from crawler.netguard import parse_cidrs
+from crawler.urlnorm import url_hash
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +35,7 @@ def add_page(url: str, content_type: str, body: str | bytes = b"", *, server_ip:
         scheme=parts.scheme, host=parts.hostname, port=parts.port or {"http": 80, "https": 443}[parts.scheme],
         defaults={"ip": server_ip},
     )
-    row = Url.objects.create(url=url, url_hash=hashlib.sha1(url.encode()).hexdigest(), server=server, state="visited")
+    row = Url.objects.create(url=url, url_hash=url_hash(url), server=server, state="visited")
     raw = body.encode() if isinstance(body, str) else body
     return Page.objects.create(
         url=row, body_z=zlib.compress(raw), content_type=content_type, size=len(raw),

@@ -16,15 +16,15 @@ pytestmark = pytest.mark.integration
 # Two servers; a.example's home page links to a Dead URL, a NoResponse1 URL, a live URL and an excluded
 # Dead one; old and recent checks.
 MAKE_CRAWL = """
-import hashlib
 from datetime import timedelta
 from django.utils import timezone
 from crawlcore.models import Link, Server, StatusCheck, Url
+from crawler.urlnorm import url_hash
 a = Server.objects.create(scheme="http", host="a.example", port=80)
 b = Server.objects.create(scheme="http", host="b.example", port=80)
 def url(server, path, state, reason=""):
     u = f"http://{server.host}{path}"
-    return Url.objects.create(url=u, url_hash=hashlib.sha1(u.encode()).hexdigest(), server=server, state=state,
+    return Url.objects.create(url=u, url_hash=url_hash(u), server=server, state=state,
                               exclusion_reason=reason)
 home = url(a, "/", "visited")
 targets = [url(b, "/gone", "dead"), url(b, "/slow", "noresponse1"), url(b, "/", "visited"),

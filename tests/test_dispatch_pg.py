@@ -14,7 +14,7 @@ from testweb.cluster import manage, postgres_database
 pytestmark = pytest.mark.integration
 
 DISPATCH = """
-import hashlib, json
+import json
 from datetime import timedelta
 from django.conf import settings
 from django.db import connection
@@ -22,6 +22,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from crawlcore.models import Server, ServerLease, Url
 from crawlcore.services import load_dispatch
+from crawler.urlnorm import url_hash
 
 sent = []
 load_dispatch.enqueue_load_on_commit = lambda **kw: sent.append(kw["server_id"])
@@ -29,7 +30,7 @@ settings.CRAWL_SERVER_CONCURRENCY, settings.CRAWL_LOAD_SLOTS = 2, 10
 servers = [Server.objects.create(scheme="http", host=f"{n}.example", port=80) for n in "ab"]
 for s in servers:
     u = f"http://{s.host}/new"
-    Url.objects.create(url=u, url_hash=hashlib.sha1(u.encode()).hexdigest(), server=s, state="init",
+    Url.objects.create(url=u, url_hash=url_hash(u), server=s, state="init",
                        next_check_at=timezone.now() - timedelta(seconds=1))
     for slot in range(2):
         ServerLease.objects.create(server=s, slot=slot, owner=f"w{slot}", agent="load",

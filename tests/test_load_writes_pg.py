@@ -12,12 +12,13 @@ import os
 
 import pytest
 
+from crawler.urlnorm import url_hash
 from testweb.cluster import manage, postgres_database
 
 pytestmark = pytest.mark.integration
 
 FLUSH = """
-import hashlib, json
+import json
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -28,12 +29,13 @@ from crawlcore.services.urls import urls_claim
 from crawlcore.services.visit import ServerVisit
 from crawler.fetch import FetchResult, Timings
 from crawler.lifecycle import Agent
+from crawler.urlnorm import url_hash
 
 server = Server.objects.create(scheme="http", host="a.example", port=80)
 paths = ["/a", "/b", "/taken", "/logo.png", "/bad"]
 for p in paths:
     u = f"http://a.example{p}"
-    Url.objects.create(url=u, url_hash=hashlib.sha1(u.encode()).hexdigest(), server=server, state="init",
+    Url.objects.create(url=u, url_hash=url_hash(u), server=server, state="init",
                        next_check_at=timezone.now(), resource=p.endswith(".png"))
 claimed = {c.url.rsplit("/", 1)[1]: c for c in urls_claim(server_id=server.id, owner="me", limit=10)}
 Url.objects.filter(url="http://a.example/taken").update(lease_owner="someone else")  # lost its lease meanwhile
@@ -237,7 +239,7 @@ def test_a_statement_is_prepared_once_a_connection_and_again_after_a_reconnect(t
 
 
 SPAN = """
-import hashlib, json, re
+import json, re
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -248,11 +250,12 @@ from crawlcore.services.urls import urls_claim
 from crawlcore.services.visit import ServerVisit
 from crawler.fetch import FetchResult, Timings
 from crawler.lifecycle import Agent
+from crawler.urlnorm import url_hash
 
 server = Server.objects.create(scheme="http", host="a.example", port=80)
 for p in ("/a", "/b"):
     u = f"http://a.example{p}"
-    Url.objects.create(url=u, url_hash=hashlib.sha1(u.encode()).hexdigest(), server=server, state="init",
+    Url.objects.create(url=u, url_hash=url_hash(u), server=server, state="init",
                        next_check_at=timezone.now())
 visit = ServerVisit(server, "me", Agent.LOAD)
 claimed = urls_claim(server_id=server.id, owner="me", limit=10)
@@ -333,6 +336,4 @@ def test_new_urls_are_inserted_in_the_order_of_their_hash(tmp_path):
         out = json.loads(manage(env, "shell", "-c", ORDER).stdout.strip().splitlines()[-1])
     assert out["ids"] == 40
     assert out["given"] != sorted(out["given"])  # the test's URLs do not come in hash order by themselves
-    import hashlib
-
-    assert [hashlib.sha1(u.encode()).hexdigest() for u in out["sent"]] == sorted(out["given"])
+    assert [url_hash(u) for u in out["sent"]] == sorted(out["given"])

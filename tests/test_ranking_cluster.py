@@ -20,8 +20,9 @@ pytestmark = pytest.mark.integration
 # Builds a small crawl through the ORM (so model defaults fill every column): 4 servers, 60 URLs of
 # which the last 20 were never fetched (dangling), 250 random links, one server group.
 MAKE_CRAWL = """
-import hashlib, random
+import random
 from crawlcore.models import Link, Server, Url
+from crawler.urlnorm import url_hash
 rnd = random.Random(5)
 hosts = ["www.uni.ac.kr", "cs.uni.ac.kr", "shop.example.com", "10.1.2.3"]
 servers = [
@@ -29,7 +30,7 @@ servers = [
 ]
 names = [f"http://{s.host}/p{i}" for i in range(15) for s in servers]
 Url.objects.bulk_create(
-    [Url(url=n, url_hash=hashlib.sha1(n.encode()).hexdigest(), server=servers[k % 4]) for k, n in enumerate(names)]
+    [Url(url=n, url_hash=url_hash(n), server=servers[k % 4]) for k, n in enumerate(names)]
 )
 ids = [Url.objects.get(url=n).id for n in names]
 pairs = {(rnd.choice(ids[:40]), rnd.choice(ids)) for _ in range(250)}

@@ -3,7 +3,6 @@ the command, the beat job, the admin. The PostgreSQL path is in test_ranking_clu
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 
@@ -15,6 +14,7 @@ from django.db import connection
 from django_celery_beat.models import PeriodicTask
 
 from crawlcore.models import Link, Server, Url
+from crawler.urlnorm import url_hash
 from ranking.models import PageRank, RankRun
 from ranking.selectors import latest_run, top_pages
 from ranking.services import rank_crawl, run_summary
@@ -27,7 +27,7 @@ def make_crawl(hosts: dict[str, int], links: list[tuple[str, str]], groups: dict
     groups = groups or {}
     servers = {h: Server.objects.create(scheme="http", host=h, port=80, group=groups.get(h, "")) for h in hosts}
     urls = [
-        Url(url=f"http://{h}/p{i}", url_hash=hashlib.sha1(f"http://{h}/p{i}".encode()).hexdigest(), server=servers[h])
+        Url(url=f"http://{h}/p{i}", url_hash=url_hash(f"http://{h}/p{i}"), server=servers[h])
         for h, count in hosts.items()
         for i in range(count)
     ]

@@ -4,7 +4,6 @@ exact PageRank."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 
@@ -16,6 +15,7 @@ from django.core.management import call_command
 from analyzer.selectors import analysis_report
 from analyzer.services import pages_analyse, pages_pending
 from crawlcore.models import Link, Page, Server, Url
+from crawler.urlnorm import url_hash
 from ranking.blockrank import blockrank_local
 from ranking.convert import Site, convert, merge_duplicates
 from ranking.models import PageRank, RankRun
@@ -105,7 +105,7 @@ def _crawl_with_a_copy():
         server = Server.objects.create(scheme="http", host=host, port=80)
         for path in pages:
             url = f"http://{host}{path}"
-            Url.objects.create(url=url, url_hash=hashlib.sha1(url.encode()).hexdigest(), server=server)
+            Url.objects.create(url=url, url_hash=url_hash(url), server=server)
     ids = dict(Url.objects.values_list("url", "id"))
     links = [
         ("http://a.example/", "http://a.example/x"), ("http://a.example/", "http://b.example/"),

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
-from crawler.urlnorm import MAX_URL_LENGTH, ServerKey, UrlError, canonicalize, server_key, url_hash
+from crawler.urlnorm import MAX_URL_LENGTH, URL_KEY_PREFIX, ServerKey, UrlError, canonicalize, server_key, url_hash
 
 
 @pytest.mark.parametrize(
@@ -134,8 +136,11 @@ def test_idempotent(raw: str) -> None:
 
 def test_url_hash() -> None:
     h = url_hash("http://example.com/")
-    assert len(h) == 40
-    assert h == "9c17e047f58f9220a7008d4f18152fee4d111d14"  # sha1 of the UTF-8 bytes
+    # The URL's first characters (all of a short one), then the sha1 of its UTF-8 bytes.
+    assert h == "http://example.com/" + "9c17e047f58f9220a7008d4f18152fee4d111d14"
+    long = "http://example.com/" + "a" * 100
+    assert url_hash(long) == long[:URL_KEY_PREFIX] + hashlib.sha1(long.encode()).hexdigest()
+    assert len(url_hash(long)) == URL_KEY_PREFIX + 40
     assert url_hash("http://example.com/a") != h
     assert url_hash("http://example.com/\u00e9") == url_hash("http://example.com/\u00e9")
 
