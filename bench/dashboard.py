@@ -4,7 +4,7 @@ Target: p95 under 300 ms per page with 20 concurrent clients.
     python -m bench.dashboard [--urls 1000000] [--checks 5000000] [--servers 500] [--links 2000000]
                               [--clients 20] [--requests 400] [--runs 2] [--page-budget 90]
                               [--workers N] [--threads N] [--refresh-every 60] [--only PAGE,...]
-                              [--keep-db | --db URL] [--web-root DIR]
+                              [--keep-db | --db URL [--fresh-rollups]] [--moves N] [--web-root DIR]
 
 Creates a fresh database on the local PostgreSQL (127.0.0.1:5432, user postgres), migrates it, loads it
 with set-based SQL (generate_series; no Python row loop): servers with their ServerMonitor rows, URLs in
@@ -17,11 +17,16 @@ ANALYZE. Then creates a superuser and starts the web app with the production sta
 (gunicorn gthread; --workers / --threads override its WEB_WORKERS / WEB_THREADS), on a free loopback
 port. What beat does for the dashboard runs alongside, as `manage.py dashboard_refresh` in its own
 processes (the rollups every --refresh-every seconds, the dead links every fifth time), so the pages pay
-for it as they would in production. It logs in once, and for every page runs --requests requests from
+for it as they would in production. The first dashboard_refresh runs twice before any page is asked for
+(the second with nothing changed: what beat's runs cost from then on), and with --moves N a third time after
+N URLs moved as a crawl moves them (half of N Visited URLs fail, half of N failing ones answer again, each
+move recorded as a UrlEvent), all three timed. It logs in once, and for every page runs --requests requests from
 --clients threads (each its own requests.Session with the session cookie), stopping early when a page's
 --page-budget seconds run out; each line also shows the machine's 1-minute load average, since other
 processes on the box take CPU from the run. Also one short serial pass per page (1 client) for the
-service time without queueing. Stops gunicorn by its PID and drops the database, also on failure;
+service time without queueing. --fresh-rollups empties the dashboard's and the link reports' derived tables
+of a reused database first, so that its first refresh is a first one. Stops gunicorn by its PID and drops
+the database, also on failure;
 --keep-db keeps it (and prints its URL) for later runs with --db URL, which skip the load. --web-root
 serves the pages from another checkout against the same data (bench/DASHBOARD.md compares the code before
 issue 7's work with it).
@@ -41,7 +46,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -467,25 +472,65 @@ def _busiest_dead_site(url: str, servers: int) -> tuple[int, int]:
     return dead_site, dead_n
 
 
+def _rollups_empty(url: str) -> None:
+    """The dashboard's and the link reports' derived tables emptied: the next refresh is a first one."""
+    import psycopg2
+
+    with psycopg2.connect(url) as conn, conn.cursor() as cur:
+        cur.execute("TRUNCATE reports_linkbreak, reports_linkbreakrefresh, dashboard_snapshot, dashboard_serverrollup")
+
+
+def _urls_move(url: str, n: int) -> None:
+    """`n` URLs move as a crawl moves them: n/2 Visited ones fail (NoResponse1), n/2 failing ones answer again
+    (Visited), each with its last check now and a UrlEvent, as crawlcore.services.urls writes them."""
+    import psycopg2
+
+    with psycopg2.connect(url) as conn, conn.cursor() as cur:
+        for from_states, to_state, status, kind in (
+            (("visited",), "noresponse1", 500, "http_status"),
+            (("noresponse1", "noresponse2", "dead"), "visited", 200, ""),
+        ):
+            cur.execute(
+                """WITH moved AS (
+                       UPDATE crawladmin_url u SET state = %(to)s, last_status = %(status)s, failure_kind = %(kind)s,
+                              last_checked_at = now()
+                       FROM (SELECT id, state FROM crawladmin_url WHERE state = ANY(%(from)s)
+                             AND exclusion_reason = '' ORDER BY random() LIMIT %(n)s) pick
+                       WHERE u.id = pick.id RETURNING u.id, pick.state)
+                   INSERT INTO crawladmin_urlevent (url_id, from_state, to_state, agent, at, http_status, reason)
+                   SELECT id, state, %(to)s, 'active_scan', now(), %(status)s, 'bench' FROM moved""",
+                {"to": to_state, "status": status, "kind": kind, "from": list(from_states), "n": n // 2},
+            )
+
+
 class Beat:
     """What beat does for the dashboard in production, in its own processes as a worker would, so its
     cost is part of what the pages see: `manage.py dashboard_refresh --only rollups` every `every` seconds
     (production: 60) and `--only dead_links` every 5 × `every` (production: 300). Both once at the start."""
 
-    def __init__(self, env: dict, every: float) -> None:
-        self.env, self.every = env, every
+    def __init__(self, env: dict, every: float, *, moves: Callable[[], None] | None = None) -> None:
+        self.env, self.every, self.moves = env, every, moves
         self.stop = threading.Event()
         self.runs: list[float] = []  # seconds per dashboard_refresh run
+        self.first: list[float] = []  # the first run, the second (nothing changed), the third (after --moves)
         self.thread = threading.Thread(target=self._loop, daemon=True)
 
+    def _run(self, *args: str) -> float:
+        t = time.perf_counter()
+        manage(self.env, "dashboard_refresh", *args, timeout=900)
+        self.runs.append(time.perf_counter() - t)
+        return self.runs[-1]
+
     def _loop(self) -> None:
-        tick = 0
-        while not self.stop.is_set():
-            t = time.perf_counter()
-            manage(self.env, "dashboard_refresh", *(() if tick % 5 == 0 else ("--only", "rollups")), timeout=600)
-            self.runs.append(time.perf_counter() - t)
+        first = [self._run(), self._run()]
+        if self.moves is not None:
+            self.moves()
+            first.append(self._run())
+        self.first = first
+        tick = 1
+        while not self.stop.wait(self.every):
+            self._run(*(() if tick % 5 == 0 else ("--only", "rollups")))
             tick += 1
-            self.stop.wait(self.every)
 
     def __enter__(self) -> Beat:
         if self.every > 0:
@@ -543,6 +588,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--db", default="", help="reuse this database, loaded by an earlier --keep-db run (no load)")
     ap.add_argument("--keep-db", action="store_true", help="keep the new database and print its URL")
     ap.add_argument(
+        "--fresh-rollups", action="store_true", help="empty the derived tables first, for a first refresh again"
+    )
+    ap.add_argument("--moves", type=int, default=0, help="URLs moved before a third timed refresh")
+    ap.add_argument(
         "--web-root",
         default="",
         help="serve the pages from another checkout (e.g. an older commit's `git archive`) to compare code",
@@ -598,11 +647,20 @@ def main(argv: list[str] | None = None) -> None:
             port = _free_port()
             base = f"http://127.0.0.1:{port}"
             log = tempfile.NamedTemporaryFile("w", prefix="bench-dashboard-gunicorn-", suffix=".log", delete=False)  # noqa: SIM115
-            with Beat(env, args.refresh_every) as beat:
-                if args.refresh_every > 0:  # the first refresh, before any page is asked for
-                    while not beat.runs and beat.thread.is_alive():
+            if args.fresh_rollups:
+                _rollups_empty(url)
+            moves = (lambda: _urls_move(url, args.moves)) if args.moves else None
+            with Beat(env, args.refresh_every, moves=moves) as beat:
+                if args.refresh_every > 0:  # the first refreshes, before any page is asked for
+                    while not beat.first and beat.thread.is_alive():
                         time.sleep(0.2)
-                    print(f"dashboard_refresh: {beat.runs[0]:.1f} s", flush=True)
+                    names = ("first", "second (nothing changed)", f"after {args.moves:,} URL moves")
+                    runs = zip(names[: len(beat.first)], beat.first, strict=True)
+                    print(
+                        "dashboard_refresh: " + ", ".join(f"{n} {s:.1f} s" for n, s in runs),
+                        f"(load {os.getloadavg()[0]:.1f})",
+                        flush=True,
+                    )
                 gunicorn = _start_web(env, port, args, log)
                 import requests
 

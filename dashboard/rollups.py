@@ -22,6 +22,7 @@ command's as it runs) leaves one sample, at most one per SAMPLE_MIN_GAP, kept SA
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -195,11 +196,13 @@ def checks_after(totals: dict):
     return qs
 
 
-def dead_links_compute() -> dict:
-    """Bring the link reports' record up to date (reports.services.link_breaks_refresh: only the difference
-    is written), then sum its open breaks up per site (reports.selectors.link_break_sites): the busiest
-    DEAD_LINK_SITES_SHOWN sites. `removed`: breaks fixed by this refresh; `changed`: breaks new or changed."""
-    outcome = link_breaks_refresh()
+def dead_links_compute(*, full: bool = False) -> dict:
+    """Bring the link reports' record up to date (reports.services.link_breaks_refresh: from what changed
+    since its previous refresh, or everything when `full`; only the difference is written), then sum its open
+    breaks up per site (reports.selectors.link_break_sites): the busiest DEAD_LINK_SITES_SHOWN sites.
+    `removed`: breaks fixed by this refresh; `changed`: breaks new or changed; `urls`: URLs that changed
+    (None: a full recompute)."""
+    outcome = link_breaks_refresh(full=full)
     rows = link_break_sites(limit=DEAD_LINK_SITES_SHOWN)
     servers = Server.objects.in_bulk([r["site_id"] for r in rows])
     sites = [
@@ -207,7 +210,12 @@ def dead_links_compute() -> dict:
         for r in rows
         if r["site_id"] in servers
     ]
-    return {"sites": sites, "removed": outcome.fixed, "changed": outcome.new + outcome.changed}
+    return {
+        "sites": sites,
+        "removed": outcome.fixed,
+        "changed": outcome.new + outcome.changed,
+        "urls": None if outcome.full else outcome.urls,
+    }
 
 
 EXCLUDED_PREFIX = "excluded: "  # a server's url_states key for the URLs excluded for one reason
@@ -298,13 +306,14 @@ def rollups_refresh() -> dict:
     }
 
 
-def dead_links_refresh() -> dict:
-    """Every five minutes: the broken-link rollup and the per-site report."""
-    done = figures_refresh(DEAD_LINKS, dead_links_compute)
+def dead_links_refresh(*, full: bool = False) -> dict:
+    """Every five minutes: the broken-link record, from what changed since the previous run (`full`: from
+    every link), and the per-site report."""
+    done = figures_refresh(DEAD_LINKS, functools.partial(dead_links_compute, full=full))
     if done is None:
         return {"skipped": "another refresh is running"}
     return {
         "seconds": round(done.seconds, 3),
         "sites": len(done.data["sites"]),
-        **{k: done.data[k] for k in ("removed", "changed")},
+        **{k: done.data.get(k) for k in ("removed", "changed", "urls")},
     }

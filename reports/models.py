@@ -36,7 +36,27 @@ class LinkBreak(models.Model):
             # The export and the site report: a site's open breaks by page, then target.
             models.Index(fields=["site", "from_url", "to_url"], name="linkbreak_open_idx", condition=Q(fixed_at=None)),
             models.Index(fields=["fixed_at"], name="linkbreak_fixed_idx", condition=~Q(fixed_at=None)),
+            # The incremental refresh: the open breaks of the targets that changed.
+            models.Index(fields=["to_url"], name="linkbreak_open_target_idx", condition=Q(fixed_at=None)),
         ]
+
+
+class LinkBreakRefresh(models.Model):
+    """Where the refresh of LinkBreak left off (one row): the crawl's change records it has read, so the next
+    refresh reads only what came after (reports.services.link_breaks_refresh).
+
+    `marks`: [time, newest UrlEvent id, newest Link id] taken at the start of recent refreshes; ids are handed
+    out before their transaction commits, so a refresh reads on from a mark taken a while before the
+    previous refresh, not from the previous refresh's own. `pending`: URLs the previous refresh looked at
+    whose page was still waiting for the extract agent, with links by #fragment pointing at them: their
+    anchors come later, without a record of their own, so they are looked at again until extracted.
+    `rules`: the settings the record depends on; a change of them makes the next refresh a full one."""
+
+    full_at = models.DateTimeField(null=True, blank=True, help_text="The last full recompute")
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+    marks = models.JSONField(default=list)
+    pending = models.JSONField(default=list)
+    rules = models.CharField(max_length=100, blank=True)
 
 
 class Digest(models.Model):

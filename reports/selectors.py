@@ -3,12 +3,13 @@ recorded breaks, streamed for an export in bounded memory."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Count, F, FloatField, Q, Sum, Value, Window
+from django.db.models import Count, Exists, F, FloatField, OuterRef, Q, Sum, Value, Window
 from django.db.models.functions import Coalesce
 
 from crawlcore.models import Link, Page, Url
@@ -55,70 +56,153 @@ def _real_links():
     return Link.objects.exclude(Q(element="") & ~Q(from_url__redirect_to=""))
 
 
-def broken_links_now() -> Iterator[Broken]:
-    """Every link broken now, from the crawl core's tables: to a failing URL, through a
-    redirect chain that ends broken, or to a missing #fragment. Each link at most once (the first reason
-    found, in that order). Targets set aside (robots.txt, out of scope) were never checked: not broken."""
-    yield from _to_failing()
-    yield from _through_redirects()
-    yield from _missing_fragments()
+@dataclass(frozen=True)
+class LinkScope:
+    """The links a refresh looks at: those carried by `sources` and those pointing at `targets` (URL ids)."""
+
+    sources: frozenset[int]
+    targets: frozenset[int]
 
 
-def _to_failing() -> Iterator[Broken]:
-    rows = (
+def chunks(values) -> Iterator[list]:
+    """`values` sorted, in lists short enough for an IN (...) list."""
+    ordered = sorted(values)
+    for i in range(0, len(ordered), _IN_CHUNK):
+        yield ordered[i : i + _IN_CHUNK]
+
+
+def _scoped(qs, scope: LinkScope | None) -> Iterator:
+    """`qs` (links) whole, or for each chunk of the scope's sources and targets: a link in both comes twice."""
+    if scope is None:
+        yield qs
+        return
+    for chunk in chunks(scope.sources):
+        yield qs.filter(from_url_id__in=chunk)
+    for chunk in chunks(scope.targets):
+        yield qs.filter(to_url_id__in=chunk)
+
+
+def broken_links_now(*, scope: LinkScope | None = None) -> Iterator[Broken]:
+    """Every link broken now (of `scope` only, when given), from the crawl core's tables: to a failing URL,
+    through a redirect chain that ends broken, or to a missing #fragment, in that order (a link may come
+    more than once: its first reason is the one that counts). Targets set aside (robots.txt, out of scope)
+    were never checked: not broken."""
+    yield from _to_failing(scope)
+    yield from _through_redirects(scope)
+    yield from _missing_fragments(scope)
+
+
+def _to_failing(scope: LinkScope | None) -> Iterator[Broken]:
+    links = (
         _real_links()
         .filter(to_url__state__in=FAILING, to_url__exclusion_reason="")
         .values_list(*_LINK, "to_url__last_status", "to_url__failure_kind", "to_url__last_checked_at")
         .order_by()
     )
-    for f, t, site, text, element, page_checked, status, kind, checked in rows.iterator(chunk_size=CHUNK):
-        yield Broken(f, t, site, text, element, status, kind or "no response", "", _looked(page_checked, checked))
+    for rows in _scoped(links, scope):
+        for f, t, site, text, element, page_checked, status, kind, checked in rows.iterator(chunk_size=CHUNK):
+            yield Broken(f, t, site, text, element, status, kind or "no response", "", _looked(page_checked, checked))
 
 
-def redirect_verdicts() -> dict[int, tuple[Verdict, datetime | None]]:
-    """Each redirecting URL whose chain ends broken: its verdict and its last check. Reads every redirecting
-    URL of the crawl and the URLs they point to (memory grows with the number of redirects, not pages)."""
+_HOP = ("id", "url", "state", "last_status", "failure_kind", "redirect_to", "last_checked_at", "exclusion_reason")
+
+
+def _redirecting() -> Q:
+    """A URL of a redirect chain that leads on (or whose redirect was bad): a Visited URL not set aside."""
+    return Q(state=State.VISITED.value, exclusion_reason="") & (
+        ~Q(redirect_to="") | Q(failure_kind__startswith="bad_redirect")
+    )
+
+
+def _is_redirecting(state: str, kind: str, redirect_to: str, excluded: str) -> bool:
+    return state == State.VISITED.value and not excluded and bool(redirect_to or kind.startswith("bad_redirect"))
+
+
+def redirect_verdicts(*, heads: Collection[int] | None = None) -> dict[int, tuple[Verdict, datetime | None]]:
+    """Each redirecting URL whose chain ends broken (of `heads` only, when given): its verdict and its last
+    check. Without `heads`, reads every redirecting URL of the crawl and the URLs they point to (memory grows
+    with the number of redirects, not pages); with them, walks their chains only, a hop at a time."""
     hops: dict[int, Hop] = {}
     checked: dict[int, datetime | None] = {}
-    targets: dict[str, list[int]] = {}
-    redirects = (
-        Url.objects.filter(state=State.VISITED.value, exclusion_reason="")
-        .filter(~Q(redirect_to="") | Q(failure_kind__startswith="bad_redirect"))
-        .values_list("id", "url", "last_status", "failure_kind", "redirect_to", "last_checked_at")
-        .order_by()
-    )
-    for pk, url, status, kind, redirect_to, at in redirects.iterator(chunk_size=CHUNK):
-        hops[pk] = Hop(url, State.VISITED.value, status, kind)
-        checked[pk] = at
-        if redirect_to:
-            targets.setdefault(redirect_to, []).append(pk)
-    by_hash = {url_hash(url): url for url in targets}
-    keys = list(by_hash)
-    for i in range(0, len(keys), _IN_CHUNK):
-        found = Url.objects.filter(url_hash__in=keys[i : i + _IN_CHUNK]).values_list(
-            "url_hash", "id", "url", "state", "last_status", "failure_kind", "exclusion_reason"
-        )
-        for h, pk, url, state, status, kind, excluded in found:
-            for source in targets[by_hash[h]]:
-                hops[source] = Hop(
-                    hops[source].url, hops[source].state, hops[source].status, hops[source].failure_kind, pk
-                )
-            if pk not in hops:  # the chain's end (a redirecting URL is in hops already)
+    if heads is None:
+        rows = list(Url.objects.filter(_redirecting()).values_list(*_HOP).order_by().iterator(chunk_size=CHUNK))
+    else:
+        rows = [r for chunk in chunks(heads) for r in Url.objects.filter(id__in=chunk).values_list(*_HOP).order_by()]
+    # Each round reads the next hop of every chain; a chain is followed up to one hop past the limit,
+    # as far as verdict_of looks.
+    for _ in range(settings.CRAWL_MAX_REDIRECTS + 2):
+        targets: dict[str, list[int]] = {}
+        for pk, url, state, status, kind, redirect_to, at, excluded in rows:
+            if pk in hops:
+                continue
+            if _is_redirecting(state, kind, redirect_to, excluded):
+                hops[pk] = Hop(url, State.VISITED.value, status, kind)
+                checked[pk] = at
+                if redirect_to:
+                    targets.setdefault(redirect_to, []).append(pk)
+            else:  # the chain's end
                 hops[pk] = Hop(url, "" if excluded else state, status, kind)
+        if not targets:
+            break
+        by_hash = {url_hash(url): url for url in targets}
+        rows = []
+        for chunk in chunks(by_hash):
+            for row in Url.objects.filter(url_hash__in=chunk).values_list("url_hash", *_HOP).order_by():
+                for source in targets[by_hash[row[0]]]:
+                    hops[source] = dataclasses.replace(hops[source], redirect_to=row[1])
+                rows.append(row[1:])
+        if heads is None:  # every redirecting URL is read already: the rest are the chains' ends
+            rows = [r for r in rows if r[0] not in hops]
+    wanted = checked if heads is None else {pk: checked[pk] for pk in heads if pk in checked}
     out = {}
-    for pk in checked:
+    for pk, at in wanted.items():
         verdict = verdict_of(pk, hops, FAILING, settings.CRAWL_MAX_REDIRECTS)
         if verdict is not None:
-            out[pk] = (verdict, checked[pk])
+            out[pk] = (verdict, at)
     return out
 
 
-def _through_redirects() -> Iterator[Broken]:
-    verdicts = redirect_verdicts()
-    ids = sorted(verdicts)
-    for i in range(0, len(ids), _IN_CHUNK):
-        rows = _real_links().filter(to_url_id__in=ids[i : i + _IN_CHUNK]).values_list(*_LINK).order_by()
+def redirects_into(url_ids: Collection[int]) -> set[int]:
+    """The redirecting URLs whose chains pass through any of `url_ids` (not those themselves), found
+    backwards through the link the crawl records for each redirect (crawlcore.services.load: a link with
+    no element from the redirecting URL to its target), as many hops back as a chain may have."""
+    found: set[int] = set()
+    frontier = set(url_ids)
+    for _ in range(settings.CRAWL_MAX_REDIRECTS + 1):
+        new: set[int] = set()
+        for chunk in chunks(frontier):
+            new.update(
+                Link.objects.filter(to_url_id__in=chunk, element="")
+                .exclude(from_url__redirect_to="")
+                .values_list("from_url_id", flat=True)
+            )
+        frontier = new - found - set(url_ids)
+        if not frontier:
+            break
+        found |= frontier
+    return found
+
+
+def _through_redirects(scope: LinkScope | None) -> Iterator[Broken]:
+    if scope is None:
+        verdicts = redirect_verdicts()
+        links = _real_links().values_list(*_LINK).order_by()
+        queries = (links.filter(to_url_id__in=chunk) for chunk in chunks(verdicts))
+    else:
+        # The chains to walk: the targets of the scope, and those the sources' links point at that redirect.
+        onward = _real_links().filter(
+            Q(to_url__state=State.VISITED.value, to_url__exclusion_reason="")
+            & (~Q(to_url__redirect_to="") | Q(to_url__failure_kind__startswith="bad_redirect"))
+        )
+        heads = set(scope.targets)
+        for chunk in chunks(scope.sources):
+            heads.update(onward.filter(from_url_id__in=chunk).values_list("to_url_id", flat=True))
+        verdicts = redirect_verdicts(heads=heads)
+        queries = _scoped(onward.values_list(*_LINK).order_by(), scope)
+    for rows in queries:
         for f, t, site, text, element, page_checked in rows.iterator(chunk_size=CHUNK):
+            if t not in verdicts:
+                continue
             verdict, checked = verdicts[t]
             yield Broken(
                 f, t, site, text, element, verdict.status, verdict.failure_kind, chain_text(verdict.chain),
@@ -126,11 +210,11 @@ def _through_redirects() -> Iterator[Broken]:
             )  # fmt: skip
 
 
-def _missing_fragments() -> Iterator[Broken]:
+def _missing_fragments(scope: LinkScope | None) -> Iterator[Broken]:
     mode = settings.CRAWL_CHECK_FRAGMENTS
     if mode == "off":
         return
-    rows = (
+    links = (
         _real_links()
         .exclude(fragments="")
         .filter(to_url__state=State.VISITED.value, to_url__page__anchors__isnull=False)
@@ -145,15 +229,27 @@ def _missing_fragments() -> Iterator[Broken]:
         )
         .order_by()
     )
-    for f, t, site, _text, element, page_checked, fragments, to_site, anchors, status, checked, url in rows.iterator(
-        chunk_size=CHUNK
-    ):
-        missing = missing_fragments(fragments, anchors) if within_site(site == to_site, mode) else []
-        if missing:
-            # One row per link: the first missing fragment's own anchor text; the chain column names them all.
-            where = ", ".join(f"{url}#{fragment}" for fragment, _ in missing)
-            looked = _looked(page_checked, checked)
-            yield Broken(f, t, site, missing[0][1], element, status, MISSING_ANCHOR, where, looked)
+    for rows in _scoped(links, scope):
+        for row in rows.iterator(chunk_size=CHUNK):
+            f, t, site, _text, element, page_checked, fragments, to_site, anchors, status, checked, url = row
+            missing = missing_fragments(fragments, anchors) if within_site(site == to_site, mode) else []
+            if missing:
+                # One row per link: the first missing fragment's own anchor text; the chain column names them all.
+                where = ", ".join(f"{url}#{fragment}" for fragment, _ in missing)
+                looked = _looked(page_checked, checked)
+                yield Broken(f, t, site, missing[0][1], element, status, MISSING_ANCHOR, where, looked)
+
+
+def fragment_targets_waiting(url_ids: Collection[int] | None = None) -> set[int]:
+    """URLs (of `url_ids`, or all) whose stored page waits for the extract agent and which some link points
+    at by #fragment: their anchors, what those links are checked against, are not written yet."""
+    if settings.CRAWL_CHECK_FRAGMENTS == "off":
+        return set()
+    linked = Exists(Link.objects.filter(to_url_id=OuterRef("url_id")).exclude(fragments=""))
+    pages = Page.objects.filter(extracted_at__isnull=True).filter(linked)
+    if url_ids is None:
+        return set(pages.values_list("url_id", flat=True))
+    return {pk for chunk in chunks(url_ids) for pk in pages.filter(url_id__in=chunk).values_list("url_id", flat=True)}
 
 
 # ------------------------------------------------------------------------------------------------------

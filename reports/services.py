@@ -4,16 +4,18 @@ each owner the digest of what broke and what was fixed (Digest)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
 
 from crawlcore.db.bulk import update_by_id
 
-from .models import LinkBreak
-from .selectors import Broken, broken_links_now
+from . import changes, selectors
+from .models import LinkBreak, LinkBreakRefresh
+from .selectors import Broken, LinkScope
 
 log = logging.getLogger(__name__)
 
@@ -26,48 +28,98 @@ class RefreshOutcome:
     new: int = 0  # first seen broken now (or broken again)
     changed: int = 0  # still broken, differently (status, kind, chain, last check)
     fixed: int = 0
+    full: bool = True  # every link recomputed; False: only those of the URLs that changed
+    urls: int = 0  # URLs that changed since the previous refresh (an incremental one)
 
 
-def link_breaks_refresh(*, now: datetime | None = None) -> RefreshOutcome:
+# How long after its id is handed out a UrlEvent or Link row may still be uncommitted: the transactions
+# that write them are a few statements long. A refresh reads on from a mark this much older than the
+# previous refresh, so it sees every row committed after that refresh looked.
+COMMIT_WINDOW = timedelta(minutes=2)
+_OPEN = ("id", "from_url_id", "to_url_id", "status", "failure_kind", "redirect_chain", "last_checked_at")
+
+
+def link_breaks_refresh(*, now: datetime | None = None, full: bool = False) -> RefreshOutcome:
     """Bring LinkBreak up to date with the crawl: new breaks get `first_broken_at = now`, breaks that are
     gone get `fixed_at = now`, the others keep their first time and take the target's current figures.
-    Only the difference is written. Memory: the open breaks' keys, not the crawl's links."""
+    Only the difference is written.
+
+    Incremental unless `full` (or the first time, or when the settings it depends on changed): only the links
+    of the URLs that changed since the previous refresh are looked at (reports.changes.urls_changed), those
+    they carry and those pointing at them or at a redirect leading to them; the result is the one a full
+    recompute gives. One refresh at a time (its state row is locked). Memory: the open breaks' keys of what
+    is looked at, not the crawl's links."""
     now = now or timezone.now()
-    outcome = RefreshOutcome()
     with transaction.atomic():
-        open_rows = {
-            (f, t): (pk, rest)
-            for pk, f, t, *rest in LinkBreak.objects.filter(fixed_at__isnull=True)
-            .values_list(
-                "id", "from_url_id", "to_url_id", "status", "failure_kind", "redirect_chain", "last_checked_at"
-            )
-            .iterator(chunk_size=2000)
-        }
-        current: dict[tuple[int, int], Broken] = {}
-        for b in broken_links_now():
-            current.setdefault((b.from_url_id, b.to_url_id), b)
-        changed, new = [], []
-        for key, b in current.items():
-            known = open_rows.get(key)
-            if known is None:
-                new.append(b)
-            elif tuple(known[1]) != (b.status, b.failure_kind, b.redirect_chain, b.last_checked_at):
-                changed.append((known[0], b.status, b.failure_kind, b.redirect_chain, b.last_checked_at))
-        update_by_id(
-            LinkBreak._meta.db_table,
-            (
-                ("status", "integer"),
-                ("failure_kind", "text"),
-                ("redirect_chain", "text"),
-                ("last_checked_at", "timestamptz"),
-            ),
-            changed,
-        )
-        gone = [(pk, now) for key, (pk, _) in open_rows.items() if key not in current]
-        update_by_id(LinkBreak._meta.db_table, (("fixed_at", "timestamptz"),), gone)
-        _open_new(new, now)
-    outcome.broken, outcome.new, outcome.changed, outcome.fixed = len(current), len(new), len(changed), len(gone)
+        state, _ = LinkBreakRefresh.objects.select_for_update().get_or_create(pk=1)
+        tops = changes.newest_ids()
+        rules = changes.rules()
+        if full or state.full_at is None or state.rules != rules:
+            pending = selectors.fragment_targets_waiting()  # before the links: an extraction after is seen next time
+            outcome = _apply(_current(None), _open_rows(None), now)
+            state.full_at = now
+        else:
+            since = changes.read_from(state.marks, previous=state.refreshed_at, window=COMMIT_WINDOW)
+            urls = changes.urls_changed(since) | set(state.pending)
+            pending = selectors.fragment_targets_waiting(urls)
+            scope = LinkScope(frozenset(urls), frozenset(urls | selectors.redirects_into(urls)))
+            gone = changes.breaks_of_deleted_urls()
+            outcome = _apply(_current(scope), _open_rows(scope), now, gone=gone)
+            outcome.full, outcome.urls = False, len(urls)
+            outcome.broken = LinkBreak.objects.filter(fixed_at__isnull=True).count()
+        state.marks = changes.marks_kept(state.marks, now=now, window=COMMIT_WINDOW) + [[now.isoformat(), *tops]]
+        state.pending, state.rules, state.refreshed_at = sorted(pending), rules, now
+        state.save()
     return outcome
+
+
+def _current(scope: LinkScope | None) -> dict[tuple[int, int], Broken]:
+    current: dict[tuple[int, int], Broken] = {}
+    for b in selectors.broken_links_now(scope=scope):
+        current.setdefault((b.from_url_id, b.to_url_id), b)
+    return current
+
+
+def _open_rows(scope: LinkScope | None) -> dict[tuple[int, int], tuple[int, list]]:
+    """The open breaks (of the links of `scope`): (page, target) -> (id, [status, kind, chain, last check])."""
+    open_ = LinkBreak.objects.filter(fixed_at__isnull=True).values_list(*_OPEN)
+    queries = [open_] if scope is None else [
+        *(open_.filter(from_url_id__in=chunk) for chunk in selectors.chunks(scope.sources)),
+        *(open_.filter(to_url_id__in=chunk) for chunk in selectors.chunks(scope.targets)),
+    ]  # fmt: skip
+    return {(f, t): (pk, rest) for qs in queries for pk, f, t, *rest in qs.iterator(chunk_size=2000)}
+
+
+def _apply(
+    current: dict[tuple[int, int], Broken],
+    open_rows: dict[tuple[int, int], tuple[int, list]],
+    now: datetime,
+    *,
+    gone: Sequence[int] = (),
+) -> RefreshOutcome:
+    """Write the difference between the breaks found (`current`) and the open ones recorded over the same
+    links (`open_rows`); `gone`: open breaks to close besides (their page or target was deleted)."""
+    changed, new = [], []
+    for key, b in current.items():
+        known = open_rows.get(key)
+        if known is None:
+            new.append(b)
+        elif tuple(known[1]) != (b.status, b.failure_kind, b.redirect_chain, b.last_checked_at):
+            changed.append((known[0], b.status, b.failure_kind, b.redirect_chain, b.last_checked_at))
+    update_by_id(
+        LinkBreak._meta.db_table,
+        (
+            ("status", "integer"),
+            ("failure_kind", "text"),
+            ("redirect_chain", "text"),
+            ("last_checked_at", "timestamptz"),
+        ),
+        changed,
+    )
+    fixed = {pk for key, (pk, _) in open_rows.items() if key not in current} | set(gone)
+    update_by_id(LinkBreak._meta.db_table, (("fixed_at", "timestamptz"),), [(pk, now) for pk in sorted(fixed)])
+    _open_new(new, now)
+    return RefreshOutcome(broken=len(current), new=len(new), changed=len(changed), fixed=len(fixed))
 
 
 def _first_seen(b: Broken, now: datetime) -> datetime:

@@ -15,7 +15,8 @@ from django.utils import timezone
 from crawlcore.db import locks
 from crawlcore.models import Link, Server, StatusCheck, Url
 from crawlcore.selectors import crawl_summary
-from crawlcore.services.urls import NewUrl, urls_insert
+from crawlcore.services.urls import NewUrl, url_transition, urls_insert
+from crawler.lifecycle import Agent, Event, State
 from dashboard import cache, rollups, selectors
 from dashboard.models import ServerRollup, Snapshot
 from reports.models import LinkBreak
@@ -220,10 +221,16 @@ def test_dead_link_report_after_refresh(viewer, site):
     report = viewer.get("/dashboard/dead-links/").content.decode()
     assert f"/dashboard/dead-links/{server.id}/" in report
     assert re.search(r"<td>2</td><td>1</td><td>2</td><td>1</td>", report)  # links, pages, targets, Dead
-    # A target recovers and another fails: the site's page shows the recovery at once (targets are read
-    # live), the new failure from the next refresh on.
-    Url.objects.filter(id=ins["http://a.example/slow"]).update(state="visited", failure_kind="")
-    Url.objects.filter(id=ins["http://a.example/ok"]).update(state="noresponse2", failure_kind="refused")
+    # A target recovers and another fails (through the crawl's write path, which records each move): the site's
+    # page shows the recovery at once (targets are read live), the new failure from the next refresh on.
+    slow, ok = ins["http://a.example/slow"], ins["http://a.example/ok"]
+    moves = [
+        (slow, State.NO_RESPONSE_1, Event.RESPONDS, Agent.INACTIVE_SCAN, {"failure_kind": ""}),
+        (ok, State.VISITED, Event.NO_RESPONSE, Agent.ACTIVE_SCAN, {"failure_kind": "refused"}),
+        (ok, State.NO_RESPONSE_1, Event.NO_RESPONSE, Agent.INACTIVE_SCAN, {}),
+    ]
+    for url_id, expected, event, agent, fields in moves:
+        assert url_transition(url_id=url_id, expected=expected, event=event, agent=agent, owner=None, **fields)
     page = viewer.get(f"/dashboard/dead-links/{server.id}/").content.decode()
     assert "http://a.example/slow" not in page and "http://a.example/ok" not in page
     done = rollups.dead_links_refresh()

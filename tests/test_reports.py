@@ -11,7 +11,9 @@ from django.utils import timezone
 
 from crawlcore.models import Link, Page, Server, Url
 from crawlcore.services.extract import pages_extract
+from crawlcore.services.urls import url_transition
 from crawler.brokenlinks import Hop, fragment_missing, neutralised, verdict_of
+from crawler.lifecycle import Agent, Event, State
 from crawler.urlnorm import url_hash
 from reports.digests import digests_send
 from reports.models import Digest, LinkBreak
@@ -72,12 +74,15 @@ def test_refresh_records_first_seen_then_fixed_then_broken_again(owned):
     assert link_breaks_refresh(now=t0).new == 1
     again = link_breaks_refresh(now=t0 + timedelta(minutes=5))
     assert (again.new, again.fixed) == (0, 0) and LinkBreak.objects.get().first_broken_at == t0
-    Url.objects.filter(id=dead.id).update(state="visited", last_status=200)
+    # Through the crawl's own write path, which records each move (what the refresh reads).
+    move = {"url_id": dead.id, "owner": None}
+    assert url_transition(**move, expected=State.DEAD, event=Event.REVIVE, agent=Agent.ADMIN)
     assert link_breaks_refresh(now=t0 + timedelta(minutes=10)).fixed == 1
-    Url.objects.filter(id=dead.id).update(state="noresponse1")
+    again_at = t0 + timedelta(minutes=12)
+    assert url_transition(**move, expected=State.INIT, event=Event.NO_RESPONSE, agent=Agent.LOAD, now=again_at)
     assert link_breaks_refresh(now=t0 + timedelta(minutes=15)).new == 1
     row = LinkBreak.objects.get()
-    assert (row.fixed_at, row.first_broken_at, row.anchor_text) == (None, t0 + timedelta(minutes=15), "Gone")
+    assert (row.fixed_at, row.first_broken_at, row.anchor_text) == (None, again_at, "Gone")
 
 
 def test_digest_tells_each_owner_what_broke_and_was_fixed_once(owned, settings, tmp_path):
@@ -89,7 +94,7 @@ def test_digest_tells_each_owner_what_broke_and_was_fixed_once(owned, settings, 
     assert (digest.owner_email, digest.broken, digest.fixed, digest.channel) == ("ana@a.example", 1, 0, "file")
     assert '"Gone" -> http://a.example/dead' in (tmp_path / "digests").joinpath(digest.destination).read_text()
     assert digests_send(now=t0 + timedelta(days=7)).skipped == 1  # nothing new: nothing sent
-    Url.objects.filter(id=dead.id).update(state="visited", last_status=200)
+    assert url_transition(url_id=dead.id, owner=None, expected=State.DEAD, event=Event.REVIVE, agent=Agent.ADMIN)
     assert digests_send(now=t0 + timedelta(days=14)).sent == 1
     assert Digest.objects.order_by("-sent_at").first().fixed == 1
 

@@ -1,0 +1,70 @@
+"""What changed in the crawl since the link reports' last refresh, read from the crawl core's own records:
+every move of a URL leaves a UrlEvent row (crawlcore.services.urls), and links are only ever added, each a
+new Link row; both tables' ids grow as rows are written. A deleted URL leaves no record: its breaks are
+found by the URL they name being gone."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Exists, Max, OuterRef, Q
+
+from crawlcore.models import Link, Url, UrlEvent
+
+from .models import LinkBreak
+
+Mark = list  # [ISO time, newest UrlEvent id, newest Link id]
+
+
+def rules() -> str:
+    """The settings the record of breaks depends on: when they change, the next refresh recomputes it all."""
+    return f"fragments={settings.CRAWL_CHECK_FRAGMENTS};redirects={settings.CRAWL_MAX_REDIRECTS}"
+
+
+def newest_ids() -> tuple[int, int]:
+    """The newest UrlEvent and Link ids now (0: none)."""
+    return (
+        UrlEvent.objects.aggregate(top=Max("id"))["top"] or 0,
+        Link.objects.aggregate(top=Max("id"))["top"] or 0,
+    )
+
+
+def _at(mark: Mark) -> datetime:
+    return datetime.fromisoformat(mark[0])
+
+
+def read_from(marks: list[Mark], *, previous: datetime | None, window: timedelta) -> tuple[int, int]:
+    """The ids to read on from (UrlEvent, Link): those of the newest mark taken `window` or more before the
+    previous refresh (`previous`), since a row with an id at or below it had committed when that refresh
+    looked; with no mark that old (the refresh before was the first, or only moments before), the oldest."""
+    if not marks:
+        return 0, 0
+    ordered = sorted(marks, key=_at)
+    old = [m for m in ordered if previous is not None and _at(m) <= previous - window]
+    mark = old[-1] if old else ordered[0]
+    return int(mark[1]), int(mark[2])
+
+
+def marks_kept(marks: list[Mark], *, now: datetime, window: timedelta) -> list[Mark]:
+    """The marks the next refresh may need (read_from with `previous=now`): the newest one at least `window`
+    before now, and any newer."""
+    ordered = sorted(marks, key=_at)
+    old = [i for i, m in enumerate(ordered) if _at(m) <= now - window]
+    return ordered[old[-1] :] if old else ordered
+
+
+def urls_changed(since: tuple[int, int]) -> set[int]:
+    """URLs that moved (a UrlEvent after `since[0]`) and pages that got new links (a Link after `since[1]`):
+    id ranges of the two tables' primary keys."""
+    events, links = since
+    moved = UrlEvent.objects.filter(id__gt=events).values_list("url_id", flat=True).order_by()
+    linking = Link.objects.filter(id__gt=links).values_list("from_url_id", flat=True).order_by()
+    return set(moved.iterator(chunk_size=5000)) | set(linking.iterator(chunk_size=5000))
+
+
+def breaks_of_deleted_urls() -> list[int]:
+    """Open breaks whose page or target no longer exists (deleted with its server, or by an operator)."""
+    page = Exists(Url.objects.filter(id=OuterRef("from_url_id")))
+    target = Exists(Url.objects.filter(id=OuterRef("to_url_id")))
+    return list(LinkBreak.objects.filter(Q(fixed_at__isnull=True) & (~page | ~target)).values_list("id", flat=True))
