@@ -24,6 +24,12 @@ def _domains_seen(seen: Sequence[Any]) -> None:
     events_from_domains(seen=seen)
 
 
+def _beat_run_recorded(run: Any) -> None:
+    from .services.beat_jobs import beat_job_alert
+
+    beat_job_alert(run=run)
+
+
 def _round_finished() -> None:
     from .services.send import notifications_flush
 
@@ -38,6 +44,7 @@ class AlertsConfig(AppConfig):
     def ready(self) -> None:
         # Monitoring sits below alerts and cannot import it: alerts hands monitoring the two functions
         # it calls (monitoring.hooks), so the outbox rows are written in the StatusChange's transaction.
+        from crawlcore.services import beat_runs
         from monitoring import hooks
 
         from .destinations import apprise_logs_redact
@@ -48,3 +55,5 @@ class AlertsConfig(AppConfig):
         hooks.on_certificates_seen(_certificates_seen)
         hooks.on_domains_seen(_domains_seen)
         hooks.on_round_finished(_round_finished)
+        # The same for the crawl core's record of beat's jobs: a job that outlasts its period is told.
+        beat_runs.on_run_recorded(_beat_run_recorded)

@@ -26,10 +26,12 @@ class Kind(enum.StrEnum):
     CERT = "cert"
     CONTENT = "content"
     DOMAIN = "domain"  # a monitored domain's registration expires soon (RDAP)
+    BEAT = "beat"  # one of beat's jobs takes longer than its period (late), or fits in it again (normal)
     TEST = "test"  # notify_test / "send test": never routed, sent to the one channel asked for
 
 
-ROUTABLE = (Kind.DOWN, Kind.UP, Kind.DELAY, Kind.CERT, Kind.CONTENT, Kind.DOMAIN)
+ROUTABLE = (Kind.DOWN, Kind.UP, Kind.DELAY, Kind.CERT, Kind.CONTENT, Kind.DOMAIN, Kind.BEAT)
+_FIXABLE = ("cert", "content", "beat")  # kinds told again, with to_status good, when the problem goes away
 GOOD = frozenset({"normal", "delay"})
 BAD = frozenset({"disconnect", "error"})
 
@@ -112,6 +114,8 @@ _TITLES = {
     "domain": "domain registration expiring",
     "cert:fixed": "certificate valid again",
     "content:fixed": "content check passes again",
+    "beat": "late",
+    "beat:fixed": "on time again",
 }
 
 
@@ -166,7 +170,7 @@ class Message:
 
     @property
     def failure(self) -> bool:
-        return any(e.kind in ("down", "cert", "content") and e.to_status != "normal" for e in self.events)
+        return any(e.kind in ("down", *_FIXABLE) and e.to_status != "normal" for e in self.events)
 
 
 MAX_LINES = 50  # a message lists at most this many servers; the rest are counted
@@ -178,7 +182,7 @@ def _headline(kind: str, events: Sequence[EventView]) -> str:
     word = _TITLES.get(kind, kind)
     if len(events) == 1:
         return f"{events[0].server} {word}"
-    return f"{len(events)} servers {word}{where}"
+    return f"{len(events)} {'beat jobs' if kind.startswith('beat') else 'servers'} {word}{where}"
 
 
 def message_compose(events: Sequence[EventView], *, key: str) -> Message:
@@ -186,7 +190,7 @@ def message_compose(events: Sequence[EventView], *, key: str) -> Message:
     largest group ("12 servers down in group campus"), the body lists every event by kind."""
     by_kind: dict[str, list[EventView]] = {}
     for e in sorted(events, key=lambda e: (e.at, e.server)):
-        fixed = e.kind in ("cert", "content") and e.to_status in GOOD  # the problem went away
+        fixed = e.kind in _FIXABLE and e.to_status in GOOD  # the problem went away
         by_kind.setdefault(f"{e.kind}:fixed" if fixed else e.kind, []).append(e)
     order = sorted(by_kind, key=lambda k: (-len(by_kind[k]), k))
     title = "; ".join(_headline(k, by_kind[k]) for k in order)

@@ -108,9 +108,22 @@ class Event(models.Model):
     to_status = models.CharField(max_length=12, blank=True)
     reason = models.CharField(max_length=300, blank=True)
     locations = models.JSONField(default=dict, blank=True, help_text="Crawler number -> what it saw")
+    subject = models.CharField(
+        max_length=200, blank=True, db_default="", help_text="What an event of no server is about (a beat job)"
+    )
 
     class Meta:
         indexes = [models.Index(fields=["server", "at"], name="alert_event_server_at_idx")]
+
+
+class BeatJobAlert(models.Model):
+    """Whether a beat job's alert is raised: one row a job, flipped by one guarded write when a run outlasts
+    the job's period (late) and when one fits in it again, so each flip is told once however many workers
+    record runs of the job (alerts.services.beat_jobs)."""
+
+    name = models.CharField(max_length=200, unique=True, help_text="The beat job's name (crawlcore.beat)")
+    late = models.BooleanField(default=False)
+    since = models.DateTimeField(help_text="Late, or on time, since")
 
 
 class Notification(models.Model):

@@ -410,7 +410,8 @@ class Sitemap(models.Model):
 class BeatJobRun(models.Model):
     """How long each beat job took, one row a job (crawlcore.beat's table names them): its last run and its
     worst, and how often a run outlasted the job's period. A job that takes longer than its period falls
-    behind: the dashboard's crawl page and /metrics show it, and the worker logs a warning."""
+    behind: the dashboard's crawl page and /metrics show it, the worker logs a warning, and alerts tells it (an
+    event of kind beat, through the hook of crawlcore.services.beat_runs)."""
 
     name = models.CharField(max_length=200, unique=True, help_text="The beat job's name (crawlcore.beat)")
     task = models.CharField(max_length=200)

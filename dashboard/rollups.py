@@ -15,8 +15,8 @@ are small).
 
 Besides the snapshots, one rollup table, ServerRollup (a server's URL and failure counts), rewritten by
 beat as a difference (the dead-link report sums the link reports' own record, reports.LinkBreak, which its
-refresh keeps as a difference too); and the crawl's
-history, CrawlSample: every computation of the crawl's counts (beat's each minute, a reader's, the crawl
+refresh keeps as a difference too, reading only what changed in the crawl since its previous run); and the
+crawl's history, CrawlSample: every computation of the crawl's counts (beat's each minute, a reader's, the crawl
 command's as it runs) leaves one sample, at most one per SAMPLE_MIN_GAP, kept SAMPLE_KEEP.
 """
 

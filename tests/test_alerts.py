@@ -87,7 +87,7 @@ def test_add_channel_routes_to_a_group_or_a_server_and_checks_the_kinds(db):
     channel_add(name="campus", url="json://127.0.0.1:9/", group="campus", events="down")
     channel_add(name="one", url="json://127.0.0.1:9/", server_host="127.0.0.5")
     rules = {r.channel.name: (r.kinds, r.group, r.server_id is not None) for r in Rule.objects.all()}
-    assert rules == {"campus": ("down", "campus", False), "one": ("down,up,delay,cert,content,domain", "", True)}
+    assert rules == {"campus": ("down", "campus", False), "one": ("down,up,delay,cert,content,domain,beat", "", True)}
     with pytest.raises(ChannelError, match="unknown event kind dwn"):
         channel_add(name="x", url="json://127.0.0.1:9/", events="dwn")
     with pytest.raises(ChannelError, match="no server with host"):

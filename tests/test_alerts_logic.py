@@ -37,7 +37,7 @@ def test_event_kind_of_a_confirmed_change(before, after, kind):
 
 
 def test_kinds_parse_defaults_to_all_and_refuses_unknown_names():
-    assert kinds_parse("") == ("down", "up", "delay", "cert", "content", "domain")
+    assert kinds_parse("") == ("down", "up", "delay", "cert", "content", "domain", "beat")
     assert kinds_parse(" UP, down ") == ("down", "up")
     with pytest.raises(KindsError, match="unknown event kind recovered"):
         kinds_parse("down,recovered")

@@ -65,3 +65,44 @@ def test_a_beat_job_that_raises_is_recorded_as_failed(monkeypatch):
     assert result.failed()
     row = BeatJobRun.objects.get(task="tasks.housekeeping.reconcile")
     assert row.runs == 1 and not row.last_ok
+
+
+# --------------------------------------------------------------------------------------------------
+# A job that outlasts its period is alerted, once, and resolved when it fits again
+
+
+def test_a_job_over_its_period_raises_one_alert_and_resolves_it_when_it_fits_again():
+    from datetime import timedelta
+
+    from alerts.models import Event, Notification
+    from alerts.services.channels import channel_add
+    from alerts.services.send import notifications_send
+    from crawlcore.models import Server
+    from testweb.alerts import webhook_receiver
+
+    def run(seconds: float) -> None:  # what CrawlTask.__call__ records after each run of the job (every 5 s)
+        beat_run_record(task="tasks.housekeeping.dispatch", started_at=timezone.now(), seconds=seconds, ok=True)
+
+    with webhook_receiver() as rx:
+        channel_add(name="ops", url=f"{rx.base}/ops")  # every kind of all servers' events
+        Server.objects.create(scheme="http", host="a.example", port=80, group="campus")
+        channel_add(name="campus", url=f"{rx.base}/campus", group="campus")  # a group's: no beat job's
+        run(2.0)
+        assert not Event.objects.exists()  # on time and never late: nothing to tell
+        run(7.5)
+        run(9.0)  # still late: the alert is raised already
+        assert list(Event.objects.values_list("kind", "to_status")) == [("beat", "late")]
+        sent = notifications_send(now=timezone.now() + timedelta(hours=1))
+        assert [(s.channel, s.events, s.ok) for s in sent] == [("ops", 1, True)]
+        late = rx.received[-1].body
+        assert late["title"] == "[crawladmin] beat job 'crawladmin: dispatch due servers' late"
+        assert "its last run took 7.5 s; it runs every 5 s" in late["message"]
+        run(1.0)
+        run(1.5)  # on time again, told once
+        assert list(Event.objects.order_by("id").values_list("to_status", flat=True)) == ["late", "normal"]
+        notifications_send(now=timezone.now() + timedelta(hours=2))
+        assert rx.received[-1].body["title"] == "[crawladmin] beat job 'crawladmin: dispatch due servers' on time again"
+        assert len(rx.received) == 2 and {r.path for r in rx.received} == {"/ops"}
+        run(6.0)  # late once more: a new alert
+        assert Event.objects.filter(to_status="late").count() == 2
+        assert set(Notification.objects.values_list("channel__name", flat=True)) == {"ops"}

@@ -36,10 +36,16 @@ for i, category in enumerate(["normal"] * 5 + ["error"] * 2 + ["delay"]):
                                agent="monitor", checked_at=now - timedelta(hours=3 - i * 0.3))
 """
 
+# Through the crawl's write path, which records each move (what the dead-link refresh reads).
 CHANGE_CRAWL = """
 from crawlcore.models import Url
-Url.objects.filter(url="http://b.example/slow").update(state="visited")
-Url.objects.filter(url="http://b.example/").update(state="noresponse2")
+from crawlcore.services.urls import url_transition
+from crawler.lifecycle import Agent, Event, State
+def move(url, expected, event, agent):
+    assert url_transition(url_id=Url.objects.get(url=url).id, expected=expected, event=event, agent=agent, owner=None)
+move("http://b.example/slow", State.NO_RESPONSE_1, Event.RESPONDS, Agent.INACTIVE_SCAN)
+move("http://b.example/", State.VISITED, Event.NO_RESPONSE, Agent.ACTIVE_SCAN)
+move("http://b.example/", State.NO_RESPONSE_1, Event.NO_RESPONSE, Agent.INACTIVE_SCAN)
 """
 
 SUMMARY = """

@@ -150,10 +150,11 @@ def outbox_write(*, events: Sequence[Event], servers: dict[int, dict], now: date
     Events of a muted server are kept (the log shows them) but notify no one."""
     routes = routes_load()
     owners = _owner_channels({s["owner_email"] for s in servers.values() if s["owner_email"]})
-    muted = muted_servers(server_ids=list(servers), at=max(e.at for e in events)) if events else set()
+    muted = muted_servers(server_ids=list(servers), at=max(e.at for e in events)) if servers else set()
     rows = []
     for e in events:
-        s = servers[e.server_id]
+        # An event of no server (a beat job's) goes where the rules for all servers send its kind.
+        s = servers[e.server_id] if e.server_id is not None else {"group": "", "owner_email": ""}
         if e.server_id in muted:
             continue
         channel_ids = set(routes_match(routes, kind=e.kind, server_id=e.server_id, group=s["group"]))

@@ -148,7 +148,7 @@ def _views(rows: Sequence[Notification]) -> list[EventView]:
     views = []
     for r in rows:
         e: Event = r.event
-        origin, group = origins.get(e.server_id, ("(no server)", ""))
+        origin, group = origins.get(e.server_id, (e.subject or "(no server)", ""))
         views.append(
             EventView(
                 event_id=e.id,

@@ -1,9 +1,14 @@
 """The record of how long beat's jobs take (BeatJobRun): written by the worker after each run of a job of
-crawlcore.beat's table, read by the dashboard's crawl page and /metrics."""
+crawlcore.beat's table, read by the dashboard's crawl page and /metrics.
+
+Alerts sits above the crawl core and cannot be imported here: it registers a function with `on_run_recorded`
+(from its AppConfig.ready()), called with each run's row once it is written, and raises or resolves its
+alert for a job that outlasts its period."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
 
 from django.db import DatabaseError
@@ -14,6 +19,25 @@ from ..beat import beat_job_of_task
 from ..models import BeatJobRun
 
 log = logging.getLogger(__name__)
+
+RunHook = Callable[[BeatJobRun], None]
+_run_hooks: list[RunHook] = []
+
+
+def on_run_recorded(hook: RunHook) -> None:
+    if hook not in _run_hooks:
+        _run_hooks.append(hook)
+
+
+def _told(row: BeatJobRun) -> BeatJobRun:
+    """Hand the recorded run to the hooks. The record is a report: a hook that fails is logged, and the job's
+    run stands."""
+    for hook in _run_hooks:
+        try:
+            hook(row)
+        except Exception:
+            log.exception("beat job %r: a hook on its recorded run failed", row.name)
+    return row
 
 
 def beat_run_record(*, task: str, started_at: datetime, seconds: float, ok: bool) -> BeatJobRun | None:
@@ -36,13 +60,13 @@ def beat_run_record(*, task: str, started_at: datetime, seconds: float, ok: bool
             max_seconds=Greatest("max_seconds", seconds),
         )
         if updated:
-            return BeatJobRun.objects.get(name=job.name)
+            return _told(BeatJobRun.objects.get(name=job.name))
         row, created = BeatJobRun.objects.get_or_create(
             name=job.name, defaults={**values, "runs": 1, "over_period": int(over), "max_seconds": seconds}
         )
         if not created:  # another worker created it between our update and our insert: count this run too
             return beat_run_record(task=task, started_at=started_at, seconds=seconds, ok=ok)
-        return row
+        return _told(row)
     except (DatabaseError, RuntimeError) as exc:  # the record is a report, never a reason for the job to fail
         log.warning("beat job %r: its run was not recorded (%s)", job.name, exc)
         return None

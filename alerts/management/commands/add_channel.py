@@ -1,5 +1,6 @@
-"""`python manage.py add_channel NAME URL [--group G | --server HOST] [--events down,up,delay,cert,content,domain]`:
-a channel and the rule routing events to it (all servers by default). URL is any Apprise URL, or e-mail
+"""`python manage.py add_channel NAME URL [--group G | --server HOST] [--events down,up,...]`: a channel and the
+rule routing events to it (all servers by default); the events are down, up, delay, cert, content, domain and beat
+(one of beat's jobs outlasting its period, told to rules for all servers only). URL is any Apprise URL, or e-mail
 addresses sent through Django's e-mail backend. Running it again with the same name replaces the URL.
 """
 
