@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db.models import Count, Exists, F, FloatField, OuterRef, Q, Sum, Value, Window
 from django.db.models.functions import Coalesce
 
+from crawlcore.db import features
 from crawlcore.models import Link, Page, Url
 from crawlcore.server_filter import servers_named
 from crawler.brokenlinks import MISSING_ANCHOR, Hop, Verdict, chain_text, missing_fragments, verdict_of, within_site
@@ -23,6 +24,7 @@ from .models import LinkBreak
 FAILING = frozenset({State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value, State.DEAD.value})
 CHUNK = 2000  # rows fetched at a time: what bounds an export's memory
 _IN_CHUNK = 500  # ids per IN (...) list (SQLite's variable limit)
+_LONG_IN_CHUNK = 20_000  # on PostgreSQL
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +67,12 @@ class LinkScope:
 
 
 def chunks(values) -> Iterator[list]:
-    """`values` sorted, in lists short enough for an IN (...) list."""
+    """`values` sorted, in lists short enough for an IN (...) list: fewer, longer ones where the database takes
+    them (a refresh after thousands of URL moves is then tens of statements, not thousands)."""
     ordered = sorted(values)
-    for i in range(0, len(ordered), _IN_CHUNK):
-        yield ordered[i : i + _IN_CHUNK]
+    size = _LONG_IN_CHUNK if features.long_in_lists() else _IN_CHUNK
+    for i in range(0, len(ordered), size):
+        yield ordered[i : i + size]
 
 
 def _scoped(qs, scope: LinkScope | None) -> Iterator:

@@ -23,3 +23,9 @@ def write_chains() -> bool:
     """Data-modifying CTEs over `unnest`ed arrays (crawlcore.db.chain): a batch's dependent writes — guarded
     moves, then the rows of what moved — in one statement (PostgreSQL). Elsewhere one statement per write."""
     return is_postgres()
+
+
+def long_in_lists() -> bool:
+    """An `IN (…)` list may hold thousands of values and still be planned as one index or hash lookup
+    (PostgreSQL). Elsewhere (SQLite) a statement binds a few hundred values at most."""
+    return is_postgres()
