@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Exists, Max, OuterRef, Q
+from django.db.models import Exists, Max, OuterRef
 
 from crawlcore.models import Link, Url, UrlEvent
 
@@ -65,6 +65,11 @@ def urls_changed(since: tuple[int, int]) -> set[int]:
 
 def breaks_of_deleted_urls() -> list[int]:
     """Open breaks whose page or target no longer exists (deleted with its server, or by an operator)."""
-    page = Exists(Url.objects.filter(id=OuterRef("from_url_id")))
-    target = Exists(Url.objects.filter(id=OuterRef("to_url_id")))
-    return list(LinkBreak.objects.filter(Q(fixed_at__isnull=True) & (~page | ~target)).values_list("id", flat=True))
+    # One NOT EXISTS a statement: PostgreSQL plans each as an anti-join, where NOT EXISTS … OR NOT EXISTS …
+    # would probe the URL table once per open break.
+    open_ = LinkBreak.objects.filter(fixed_at__isnull=True)
+    gone: set[int] = set()
+    for column in ("from_url_id", "to_url_id"):
+        orphans = open_.filter(~Exists(Url.objects.filter(id=OuterRef(column))))
+        gone.update(orphans.values_list("id", flat=True))
+    return sorted(gone)
