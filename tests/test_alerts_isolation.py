@@ -204,3 +204,19 @@ def test_a_channel_with_a_backlog_of_retries_cannot_take_every_place_of_a_run(db
         assert len(quiet_rx.received) == 1
     assert sorted(s.channel for s in sent) == ["busy", "busy", "busy", "quiet"]
     assert Notification.objects.filter(channel=busy, status="pending").count() == 7  # handed back, next run
+
+
+def test_the_trickling_receiver_sees_a_sender_hang_up_at_once():
+    """The receiver's record of when an answer ended is what the retry test compares with the next start:
+    it must be the moment the sender let go, not the next byte it would have written (a second later)."""
+    import socket as _socket
+
+    with trickling_receiver(interval=1.0) as slow:
+        host, port = slow.server_address[:2]
+        with _socket.create_connection((host, port), timeout=5) as s:
+            s.sendall(b"POST /x HTTP/1.1\r\nHost: r\r\nContent-Length: 2\r\n\r\n{}")
+            assert s.recv(64).startswith(b"HTTP/1.1 200")
+            time.sleep(0.3)
+            hung_up = time.monotonic()
+        assert slow.wait_ended(1, timeout=5)
+        assert slow.ends[0] - hung_up < 0.5, slow.ends[0] - hung_up

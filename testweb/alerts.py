@@ -6,6 +6,7 @@ a second, and a real SMTP server (aiosmtpd).
 from __future__ import annotations
 
 import json
+import select
 import socket
 import threading
 import time
@@ -106,6 +107,21 @@ def webhook_receiver(script: list[int] | None = None, delay_s: float = 0.0) -> I
         thread.join(5)
 
 
+def _hung_up(conn: socket.socket, wait: float) -> bool:
+    """Whether the sender closed its end within `wait` seconds. Seen at once, not at the next byte written
+    (the first write after a close still succeeds): the time an answer ended is when the sender let go."""
+    readable, _, _ = select.select([conn], [], [], wait)
+    if not readable:
+        return False
+    try:
+        if conn.recv(1, socket.MSG_PEEK) == b"":
+            return True
+    except OSError:
+        return True
+    time.sleep(wait)  # it sent something instead (it never does): keep the pace
+    return False
+
+
 class _TrickleHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: TricklingReceiver
@@ -123,7 +139,7 @@ class _TrickleHandler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.flush()
             for _ in range(rx.length):  # one byte every `interval`, until the sender gives up or we stop
-                if rx.stopping.wait(rx.interval):
+                if rx.stopping.is_set() or _hung_up(self.connection, rx.interval):
                     break
                 self.wfile.write(b"x")
                 self.wfile.flush()
