@@ -527,17 +527,32 @@ def report(r: dict, v: dict, problems: list[str]) -> None:
         print("checks: every page, 404 and redirect once, /private/ never, no URL lost, counts as expected")
 
 
+def _count(least: int):
+    """An argparse type: an integer of at least `least` (a web of -5 pages is a typo, not a smaller web)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}: {value}")
+        return value
+
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
     _stop_on_sigterm()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pages", type=int, default=50_000, help="pages of the web (about; whole servers)")
-    ap.add_argument("--servers", type=int, help="default: 20 up to 10,000 pages, then one per 500 up to 100")
-    ap.add_argument("--links", type=int, default=30, help="links a page (before the 404/redirect/private extras)")
-    ap.add_argument("--onsite", type=int, default=24, help="of which to the page's own server")
+    ap.add_argument("--pages", type=_count(1), default=50_000, help="pages of the web (about; whole servers)")
+    ap.add_argument("--servers", type=_count(1), help="default: 20 up to 10,000 pages, then one per 500 up to 100")
+    ap.add_argument("--links", type=_count(1), default=30, help="links a page (before the 404/redirect/private extras)")
+    ap.add_argument("--onsite", type=_count(0), default=24, help="of which to the page's own server")
     ap.add_argument("--seed", type=int, default=9)
     ap.add_argument("--net", default="127.0.1", help="servers are NET.1 … NET.<servers>")
     ap.add_argument("--port", type=int, default=8097)
-    ap.add_argument("--slots", type=int, default=2, help="requests in flight per server")
+    ap.add_argument("--slots", type=_count(1), default=2, help="requests in flight per server")
     ap.add_argument("--workers", help="QUEUES:POOL:N,… as bench.throughput (default: its default layout)")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra settings")
     ap.add_argument("--max-seconds", type=float, default=4 * 3600, help="the crawl stops here (and fails)")
@@ -547,15 +562,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-wrk", action="store_true", help="do not measure the web alone first")
     args = ap.parse_args(argv)
     args.env = [*FIRST_CRAWL_ONLY, *args.env]
-    spec = NjsWebSpec.for_pages(
-        args.pages,
-        servers=args.servers,
-        links=args.links,
-        onsite=args.onsite,
-        seed=args.seed,
-        net=args.net,
-        port=args.port,
-    )
+    try:
+        spec = NjsWebSpec.for_pages(
+            args.pages,
+            servers=args.servers,
+            links=args.links,
+            onsite=args.onsite,
+            seed=args.seed,
+            net=args.net,
+            port=args.port,
+        )
+    except ValueError as exc:  # a web that cannot be built as asked: one line, not a traceback
+        ap.error(str(exc))
     args.workers = args.workers or default_workers(spec.servers, args.slots)
     parse_workers(args.workers)
     if not njs_available():
