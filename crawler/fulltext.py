@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["IndexText", "cjk_bigrams", "index_form", "query_words", "score", "snippet"]
+__all__ = ["IndexText", "body_index_form", "cjk_bigrams", "index_form", "query_words", "score", "snippet"]
 
 # Hangul Jamo, CJK punctuation excluded; kana; CJK ideographs (extension A, unified, compatibility); Hangul
 # compatibility Jamo and syllables; halfwidth katakana.
@@ -32,8 +32,8 @@ _CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(r"\w+")
 
 # What the index keeps of a page: its title, its description and headings, the anchor text of links to it
-# (from other pages), and the first MAX_BODY characters of its text: enough for the words a page is about,
-# and a bound on the index's size and the extract agent's time.
+# (from other pages), and the words of the first MAX_BODY characters of its text: enough for the words a page
+# is about, and a bound on the index's size and the extract agent's time.
 MAX_TITLE = 512
 MAX_HEADS = 4096
 MAX_ANCHORS = 4096
@@ -60,6 +60,21 @@ def index_form(text: str, limit: int) -> str:
     return cjk_bigrams(text[:limit])
 
 
+def body_index_form(text: str) -> str:
+    """The body for the index: its first MAX_BODY characters in index form, each word (a run of non-space
+    characters) once, where it first occurs.
+
+    The database's parser and stemmer take most of the index's cost, in proportion to the text they are
+    given, and a body repeats most of its words. A search asks for every word of the query anywhere in the
+    page (no phrases), so a word's later occurrences in the body find nothing its first does not. The only
+    token of PostgreSQL's parser that can span a space is an HTML tag (`<p class="a b">`, not indexed), and
+    with the words reordered `<` could start one that swallows other words: `<` is read as a space, so the
+    words once give every lexeme the whole text gives (and the words of tag-like text, as FTS5 does). What
+    is lost is for ranking only: how often a body word occurs and how near it stands to the other words of
+    the query (title, headings and anchor text keep every occurrence). docs/SEARCH.md says so."""
+    return " ".join(dict.fromkeys(index_form(text, MAX_BODY).replace("<", " ").split()))
+
+
 @dataclass(frozen=True, slots=True)
 class IndexText:
     """A page's fields for the index, already in index form (weights: title > heads > anchors > body)."""
@@ -76,7 +91,7 @@ class IndexText:
             index_form(title, MAX_TITLE),
             index_form(heads, MAX_HEADS),
             index_form(anchors, MAX_ANCHORS),
-            index_form(body, MAX_BODY),
+            body_index_form(body),
         )
 
     def as_row(self) -> tuple[str, str, str, str]:

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from crawlcore.models import Page, Server, Url
 from crawlcore.services.extract import pages_extract
-from crawler.fulltext import cjk_bigrams, query_words, score, snippet
+from crawler.fulltext import MAX_BODY, IndexText, body_index_form, cjk_bigrams, query_words, score, snippet
 from crawler.parse import extract
 from crawler.pdf import BROKEN, ENCRYPTED, TRUNCATED, read_pdf
 from crawler.urlnorm import url_hash
@@ -39,6 +39,19 @@ def test_a_query_is_its_words_in_index_form():
     assert query_words("대학") == ["대학"]
     assert query_words("대학교 Admission!") == ["대학", "학교", "admission"]
     assert query_words("  ,;  ") == []
+
+
+def test_the_body_is_indexed_with_each_word_once_where_it_first_occurs_within_its_bound():
+    assert body_index_form("Runs run runs, the run. the") == "Runs run runs, the run."
+    assert body_index_form("서울대학 대학") == "서울 울대 대학"  # CJK bigrams, each once
+    # `<` is a space: reordered words must not make an HTML tag (ignored by PostgreSQL) that swallows a word.
+    assert body_index_form("x <p x> y> zephyr") == "x p x> y> zephyr"
+    deep = "alpha beta " * 5900 + "quixotry " + "gamma " * 800 + "farbeyond"
+    assert deep.index("quixotry") < MAX_BODY < deep.index("farbeyond")
+    form = body_index_form(deep)
+    assert form.split()[:4] == ["alpha", "beta", "quixotry", "gamma"] and "farbeyond" not in form
+    assert len(form) < 40  # the bound may cut a word: its start is one more word
+    assert IndexText.of(title="T", description="", headings="", anchors="", body=deep).body == form
 
 
 def test_score_is_relevance_times_a_logarithmic_rank_boost():
@@ -183,6 +196,19 @@ def test_the_better_ranked_page_comes_first_among_equal_matches(web):
     for h in hits:  # the database computes the documented formula
         assert h.score == pytest.approx(score(h.relevance, h.rank, 3, 1.0))
     assert before != _urls(hits) or before[0] == "http://a.test/news"
+
+
+def test_a_long_page_is_found_by_its_title_heading_and_a_word_deep_in_its_body(db, no_dispatch):
+    a = Server.objects.create(scheme="http", host="a.test", port=80)
+    text = "lorem ipsum dolor " * 3300 + "quixotry " + "sit amet " * 1000 + "farbeyond"
+    assert text.index("quixotry") > 55_000 and text.index("farbeyond") > MAX_BODY
+    long = _page(a, "/long", _html("Almanac", text))
+    titled = _page(a, "/titled", _html("Quixotry", "A short page."))
+    pages_extract(page_ids=[long.id, titled.id])
+    assert _urls(search_pages(query="almanac")) == ["http://a.test/long"]
+    assert _urls(search_pages(query="quixotry")) == ["http://a.test/titled", "http://a.test/long"]
+    assert _urls(search_pages(query="quixotry lorem")) == ["http://a.test/long"]
+    assert search_pages(query="farbeyond") == []  # past the body's bound: not indexed (docs/SEARCH.md)
 
 
 def test_filters_by_site_group_type_and_date(web):

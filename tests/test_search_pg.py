@@ -48,6 +48,8 @@ pages = [
     page("/ja", html("案内", "東京大学の入学案内です。")),
     page("/guide.pdf", make_pdf(["Zephyrine handbook"], links=["/apply"]), "application/pdf"),
     page("/locked.pdf", encrypted(make_pdf(["zephyrine"])), "application/pdf"),
+    page("/long", html("Almanac", "lorem ipsum dolor " * 3300 + "quixotry " + "sit amet " * 1000 + "farbeyond")),
+    page("/titled", html("Quixotry", "A short page.")),
 ]
 with CaptureQueriesContext(connection) as seen:
     pages_extract(page_ids=[p.id for p in pages])
@@ -68,6 +70,18 @@ with connection.cursor() as cur:
     cur.execute("SET enable_seqscan = off")
     cur.execute("EXPLAIN SELECT id FROM crawladmin_page WHERE search_vector @@ plainto_tsquery('english', 'x')")
     plan = " ".join(r[0] for r in cur.fetchall())
+    # Each body word once: the lexemes of the whole text, none lost (tag-like text's words gained).
+    from crawler.fulltext import MAX_BODY, body_index_form, index_form
+    varied = ("x <p x> y> see http://a.b/c?d=1 and me@x.org, 1.5e10 v2.3.4 /usr/lib/x.so well-known co-op "
+              "3-4 서울대학교에서 東京 naïve café &amp; running runs. " * 3)
+    lexemes = "SELECT array(SELECT unnest(tsvector_to_array(to_tsvector('english', %s))) ORDER BY 1)"
+    cur.execute(lexemes, [index_form(varied, MAX_BODY)])
+    whole = set(cur.fetchone()[0])
+    cur.execute(lexemes, [body_index_form(varied)])
+    once = set(cur.fetchone()[0])
+    cur.execute("SELECT array_length(positions, 1) FROM crawladmin_page p JOIN crawladmin_url u ON u.id = p.url_id, "
+                "unnest(p.search_vector) WHERE u.url = 'http://a.test/long' AND lexeme = 'lorem'")
+    lorem_positions = cur.fetchone()[0]
 hits = search_pages(query="zephyrine")
 print(json.dumps({
     "zephyrine": [h.url.removeprefix("http://a.test") for h in hits],
@@ -81,6 +95,8 @@ print(json.dumps({
     "one_statement": any("search_vector" in q["sql"] and "crawladmin_link" in q["sql"]
                          for q in seen.captured_queries),
     "plan": plan,
+    "lost": sorted(whole - once), "gained": sorted(once - whole), "lorem_positions": lorem_positions,
+    "almanac": urls("almanac"), "quixotry": urls("quixotry"), "farbeyond": urls("farbeyond"),
 }))
 """
 
@@ -107,3 +123,8 @@ def test_the_extract_agent_keeps_the_tsvector_and_search_ranks_with_blockrank(tm
     # The vector is written by the batch's one group statement, with the links: no extra pass.
     assert out["page_writes"] == 1 and out["one_statement"]
     assert "page_search_idx" in out["plan"]
+    # A long page: found by its title and a word deep in its body; the title's page first; past the bound, not.
+    assert out["almanac"] == ["/long"] and out["quixotry"] == ["/titled", "/long"] and out["farbeyond"] == []
+    # The body's words are indexed once each, and give every lexeme the whole text gives.
+    assert out["lorem_positions"] == 1
+    assert out["lost"] == [] and out["gained"] == ["p"]  # the tag-like `<p x>`
