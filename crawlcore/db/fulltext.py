@@ -4,9 +4,9 @@ PostgreSQL: a `tsvector` column of the page row (`search_vector`) with a GIN ind
 agent in the same statement as the page's title (crawlcore.services.extract, through `vector_sql`): no
 extra pass, no extra round trip. SQLite: an FTS5 table `crawladmin_page_fts` whose rowid is the page id,
 written by the extract agent after the page (`index_write`). Both are given the text in index form
-(crawler.fulltext: CJK as character bigrams) in four fields weighted title > headings and description >
-anchor text of links to the page > body text, and both stem English (PostgreSQL's `english`
-configuration, FTS5's porter tokenizer).
+(crawler.fulltext: CJK as character bigrams, the body's words once each) in four fields weighted
+title > headings and description > anchor text of links to the page > body text, and both stem English
+(PostgreSQL's `english` configuration, FTS5's porter tokenizer).
 
 Reads are ORM expressions (`Matches`, `Relevance`), so a selector filters, joins and orders a search with
 the rest of its query; `Relevance` is >= 0, higher for a better match (PostgreSQL's ts_rank normalised by
