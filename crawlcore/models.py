@@ -308,6 +308,11 @@ class Link(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["from_url", "to_url"], name="link_unique")]
+        indexes = [
+            # The link reports' refresh: which URLs are linked by #fragment (their anchors decide a break).
+            # Partial: such links are few, so it costs the crawl's inserts little.
+            models.Index(fields=["to_url"], name="link_fragment_target_idx", condition=~Q(fragments="")),
+        ]
 
 
 class StatusCheck(models.Model):

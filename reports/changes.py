@@ -1,7 +1,7 @@
 """What changed in the crawl since the link reports' last refresh, read from the crawl core's own records:
 every move of a URL leaves a UrlEvent row (crawlcore.services.urls), and links are only ever added, each a
-new Link row; both tables' ids grow as rows are written. A deleted URL leaves no record: its breaks are
-found by the URL they name being gone."""
+new Link row; both tables' ids grow as rows are written, so "since" is an id of each. A deleted URL leaves
+no record: its breaks are found by the URL they name being gone."""
 
 from __future__ import annotations
 
@@ -54,14 +54,10 @@ def marks_kept(marks: list[Mark], *, now: datetime, window: timedelta) -> list[M
     return ordered[old[-1] :] if old else ordered
 
 
-def urls_changed(since: tuple[int, int]) -> set[int]:
-    """URLs that moved (a UrlEvent after `since[0]`) and pages that got new links (a Link after `since[1]`):
-    id ranges of the two tables' primary keys."""
-    events, links = since
-    # DISTINCT in the database: under a crawl a run's new links are ~30 a page, and only their pages are wanted.
-    moved = UrlEvent.objects.filter(id__gt=events).values_list("url_id", flat=True).order_by().distinct()
-    linking = Link.objects.filter(id__gt=links).values_list("from_url_id", flat=True).order_by().distinct()
-    return set(moved.iterator(chunk_size=5000)) | set(linking.iterator(chunk_size=5000))
+def urls_moved(since: int) -> set[int]:
+    """URLs that moved (a UrlEvent with an id after `since`): under a crawl, every page fetched."""
+    moved = UrlEvent.objects.filter(id__gt=since).values_list("url_id", flat=True).order_by().distinct()
+    return set(moved.iterator(chunk_size=5000))
 
 
 def breaks_of_deleted_urls() -> list[int]:

@@ -60,10 +60,12 @@ def _real_links():
 
 @dataclass(frozen=True)
 class LinkScope:
-    """The links a refresh looks at: those carried by `sources` and those pointing at `targets` (URL ids)."""
+    """The links a refresh looks at: those carried by `sources`, those pointing at `targets` (URL ids), and
+    every link with an id after `links_after` (None: none by id)."""
 
     sources: frozenset[int]
     targets: frozenset[int]
+    links_after: int | None = None
 
 
 def chunks(values) -> Iterator[list]:
@@ -76,7 +78,8 @@ def chunks(values) -> Iterator[list]:
 
 
 def _scoped(qs, scope: LinkScope | None) -> Iterator:
-    """`qs` (links) whole, or for each chunk of the scope's sources and targets: a link in both comes twice."""
+    """`qs` (links) whole, or for each chunk of the scope's sources and targets and for its new links: a link
+    in more than one comes more than once."""
     if scope is None:
         yield qs
         return
@@ -84,6 +87,43 @@ def _scoped(qs, scope: LinkScope | None) -> Iterator:
         yield qs.filter(from_url_id__in=chunk)
     for chunk in chunks(scope.targets):
         yield qs.filter(to_url_id__in=chunk)
+    if scope.links_after is not None:
+        yield qs.filter(id__gt=scope.links_after)
+
+
+def breaking(url_ids: Collection[int]) -> set[int]:
+    """Of `url_ids`, the URLs a link can be broken by now: failing, or leading on (a redirect, or a bad one)."""
+    urls = Url.objects.filter(Q(state__in=FAILING, exclusion_reason="") | _redirecting())
+    return {pk for chunk in chunks(url_ids) for pk in urls.filter(id__in=chunk).values_list("id", flat=True)}
+
+
+def fragment_targets(url_ids: Collection[int]) -> set[int]:
+    """Of `url_ids`, the URLs some link points at by #fragment (an index holds only those links)."""
+    linked = Link.objects.exclude(fragments="").order_by().values_list("to_url_id", flat=True)
+    return {pk for chunk in chunks(url_ids) for pk in linked.filter(to_url_id__in=chunk).distinct()}
+
+
+def fragment_targets_after(link_id: int) -> set[int]:
+    """The URLs that links with an id after `link_id` point at by #fragment."""
+    linked = Link.objects.filter(id__gt=link_id).exclude(fragments="").order_by().values_list("to_url_id", flat=True)
+    return set(linked.distinct())
+
+
+def open_break_ends(url_ids: Collection[int]) -> tuple[set[int], set[int]]:
+    """For the open breaks: the pages among `url_ids` that carry one, and the targets that may have changed:
+    those among `url_ids`, and every one broken through a redirect chain (a hop further on may have moved).
+    Open breaks are few (what a report lists), so they are read whole."""
+    wanted = set(url_ids)
+    pages: set[int] = set()
+    targets: set[int] = set()
+    rows = LinkBreak.objects.filter(fixed_at__isnull=True).values_list("from_url_id", "to_url_id", "redirect_chain",
+                                                                       "failure_kind")  # fmt: skip
+    for f, t, chain, kind in rows.iterator(chunk_size=CHUNK):
+        if f in wanted:
+            pages.add(f)
+        if t in wanted or (chain and kind != MISSING_ANCHOR):
+            targets.add(t)
+    return pages, targets
 
 
 def broken_links_now(*, scope: LinkScope | None = None) -> Iterator[Broken]:
@@ -201,6 +241,8 @@ def _through_redirects(scope: LinkScope | None) -> Iterator[Broken]:
         heads = set(scope.targets)
         for chunk in chunks(scope.sources):
             heads.update(onward.filter(from_url_id__in=chunk).values_list("to_url_id", flat=True))
+        if scope.links_after is not None:
+            heads.update(onward.filter(id__gt=scope.links_after).values_list("to_url_id", flat=True))
         verdicts = redirect_verdicts(heads=heads)
         queries = _scoped(onward.values_list(*_LINK).order_by(), scope)
     for rows in queries:

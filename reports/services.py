@@ -45,9 +45,8 @@ def link_breaks_refresh(*, now: datetime | None = None, full: bool = False) -> R
     Only the difference is written.
 
     Incremental unless `full` (or the first time, or when the settings it depends on changed): only the links
-    of the URLs that changed since the previous refresh are looked at (reports.changes.urls_changed), those
-    they carry and those pointing at them or at a redirect leading to them; the result is the one a full
-    recompute gives. One refresh at a time (its state row is locked). Memory: the open breaks' keys of what
+    that may have changed since the previous refresh are looked at (`_scope`): the new ones, and those of
+    URLs that moved on the broken side; the result is the one a full recompute gives. One refresh at a time (its state row is locked). Memory: the open breaks' keys of what
     is looked at, not the crawl's links."""
     now = now or timezone.now()
     with transaction.atomic():
@@ -59,18 +58,37 @@ def link_breaks_refresh(*, now: datetime | None = None, full: bool = False) -> R
             outcome = _apply(_current(None), _open_rows(None), now)
             state.full_at = now
         else:
-            since = changes.read_from(state.marks, previous=state.refreshed_at, window=COMMIT_WINDOW)
-            urls = changes.urls_changed(since) | set(state.pending)
-            pending = selectors.fragment_targets_waiting(urls)
-            scope = LinkScope(frozenset(urls), frozenset(urls | selectors.redirects_into(urls)))
+            events, links = changes.read_from(state.marks, previous=state.refreshed_at, window=COMMIT_WINDOW)
+            scope, pending = _scope(changes.urls_moved(events), links, set(state.pending))
             gone = changes.breaks_of_deleted_urls()
-            outcome = _apply(_current(scope), _open_rows(scope), now, gone=gone)
-            outcome.full, outcome.urls = False, len(urls)
+            current, open_rows = _current(scope), _open_rows(scope)
+            # A link found broken by its id alone (a new link) may carry an open break all the same.
+            open_rows |= _open_rows_of(set(current) - set(open_rows))
+            outcome = _apply(current, open_rows, now, gone=gone)
+            outcome.full, outcome.urls = False, len(scope.sources | scope.targets)
             outcome.broken = LinkBreak.objects.filter(fixed_at__isnull=True).count()
         state.marks = changes.marks_kept(state.marks, now=now, window=COMMIT_WINDOW) + [[now.isoformat(), *tops]]
         state.pending, state.rules, state.refreshed_at = sorted(pending), rules, now
         state.save()
     return outcome
+
+
+def _scope(moved: set[int], links: int, pending: set[int]) -> tuple[LinkScope, set[int]]:
+    """The links whose breakage may have changed since the marks (`moved`: URLs that moved; `links`: the
+    newest Link id then; `pending`: targets by #fragment whose anchors were not written then), followed from
+    the broken side, so that a busy crawl of healthy pages costs little:
+    - every new link (its target may be failing, a redirect, or linked by #fragment);
+    - links to a moved URL that fails or redirects now, or to a redirect leading through one;
+    - links to a moved URL, and from a moved page, that carry an open break (fixed, or checked again);
+    - links to every target of an open break through a redirect (a hop further on may have moved);
+    - links by #fragment to a moved URL or to one still waiting for its anchors.
+    And the targets by #fragment still waiting for their anchors, for the next refresh."""
+    breaking = selectors.breaking(moved)
+    pages, targets = selectors.open_break_ends(moved)
+    by_fragment = selectors.fragment_targets(moved) | selectors.fragment_targets_after(links) | pending
+    targets |= breaking | selectors.redirects_into(breaking) | by_fragment
+    scope = LinkScope(frozenset(pages), frozenset(targets), links_after=links)
+    return scope, selectors.fragment_targets_waiting(by_fragment)
 
 
 def _current(scope: LinkScope | None) -> dict[tuple[int, int], Broken]:
@@ -88,6 +106,17 @@ def _open_rows(scope: LinkScope | None) -> dict[tuple[int, int], tuple[int, list
         *(open_.filter(to_url_id__in=chunk) for chunk in selectors.chunks(scope.targets)),
     ]  # fmt: skip
     return {(f, t): (pk, rest) for qs in queries for pk, f, t, *rest in qs.iterator(chunk_size=2000)}
+
+
+def _open_rows_of(keys: set[tuple[int, int]]) -> dict[tuple[int, int], tuple[int, list]]:
+    """The open breaks of these links (page, target), looked up by page."""
+    open_ = LinkBreak.objects.filter(fixed_at__isnull=True).values_list(*_OPEN)
+    found = {}
+    for chunk in selectors.chunks({f for f, _ in keys}):
+        for pk, f, t, *rest in open_.filter(from_url_id__in=chunk).iterator(chunk_size=2000):
+            if (f, t) in keys:
+                found[(f, t)] = (pk, rest)
+    return found
 
 
 def _apply(
