@@ -39,8 +39,13 @@ RECONCILE_EVERY = 30.0  # beat's is a minute: a lease lost in a short crawl is p
 SWEEP_EVERY = 2.0  # seconds between the scans' sweeps (beat's are a minute apart)
 # The crawl page's "URLs by state over time": a sample every second at the start, where a short crawl
 # does all its work, then every minute as beat takes them; each costs a grouped count of the URLs
-# (about a second at a million), so never more often than SAMPLE_COST_SHARE of the time allows.
-SAMPLE_EVERY_EARLY, SAMPLE_EARLY_FOR, SAMPLE_EVERY, SAMPLE_COST_SHARE = 1.0, 60.0, 60.0, 0.1
+# (about a second at a million), so never more often than COST_SHARE of the time allows.
+SAMPLE_EVERY_EARLY, SAMPLE_EARLY_FOR, SAMPLE_EVERY = 1.0, 60.0, 60.0
+# Every periodic job of the runner, and its full progress count, takes at most this share of the time: each
+# runs again no sooner than its last run's duration divided by it. The sweeps and the counts read tables
+# that grow with the crawl (a second and more at a million URLs); at a fixed cadence they would take a
+# growing share of the database as a long crawl goes on.
+COST_SHARE = 0.1
 # Two quiet looks in a row end the crawl: a URL inserted between one look's counts is seen by the next.
 IDLE_STEPS_TO_FINISH = 2
 # While URLs are due the crawl cannot be finished: the other progress counts (leased reads the whole URL
@@ -109,23 +114,24 @@ class Job:
     interval: Callable[[float, float], float]
     due_at: float = 0.0  # seconds since the runner started
 
-    def run_if_due(self, elapsed: float) -> bool:
+    def run_if_due(self, elapsed: float, timer: Callable[[], float] = time.monotonic) -> bool:
         if elapsed < self.due_at:
             return False
-        t = time.monotonic()
+        t = timer()
         self.run()
-        took = time.monotonic() - t
+        took = timer() - t
         self.due_at = elapsed + self.interval(elapsed, took)
         return True
 
 
 def _every(seconds: float) -> Callable[[float, float], float]:
-    return lambda elapsed, took: seconds
+    """Every `seconds`, or less often when a run takes more than COST_SHARE of that."""
+    return lambda elapsed, took: max(seconds, took / COST_SHARE)
 
 
 def _sample_interval(elapsed: float, took: float) -> float:
     every = SAMPLE_EVERY_EARLY if elapsed < SAMPLE_EARLY_FOR else SAMPLE_EVERY
-    return max(every, took / SAMPLE_COST_SHARE)
+    return max(every, took / COST_SHARE)
 
 
 def crawl_jobs(*, dispatch: bool = True) -> list[Job]:
@@ -174,15 +180,18 @@ class CrawlRunner:
         recheck_wait: float = 60.0,
         dispatch: bool = True,
         count_loaded: bool = False,
+        timer: Callable[[], float] = time.monotonic,
     ) -> None:
         self.started, self.t0 = started, t0
         self.max_pages, self.max_seconds, self.recheck_wait = max_pages, max_seconds, recheck_wait
         # Counted only when needed: the count grows with the crawl and steps come often.
         self.count_loaded = count_loaded or max_pages is not None
         self.jobs = crawl_jobs(dispatch=dispatch)
+        self.timer = timer  # what the jobs' and counts' own durations are measured with
         self.idle_steps = 0
         self._full_progress: dict[str, int] = {}
         self._full_progress_at = 0.0
+        self._recount_at = 0.0
 
     def step(self, now: float) -> Step:
         """One round at clock reading `now` (time.monotonic's scale, t0 the start)."""
@@ -194,7 +203,7 @@ class CrawlRunner:
         if self.max_seconds is not None and step.elapsed >= self.max_seconds:
             step.stopped = "max-seconds"
             return step
-        step.ran = [job.name for job in self.jobs if job.run_if_due(step.elapsed)]
+        step.ran = [job.name for job in self.jobs if job.run_if_due(step.elapsed, self.timer)]
         step.progress = self._progress(step.elapsed)
         self.idle_steps = self.idle_steps + 1 if not any(step.progress.values()) else 0
         if self.idle_steps >= IDLE_STEPS_TO_FINISH:
@@ -202,13 +211,20 @@ class CrawlRunner:
         return step
 
     def _progress(self, elapsed: float) -> dict[str, int]:
-        """crawl_progress, its costly counts carried over between full counts while URLs are still due."""
+        """crawl_progress, its costly counts carried over between full counts while URLs are still due, or
+        while the counts carried over still show work in hand (pages being fetched or waiting to be
+        extracted: old figures of work in hand can only put the end off, never bring it early) until
+        COST_SHARE of the time allows the next count. With nothing due and nothing in hand, every step
+        counts everything afresh, so the end is decided on fresh figures."""
         if self._full_progress and elapsed < self._full_progress_at:
             due = due_count()
-            if due:
+            in_hand = any(v for k, v in self._full_progress.items() if k != "due")
+            if due or (in_hand and elapsed < self._recount_at):
                 return {**self._full_progress, "due": due}
+        t = self.timer()
         self._full_progress = crawl_progress(recheck_within=self.recheck_wait)
         self._full_progress_at = elapsed + FULL_PROGRESS_EVERY
+        self._recount_at = elapsed + (self.timer() - t) / COST_SHARE
         return self._full_progress
 
     def run(

@@ -91,16 +91,18 @@ def _scoped(qs, scope: LinkScope | None) -> Iterator:
         yield qs.filter(id__gt=scope.links_after)
 
 
-def breaking(url_ids: Collection[int]) -> set[int]:
-    """Of `url_ids`, the URLs a link can be broken by now: failing, or leading on (a redirect, or a bad one)."""
-    urls = Url.objects.filter(Q(state__in=FAILING, exclusion_reason="") | _redirecting())
-    return {pk for chunk in chunks(url_ids) for pk in urls.filter(id__in=chunk).values_list("id", flat=True)}
+def breaking(url_ids) -> set[int]:
+    """Of `url_ids` (a subquery of URL ids), the URLs a link can be broken by now: failing, or leading on (a
+    redirect, or a bad one)."""
+    urls = Url.objects.filter(Q(state__in=FAILING, exclusion_reason="") | _redirecting(), id__in=url_ids)
+    return set(urls.values_list("id", flat=True))
 
 
-def fragment_targets(url_ids: Collection[int]) -> set[int]:
-    """Of `url_ids`, the URLs some link points at by #fragment (an index holds only those links)."""
-    linked = Link.objects.exclude(fragments="").order_by().values_list("to_url_id", flat=True)
-    return {pk for chunk in chunks(url_ids) for pk in linked.filter(to_url_id__in=chunk).distinct()}
+def fragment_targets(url_ids) -> set[int]:
+    """Of `url_ids` (a subquery of URL ids), the URLs some link points at by #fragment (a partial index holds
+    only those links)."""
+    linked = Link.objects.exclude(fragments="").filter(to_url_id__in=url_ids)
+    return set(linked.order_by().values_list("to_url_id", flat=True).distinct())
 
 
 def fragment_targets_after(link_id: int) -> set[int]:

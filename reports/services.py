@@ -59,7 +59,7 @@ def link_breaks_refresh(*, now: datetime | None = None, full: bool = False) -> R
             state.full_at = now
         else:
             events, links = changes.read_from(state.marks, previous=state.refreshed_at, window=COMMIT_WINDOW)
-            scope, pending = _scope(changes.urls_moved(events), links, set(state.pending))
+            scope, pending = _scope(events, links, set(state.pending))
             gone = changes.breaks_of_deleted_urls()
             current, open_rows = _current(scope), _open_rows(scope)
             # A link found broken by its id alone (a new link) may carry an open break all the same.
@@ -73,9 +73,9 @@ def link_breaks_refresh(*, now: datetime | None = None, full: bool = False) -> R
     return outcome
 
 
-def _scope(moved: set[int], links: int, pending: set[int]) -> tuple[LinkScope, set[int]]:
-    """The links whose breakage may have changed since the marks (`moved`: URLs that moved; `links`: the
-    newest Link id then; `pending`: targets by #fragment whose anchors were not written then), followed from
+def _scope(events: int, links: int, pending: set[int]) -> tuple[LinkScope, set[int]]:
+    """The links whose breakage may have changed since the marks (`events`, `links`: the newest UrlEvent and
+    Link ids then; `pending`: targets by #fragment whose anchors were not written then), followed from
     the broken side, so that a busy crawl of healthy pages costs little:
     - every new link (its target may be failing, a redirect, or linked by #fragment);
     - links to a moved URL that fails or redirects now, or to a redirect leading through one;
@@ -83,8 +83,9 @@ def _scope(moved: set[int], links: int, pending: set[int]) -> tuple[LinkScope, s
     - links to every target of an open break through a redirect (a hop further on may have moved);
     - links by #fragment to a moved URL or to one still waiting for its anchors.
     And the targets by #fragment still waiting for their anchors, for the next refresh."""
+    moved = changes.moved_since(events)
     breaking = selectors.breaking(moved)
-    pages, targets = selectors.open_break_ends(moved)
+    pages, targets = selectors.open_break_ends(changes.urls_moved(events))
     by_fragment = selectors.fragment_targets(moved) | selectors.fragment_targets_after(links) | pending
     targets |= breaking | selectors.redirects_into(breaking) | by_fragment
     scope = LinkScope(frozenset(pages), frozenset(targets), links_after=links)

@@ -20,7 +20,8 @@ SAMPLE = "crawl sample"
 
 
 def _runner(**kwargs) -> CrawlRunner:
-    return CrawlRunner(started=timezone.now(), t0=100.0, **kwargs)
+    """A runner whose jobs and counts take no time (their cost is not what these tests are about)."""
+    return CrawlRunner(started=timezone.now(), t0=100.0, **{"timer": lambda: 0.0, **kwargs})
 
 
 def test_the_first_step_runs_every_job_but_the_reconciler():
@@ -127,3 +128,40 @@ def test_a_database_locked_for_too_long_ends_the_crawl(monkeypatch):
     with pytest.raises(OperationalError):
         runner.run(clock=lambda: next(clock), sleep=lambda s: None)
     assert next(clock) - 100.0 <= runner_module.LOCKED_FOR + 30
+
+
+def test_a_costly_job_runs_no_more_often_than_its_share_of_the_time(monkeypatch):
+    """The sweeps read tables that grow with the crawl: one that takes a second runs every ten, not every two."""
+    ticks = iter([0.0, 1.0])  # the job's own clock: it takes one second
+    job = runner_module.Job("slow", lambda: None, runner_module._every(SWEEP_EVERY))
+    assert job.run_if_due(100.0, lambda: next(ticks))
+    assert job.due_at == 100.0 + 1.0 / runner_module.COST_SHARE
+    assert runner_module._every(SWEEP_EVERY)(0.0, 0.001) == SWEEP_EVERY  # a cheap one keeps its cadence
+
+
+def test_with_nothing_due_counts_showing_work_in_hand_are_carried_over_for_a_costly_count(monkeypatch):
+    """Nothing due but pages in hand (fetching, waiting for extraction): the full count, at its cost, is
+    not made every step; once it shows nothing in hand, every step counts afresh."""
+    from crawlcore.models import Page
+
+    crawl_seeds_insert(seeds=["http://runner.example/"])
+    Url.objects.update(state="visited")
+    Page.objects.create(url=Url.objects.get(), body_z=b"", checksum="x", fetched_at=timezone.now())  # unextracted
+    spent = [0.0]
+    runner = _runner(dispatch=False, timer=lambda: spent[0])
+    real = runner_module.crawl_progress
+    counted: list[float] = []
+
+    def slow_count(**kw):  # a count that takes half a second
+        counted.append(kw.get("recheck_within", 0))
+        spent[0] += 0.5
+        return real(**kw)
+
+    monkeypatch.setattr(runner_module, "crawl_progress", slow_count)
+    assert runner.step(100.0).progress["unextracted"] == 1
+    assert runner.step(101.0).progress["unextracted"] == 1 and len(counted) == 1  # carried over
+    assert runner.step(105.0).progress["unextracted"] == 1 and len(counted) == 2  # 0.5 s / COST_SHARE later
+    Page.objects.update(extracted_at=timezone.now())
+    assert runner.step(106.0).progress["unextracted"] == 1  # old figures of work in hand: the end put off
+    assert not any(runner.step(110.0).progress.values()) and len(counted) == 3  # counted afresh 5 s on
+    assert not any(runner.step(110.3).progress.values()) and len(counted) == 4  # nothing in hand: every step

@@ -293,6 +293,25 @@ def test_active_sweep_waits_for_revisit_after(sent, web, settings):
     assert scan_sweep(agent=ACTIVE, now=timezone.now() + timedelta(seconds=3601)) == 1
 
 
+def test_active_sweep_with_nothing_past_revisit_after_reads_no_table(sent, web, settings, monkeypatch):
+    """A first crawl has no Visited URL due: the sweep asks two index questions, not the room's counts
+    over every Visited URL and the choice over the checks (a second and more each at a million URLs)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from crawlcore.services import sweep
+
+    _loaded(web, "/p.html", Resource())
+    settings.CRAWL_REVISIT_AFTER = 3600
+    monkeypatch.setattr(sweep, "active_scan_room", lambda **kw: pytest.fail("room counted with nothing due"))
+    with CaptureQueriesContext(connection) as queries:
+        assert scan_sweep(agent=ACTIVE) == 0
+    assert len(queries) <= 2, [q["sql"] for q in queries]
+    url = Url.objects.get()
+    Url.objects.filter(id=url.id).update(sitemap_lastmod=url.last_checked_at + timedelta(seconds=1))
+    assert sweep.active_due(now=timezone.now())  # its sitemap says it changed: due before revisit_after
+
+
 def test_sweeps_skip_servers_no_longer_crawled_and_the_crawl_does_not_wait_for_them(sent, web, settings):
     settings.CRAWL_NR1_BACKOFF = 30
     res = Resource(status=500)

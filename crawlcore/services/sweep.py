@@ -32,6 +32,18 @@ def _scannable(now: datetime):
     )
 
 
+def active_due(*, now: datetime) -> bool:
+    """Whether any Visited URL may be due for the active scan: last checked CRAWL_REVISIT_AFTER ago or more,
+    or changed by its sitemap since (both through partial indexes: cheap however many URLs there are; a
+    first crawl has none). False means active_candidates would find nothing."""
+    checked_before = now - timedelta(seconds=settings.CRAWL_REVISIT_AFTER)
+    visited = Url.objects.filter(state=State.VISITED.value)
+    return (
+        visited.filter(last_checked_at__lte=checked_before).exists()
+        or visited.filter(sitemap_lastmod__isnull=False, sitemap_lastmod__gt=F("last_checked_at")).exists()
+    )
+
+
 def active_candidates(*, now: datetime, limit: int) -> list[int]:
     """Visited URLs last checked at least CRAWL_REVISIT_AFTER ago (a floor), the `limit` best by seed 004's
     staleness score (crawlcore.services.recrawl_choice; CRAWL_RECRAWL_POLICY picks a comparison policy). A URL
@@ -68,6 +80,8 @@ def scan_sweep(*, agent: Agent, now: datetime | None = None, room: int | None = 
     """
     now = now or timezone.now()
     if agent == Agent.ACTIVE_SCAN:
+        if room is None and not active_due(now=now):
+            return 0  # the room's counts and the choice read every Visited URL and the checks: not for nothing
         ids = active_candidates(now=now, limit=active_scan_room(now=now) if room is None else room)
     else:
         ids = inactive_candidates(now=now, limit=settings.CRAWL_INACTIVE_SCAN_CAPACITY)
