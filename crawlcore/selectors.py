@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from crawlcore.db import partitions
+from crawlcore.db import estimates, partitions
 from crawlcore.models import Link, Page, Server, ServerLease, StatusCheck, Url
 from crawler import notfollowed
 from crawler.lifecycle import State
@@ -78,9 +78,12 @@ def check_category_counts(checks=None) -> dict[str, int]:
     return categories
 
 
-def crawl_summary(*, since: datetime | None = None, checks: bool = True) -> dict:
+def crawl_summary(*, since: datetime | None = None, checks: bool = True, exact_sizes: bool = True) -> dict:
     """Counts by state (excluded URLs apart), exclusion reason, check category and failure kind.
-    `checks=False` leaves the check counts out (the costliest part: the API takes them from a rollup)."""
+    `checks=False` leaves the check counts out (the costliest part: the API takes them from a rollup).
+    `exact_sizes=False` takes the numbers of pages and links from the database's estimate (crawlcore.db.
+    estimates): counting the links, the largest table, reads all of it (seconds at a few million), too much
+    for figures refreshed every minute; a crawl's own summary counts them."""
     # One pass over the URLs, grouped by everything the summary splits them by (a few dozen groups per site
     # of the crawl), the leased ones counted on the way.
     failing = {State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value, State.DEAD.value}
@@ -110,8 +113,8 @@ def crawl_summary(*, since: datetime | None = None, checks: bool = True) -> dict
         "not_followed": not_followed_by_site(not_followed),
         "failure_kinds": dict(sorted(kinds.items())),
         "servers": Server.objects.count(),
-        "pages": Page.objects.count(),
-        "links": Link.objects.count(),
+        "pages": Page.objects.count() if exact_sizes else estimates.table_rows(Page),
+        "links": Link.objects.count() if exact_sizes else estimates.table_rows(Link),
         **crawl_progress(count_leased=False),
         "leased": leased,
     }

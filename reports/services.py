@@ -46,8 +46,8 @@ def link_breaks_refresh(*, now: datetime | None = None, full: bool = False) -> R
 
     Incremental unless `full` (or the first time, or when the settings it depends on changed): only the links
     that may have changed since the previous refresh are looked at (`_scope`): the new ones, and those of
-    URLs that moved on the broken side; the result is the one a full recompute gives. One refresh at a time (its state row is locked). Memory: the open breaks' keys of what
-    is looked at, not the crawl's links."""
+    URLs that moved on the broken side; the result is the one a full recompute gives. One refresh at a time
+    (its state row is locked). Memory: the open breaks' keys of what is looked at, not the crawl's links."""
     now = now or timezone.now()
     with transaction.atomic():
         state, _ = LinkBreakRefresh.objects.select_for_update().get_or_create(pk=1)

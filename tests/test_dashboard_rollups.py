@@ -276,3 +276,16 @@ def test_made_up_filters_are_not_cached(viewer, site):
     for i in range(3):
         assert viewer.get(f"/dashboard/?group=nope{i}&offset=7").status_code == 200
     assert not [k for k in cache._values if "nope" in k]
+
+
+def test_the_minute_counts_take_pages_and_links_from_the_estimates_and_a_crawl_counts_them(db, monkeypatch):
+    """Counting the links reads the largest table whole (seconds at a few million rows): beat's figures,
+    refreshed every minute, take the database's estimate; the crawl's own summary counts."""
+    from crawlcore import selectors as crawl_selectors
+    from crawlcore.db import estimates
+
+    sizes = {"link": 4_000_000, "page": 150_000}
+    monkeypatch.setattr(estimates, "table_rows", lambda model: sizes[model._meta.model_name])
+    data = rollups.crawl_summary_compute()
+    assert (data["links"], data["pages"]) == (4_000_000, 150_000)
+    assert (crawl_selectors.crawl_summary()["links"], crawl_selectors.crawl_summary()["pages"]) == (0, 0)

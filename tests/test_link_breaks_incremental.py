@@ -158,7 +158,8 @@ def _check(steps: list[dict]) -> None:
     assert list(opened.values()) == [3, 5, 3, 3, 4, 4, 3, 4, 3, 3, 4, 5, 5, 6, 7, 5, 6, 7], opened
     assert written["a source page is re-crawled"] == (0, 2, 0)  # its breaks' last check
     assert written["a source page is deleted"] == (0, 0, 1)
-    assert written["the hop redirects again, to a gone page"] == (2, 0, 1)  # two links through it; its own link a hop again
+    # Two links through it broken; its own link to the old end a hop again.
+    assert written["the hop redirects again, to a gone page"] == (2, 0, 1)
     # The refresh follows the broken side: forty healthy pages fetched, with eighty links, add no URL to look at.
     urls = {s["step"]: s["urls"] for s in steps}
     assert urls["a busy crawl of healthy pages"] <= urls["a target is gone"], urls
