@@ -61,12 +61,6 @@ def moved_since(since: int):
     return UrlEvent.objects.filter(id__gt=since).values("url_id")
 
 
-def urls_moved(since: int) -> set[int]:
-    """The same URLs, read out."""
-    moved = UrlEvent.objects.filter(id__gt=since).values_list("url_id", flat=True).order_by().distinct()
-    return set(moved.iterator(chunk_size=5000))
-
-
 def breaks_of_deleted_urls() -> list[int]:
     """Open breaks whose page or target no longer exists (deleted with its server, or by an operator)."""
     # One NOT EXISTS a statement: PostgreSQL plans each as an anti-join, where NOT EXISTS … OR NOT EXISTS …

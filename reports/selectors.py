@@ -111,21 +111,15 @@ def fragment_targets_after(link_id: int) -> set[int]:
     return set(linked.distinct())
 
 
-def open_break_ends(url_ids: Collection[int]) -> tuple[set[int], set[int]]:
-    """For the open breaks: the pages among `url_ids` that carry one, and the targets that may have changed:
-    those among `url_ids`, and every one broken through a redirect chain (a hop further on may have moved).
-    Open breaks are few (what a report lists), so they are read whole."""
-    wanted = set(url_ids)
-    pages: set[int] = set()
-    targets: set[int] = set()
-    rows = LinkBreak.objects.filter(fixed_at__isnull=True).values_list("from_url_id", "to_url_id", "redirect_chain",
-                                                                       "failure_kind")  # fmt: skip
-    for f, t, chain, kind in rows.iterator(chunk_size=CHUNK):
-        if f in wanted:
-            pages.add(f)
-        if t in wanted or (chain and kind != MISSING_ANCHOR):
-            targets.add(t)
-    return pages, targets
+def open_break_ends(url_ids) -> tuple[set[int], set[int]]:
+    """For the open breaks: the pages among `url_ids` (a subquery of URL ids) that carry one, and the targets
+    that may have changed: those among `url_ids`, and every one broken through a redirect chain (a hop further
+    on may have moved). Each a semi-join in the database: open breaks may be hundreds of thousands."""
+    open_ = LinkBreak.objects.filter(fixed_at__isnull=True).order_by()
+    pages = open_.filter(from_url_id__in=url_ids).values_list("from_url_id", flat=True).distinct()
+    targets = open_.filter(to_url_id__in=url_ids).values_list("to_url_id", flat=True).distinct()
+    through = open_.exclude(redirect_chain="").exclude(failure_kind=MISSING_ANCHOR)
+    return set(pages), set(targets) | set(through.values_list("to_url_id", flat=True).distinct())
 
 
 def broken_links_now(*, scope: LinkScope | None = None) -> Iterator[Broken]:

@@ -85,7 +85,7 @@ def _scope(events: int, links: int, pending: set[int]) -> tuple[LinkScope, set[i
     And the targets by #fragment still waiting for their anchors, for the next refresh."""
     moved = changes.moved_since(events)
     breaking = selectors.breaking(moved)
-    pages, targets = selectors.open_break_ends(changes.urls_moved(events))
+    pages, targets = selectors.open_break_ends(moved)
     by_fragment = selectors.fragment_targets(moved) | selectors.fragment_targets_after(links) | pending
     targets |= breaking | selectors.redirects_into(breaking) | by_fragment
     scope = LinkScope(frozenset(pages), frozenset(targets), links_after=links)
