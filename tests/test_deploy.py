@@ -6,6 +6,7 @@ through the web app's JSON API."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -363,10 +364,13 @@ class Services:
         return (self.logdir / f"{name}.log").read_text(errors="replace")
 
     def stop(self) -> dict[str, int]:
-        """SIGTERM to each process group (warm shutdown), then wait; SIGKILL only for a straggler."""
+        """SIGTERM to each service's own process, as `docker stop` sends it to the container's first process
+        (warm shutdown: a celery worker finishes its tasks, then stops its pool), then wait; SIGKILL to the
+        process group for a straggler, and for anything of a group left behind. (SIGTERM to the whole group
+        reached a worker's pool processes in the middle of a task: a WorkerLostError no deployment sees.)"""
         for proc, _ in self.procs.values():
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
+                os.kill(proc.pid, signal.SIGTERM)
         codes, deadline = {}, time.monotonic() + 30
         for name, (proc, _) in self.procs.items():
             try:
@@ -375,6 +379,9 @@ class Services:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(10)
                 codes[name] = -9
+        for proc, _ in self.procs.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # the group outlived its leader: what it left behind
         return codes
 
 
