@@ -98,17 +98,10 @@ def breaking(url_ids) -> set[int]:
     return set(urls.values_list("id", flat=True))
 
 
-def fragment_targets(url_ids) -> set[int]:
-    """Of `url_ids` (a subquery of URL ids), the URLs some link points at by #fragment (a partial index holds
-    only those links)."""
-    linked = Link.objects.exclude(fragments="").filter(to_url_id__in=url_ids)
-    return set(linked.order_by().values_list("to_url_id", flat=True).distinct())
-
-
-def fragment_targets_after(link_id: int) -> set[int]:
-    """The URLs that links with an id after `link_id` point at by #fragment."""
-    linked = Link.objects.filter(id__gt=link_id).exclude(fragments="").order_by().values_list("to_url_id", flat=True)
-    return set(linked.distinct())
+def fragment_targets(links) -> set[int]:
+    """The URLs that links of `links` (a Link queryset) point at by #fragment (a partial index holds only
+    those links)."""
+    return set(links.exclude(fragments="").order_by().values_list("to_url_id", flat=True).distinct())
 
 
 def open_break_ends(url_ids) -> tuple[set[int], set[int]]:

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from crawlcore.db.bulk import update_by_id
+from crawlcore.models import Link
 
 from . import changes, selectors
 from .models import LinkBreak, LinkBreakRefresh
@@ -86,7 +87,8 @@ def _scope(events: int, links: int, pending: set[int]) -> tuple[LinkScope, set[i
     moved = changes.moved_since(events)
     breaking = selectors.breaking(moved)
     pages, targets = selectors.open_break_ends(moved)
-    by_fragment = selectors.fragment_targets(moved) | selectors.fragment_targets_after(links) | pending
+    new_links, into_moved = Link.objects.filter(id__gt=links), Link.objects.filter(to_url_id__in=moved)
+    by_fragment = selectors.fragment_targets(into_moved) | selectors.fragment_targets(new_links) | pending
     targets |= breaking | selectors.redirects_into(breaking) | by_fragment
     scope = LinkScope(frozenset(pages), frozenset(targets), links_after=links)
     return scope, selectors.fragment_targets_waiting(by_fragment)
