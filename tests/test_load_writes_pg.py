@@ -337,3 +337,63 @@ def test_new_urls_are_inserted_in_the_order_of_their_hash(tmp_path):
     assert out["ids"] == 40
     assert out["given"] != sorted(out["given"])  # the test's URLs do not come in hash order by themselves
     assert [url_hash(u) for u in out["sent"]] == sorted(out["given"])
+
+
+REFETCH = """
+import hashlib, json
+from django.utils import timezone
+from crawlcore.models import Page, Server, Url
+from crawlcore.services.extract import pages_extract
+from crawlcore.services.load import LoadBatch
+from crawlcore.services.request_records import check_begin
+from crawlcore.services.urls import urls_claim
+from crawlcore.services.visit import ServerVisit
+from crawler.fetch import FetchResult, Timings
+from crawler.lifecycle import Agent
+from crawler.urlnorm import url_hash
+
+server = Server.objects.create(scheme="http", host="a.example", port=80)
+for p in ("same", "new"):
+    u = f"http://a.example/{p}"
+    Url.objects.create(url=u, url_hash=url_hash(u), server=server, state="init", next_check_at=timezone.now())
+
+def result(c, body):
+    check_id = check_begin(server_id=server.id, requested_url=c.url, method="GET", agent=Agent.LOAD)
+    return FetchResult(url=c.url, method="GET", status=200, headers={"content-type": "text/html"}, body=body,
+                       failure=None, detail="", truncated=False, bytes_received=len(body),
+                       timings=Timings(1.0, 2.0, 3.0, 4.0, 10.0), peer_ip="127.0.0.1", check_id=check_id,
+                       request_head="GET / HTTP/1.1", response_head="HTTP/1.1 200")
+
+def crawl(bodies):
+    claimed = {c.url.rsplit("/", 1)[1]: c for c in urls_claim(server_id=server.id, owner="me", limit=10)}
+    batch = LoadBatch(ServerVisit(server, "me", Agent.LOAD))
+    batch.pending = dict.fromkeys(c.id for c in claimed.values())
+    batch.fetched = [(claimed[n], result(claimed[n], bodies[n])) for n in sorted(claimed)]
+    batch.flush()
+    return {Page.objects.get(id=i).url.url.rsplit("/", 1)[1] for i in batch.outcome.page_ids}
+
+first = {"same": b"<title>Same</title>", "new": b"<title>Old</title>"}
+to_extract = [sorted(crawl(first))]
+pages_extract(page_ids=list(Page.objects.values_list("id", flat=True)))
+extracted = dict(Page.objects.values_list("url__url", "extracted_at"))
+Url.objects.update(state="init", next_check_at=timezone.now())  # the scan says both may have changed
+to_extract.append(sorted(crawl({"same": b"<title>Same</title>", "new": b"<title>New</title>"})))
+pages = {p.url.url.rsplit("/", 1)[1]: [p.title, p.extracted_at == extracted[p.url.url], p.revisit_at is not None]
+         for p in Page.objects.select_related("url")}
+print(json.dumps({"to_extract": to_extract, "pages": pages}))
+"""
+
+
+def test_a_refetch_of_the_same_body_is_not_extracted_again(tmp_path):
+    with postgres_database() as url:
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "DJANGO_SECRET_KEY": "t-key-" * 9,
+            "CRAWLADMIN_DATA_DIR": str(tmp_path),
+        }
+        manage(env, "migrate", "--verbosity", "0")
+        out = json.loads(manage(env, "shell", "-c", REFETCH).stdout.strip().splitlines()[-1])
+    assert out["to_extract"] == [["new", "same"], ["new"]]
+    # The same body keeps its title and extraction and is a revisit; the new one waits for its extraction.
+    assert out["pages"] == {"same": ["Same", True, True], "new": ["", False, False]}

@@ -319,12 +319,9 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             moves=moves, expected=State.INIT, event=Event.FETCHED, agent=Agent.LOAD, owner=self.owner, now=now
         )
         page_columns = [(f"p_{c}", kind) for c, kind in column_types(Page, _PAGE_COLUMNS)]
-        page_rows, html = [], set()
-        for url, result in fetched:
-            row, is_html_page = page_row(url.id, result, checksums[url.id], now=now)
-            page_rows.append((*row, not url.resource))  # a resource is checked, not kept
-            if is_html_page:
-                html.add(url.id)
+        page_rows = [  # a resource is checked, not kept
+            (*page_row(url.id, result, checksums[url.id], now=now), not url.resource) for url, result in fetched
+        ]
         resources = _ResourceAnswers(fetched, server_id=self.visit.server.id)
         store = Insert(
             "stored_pages",
@@ -334,7 +331,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             where="p_keep",
             conflict="url_id",
             update=_page_update(),
-            returning=("id", "url_id"),
+            returning=("id", "extracted_at"),
         )
         with transaction.atomic() if connection.in_atomic_block else nullcontext():
             given = Input(
@@ -351,7 +348,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             if move.url_id not in moved:
                 log.info("url %s: not in %s under %s any more; another agent got there first", move.url_id,
                          State.INIT, self.owner)  # fmt: skip
-        return moved, [page_id for page_id, url_id in out["stored_pages"] if url_id in html]
+        return moved, [page_id for page_id, extracted_at in out["stored_pages"] if extracted_at is None]
 
     def _store(self, url: Claimed, result: FetchResult) -> None:
         body = result.body
@@ -448,10 +445,14 @@ _PAGE_COLUMNS = (
 def _page_update() -> dict[str, str]:
     """A re-fetch whose body is the one already stored (same checksum) keeps the exchange that brought that
     copy and is kept beside it as its revisit, so the archive writes a response and a revisit record; a new
-    body replaces the copy and forgets the old revisit. In the same statement as the page, no read first."""
+    body replaces the copy and forgets the old revisit. The same body of the same type also keeps what the
+    extract agent found on it (or that it is still to do): it is not parsed again. In the same statement as
+    the page, no read first."""
     table = Page._meta.db_table
     same = f"{table}.checksum = excluded.checksum AND excluded.checksum <> ''"
     kept = {c: f"CASE WHEN {same} THEN {table}.{c} ELSE excluded.{c} END" for c in _KEPT_ON_REVISIT}
+    same_type = f"{same} AND {table}.content_type = excluded.content_type"
+    kept |= {c: f"CASE WHEN {same_type} THEN {table}.{c} ELSE excluded.{c} END" for c in _KEPT_EXTRACTED}
     revisit = {
         f"revisit_{c}": f"CASE WHEN {same} THEN excluded.{c} ELSE excluded.revisit_{c} END"
         for c in ("request_head", "response_head")
@@ -460,10 +461,11 @@ def _page_update() -> dict[str, str]:
 
 
 _KEPT_ON_REVISIT = ("fetched_at", "request_head", "response_head", "peer_ip")
+_KEPT_EXTRACTED = ("extracted_at", "extract_dispatched_at", "title", "description", "duplicate_of_id")
 
 
-def page_row(url_id: int, result: FetchResult, checksum: str, *, now: datetime) -> tuple[tuple, bool]:
-    """A URL's page as stored (in _PAGE_COLUMNS' order), and whether it is to be extracted (HTML or PDF)."""
+def page_row(url_id: int, result: FetchResult, checksum: str, *, now: datetime) -> tuple:
+    """A URL's page as stored (in _PAGE_COLUMNS' order): an HTML or PDF page is to be extracted."""
     content_type = result.headers.get("content-type", "")
     html = is_html(content_type or None) or is_pdf(content_type)
     row = (
@@ -474,20 +476,17 @@ def page_row(url_id: int, result: FetchResult, checksum: str, *, now: datetime) 
         result.request_head, result.response_head, result.peer_ip,
         None, "", "",  # no revisit of a new copy (_page_update keeps the copy when the body is the same)
     )  # fmt: skip
-    return row, html
+    return row
 
 
 def pages_store(fetched: Sequence[tuple[int, FetchResult, str]], *, now: datetime) -> list[int]:
-    """Store (or replace) the pages of `(url_id, result, checksum)` in one statement; the ids of the
-    HTML and PDF ones, to be extracted."""
-    rows, html_urls = [], set()
-    for url_id, result, checksum in fetched:
-        row, html = page_row(url_id, result, checksum, now=now)
-        rows.append(row)
-        if html:
-            html_urls.add(url_id)
-    written = upsert(Page._meta.db_table, _PAGE_COLUMNS, rows, key="url_id", update=_page_update())
-    return [page_id for page_id, url_id in written if url_id in html_urls]
+    """Store (or replace) the pages of `(url_id, result, checksum)` in one statement; the ids of those
+    to be extracted (HTML and PDF, not already extracted as this very body)."""
+    rows = [page_row(url_id, result, checksum, now=now) for url_id, result, checksum in fetched]
+    written = upsert(
+        Page._meta.db_table, _PAGE_COLUMNS, rows, key="url_id", returning="id, extracted_at", update=_page_update()
+    )
+    return [page_id for page_id, extracted_at, _ in written if extracted_at is None]
 
 
 def page_store(*, url_id: int, result: FetchResult, checksum: str, now: datetime | None = None) -> int | None:
