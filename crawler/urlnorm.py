@@ -86,6 +86,7 @@ def _join(base: str, url: str) -> str:
         raise UrlError("malformed", url) from exc
 
 
+@functools.lru_cache(maxsize=256)  # a page's links all share its base: one scan per page, not per link
 def _origin_of(base: str) -> str | None:
     """'scheme://authority' of an absolute URL without tabs or newlines; None when it isn't one."""
     start = base.find("://")
