@@ -199,23 +199,30 @@ def checks_after(totals: dict):
 def dead_links_compute(*, full: bool = False) -> dict:
     """Bring the link reports' record up to date (reports.services.link_breaks_refresh: from what changed
     since its previous refresh, or everything when `full`; only the difference is written), then sum its open
-    breaks up per site (reports.selectors.link_break_sites): the busiest DEAD_LINK_SITES_SHOWN sites.
+    breaks up per site (reports.selectors.link_break_sites): the busiest DEAD_LINK_SITES_SHOWN sites. A
+    refresh that changed nothing keeps the previous sums: they would come out the same.
     `removed`: breaks fixed by this refresh; `changed`: breaks new or changed; `urls`: URLs that changed
     (None: a full recompute)."""
     outcome = link_breaks_refresh(full=full)
-    rows = link_break_sites(limit=DEAD_LINK_SITES_SHOWN)
-    servers = Server.objects.in_bulk([r["site_id"] for r in rows])
-    sites = [
-        {"server_id": r["site_id"], "origin": servers[r["site_id"]].origin, **{k: r[k] for k in r if k != "site_id"}}
-        for r in rows
-        if r["site_id"] in servers
-    ]
+    previous = _stored(DEAD_LINKS) if outcome.unchanged else None
+    sites = previous.data["sites"] if previous is not None and "sites" in previous.data else _dead_link_sites()
     return {
         "sites": sites,
         "removed": outcome.fixed,
         "changed": outcome.new + outcome.changed,
         "urls": None if outcome.full else outcome.urls,
     }
+
+
+def _dead_link_sites() -> list[dict]:
+    """The per-site sums over every open break (reports.selectors.link_break_sites), with each site's origin."""
+    rows = link_break_sites(limit=DEAD_LINK_SITES_SHOWN)
+    servers = Server.objects.in_bulk([r["site_id"] for r in rows])
+    return [
+        {"server_id": r["site_id"], "origin": servers[r["site_id"]].origin, **{k: r[k] for k in r if k != "site_id"}}
+        for r in rows
+        if r["site_id"] in servers
+    ]
 
 
 EXCLUDED_PREFIX = "excluded: "  # a server's url_states key for the URLs excluded for one reason

@@ -32,6 +32,12 @@ class RefreshOutcome:
     full: bool = True  # every link recomputed; False: only those of the URLs that changed
     urls: int = 0  # URLs that changed since the previous refresh (an incremental one)
 
+    @property
+    def unchanged(self) -> bool:
+        """An incremental refresh that found nothing to look at and wrote nothing: every figure over the
+        open breaks and their targets is what it was after the previous refresh."""
+        return not (self.full or self.urls or self.new or self.changed or self.fixed)
+
 
 # How long after its id is handed out a UrlEvent or Link row may still be uncommitted: the transactions
 # that write them are a few statements long. A refresh reads on from a mark this much older than the
@@ -85,10 +91,12 @@ def _scope(events: int, links: int, pending: set[int]) -> tuple[LinkScope, set[i
     - links by #fragment to a moved URL or to one still waiting for its anchors.
     And the targets by #fragment still waiting for their anchors, for the next refresh."""
     moved = changes.moved_since(events)
-    breaking = selectors.breaking(moved)
-    pages, targets = selectors.open_break_ends(moved)
-    new_links, into_moved = Link.objects.filter(id__gt=links), Link.objects.filter(to_url_id__in=moved)
-    by_fragment = selectors.fragment_targets(into_moved) | selectors.fragment_targets(new_links) | pending
+    by_fragment = selectors.fragment_targets(Link.objects.filter(id__gt=links)) | pending
+    breaking, pages, targets = set(), set(), set()
+    if moved.exists():  # else no page, target or redirect hop of a link can have changed
+        breaking = selectors.breaking(moved)
+        pages, targets = selectors.open_break_ends(moved)
+        by_fragment |= selectors.fragment_targets(Link.objects.filter(to_url_id__in=moved))
     targets |= breaking | selectors.redirects_into(breaking) | by_fragment
     scope = LinkScope(frozenset(pages), frozenset(targets), links_after=links)
     return scope, selectors.fragment_targets_waiting(by_fragment)

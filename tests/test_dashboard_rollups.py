@@ -289,3 +289,25 @@ def test_the_minute_counts_take_pages_and_links_from_the_estimates_and_a_crawl_c
     data = rollups.crawl_summary_compute()
     assert (data["links"], data["pages"]) == (4_000_000, 150_000)
     assert (crawl_selectors.crawl_summary()["links"], crawl_selectors.crawl_summary()["pages"]) == (0, 0)
+
+
+def test_a_dead_link_refresh_that_changes_nothing_keeps_the_site_sums(site, monkeypatch):
+    from reports import services as link_reports
+
+    monkeypatch.setattr(link_reports, "COMMIT_WINDOW", timedelta(0))  # every row committed at once here
+    summed = []
+    real = rollups.link_break_sites
+    monkeypatch.setattr(rollups, "link_break_sites", lambda **kw: summed.append(kw) or real(**kw))
+    rollups.dead_links_refresh()  # the first: a full recompute
+    sites = Snapshot.objects.get(name=rollups.DEAD_LINKS).data["sites"]
+    assert [(s["links"], s["dead"]) for s in sites] == [(2, 1)]
+    again = rollups.dead_links_refresh()  # no URL moved, no link came: the sums over every open break are kept
+    assert (again["urls"], again["changed"], again["removed"], len(summed)) == (0, 0, 0, 1)
+    assert Snapshot.objects.get(name=rollups.DEAD_LINKS).data["sites"] == sites
+    _, ins = site
+    ok = ins["http://a.example/ok"]
+    assert url_transition(url_id=ok, expected=State.VISITED, event=Event.NO_RESPONSE, agent=Agent.ACTIVE_SCAN,
+                          owner=None, failure_kind="refused")  # fmt: skip
+    moved = rollups.dead_links_refresh()
+    assert (moved["changed"], len(summed)) == (1, 2)
+    assert [s["links"] for s in Snapshot.objects.get(name=rollups.DEAD_LINKS).data["sites"]] == [3]

@@ -169,16 +169,22 @@ def test_incremental_refresh_equals_a_full_one_step_by_step(db):
     _check(scenario())
 
 
-def test_nothing_changed_reads_only_the_open_breaks_through_redirects(db):
+def test_nothing_moved_reads_nothing_and_any_move_reads_the_open_breaks_through_redirects(db):
     scenario()
     later = timezone.now() + timedelta(hours=2)
     link_breaks_refresh(now=later)  # still reads the moves the refresh before it read (they may have been late)
     outcome = link_breaks_refresh(now=later + timedelta(minutes=5))
-    # A hop further along their chains may move without a trace on the head: their heads are read each time.
+    assert outcome.unchanged and (outcome.full, outcome.urls) == (False, 0)
+    # A hop further along their chains may move without a trace on the head: once anything moved, their
+    # heads are read again (here a healthy page fetched, the only URL that moved).
+    fresh = _url(Server.objects.get(host="a.example"), "/fresh-again")
+    _move(fresh, State.INIT, Event.FETCHED, Agent.LOAD, last_status=200)
+    outcome = link_breaks_refresh(now=later + timedelta(minutes=10))
     heads = set(LinkBreak.objects.filter(fixed_at=None).exclude(redirect_chain="")
                 .exclude(failure_kind=MISSING_ANCHOR).values_list("to_url_id", flat=True))  # fmt: skip
     assert heads
     assert (outcome.full, outcome.urls, outcome.new, outcome.changed, outcome.fixed) == (False, len(heads), 0, 0, 0)
+    assert not outcome.unchanged
 
 
 def test_a_change_of_settings_recomputes_everything(db, settings):
