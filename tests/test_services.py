@@ -340,15 +340,15 @@ def test_a_response_the_database_refuses_is_classified_and_its_group_is_kept(set
             result.status = 10**20  # beyond a 64-bit integer column
         return real_fetch_one(self, url, result)
 
-    real_store = load.pages_store
+    real_row = load.page_row
 
-    def refuse_page_2(fetched, *, now):
-        if any(url_id == poisoned_id for url_id, _, _ in fetched):
+    def refuse_page_2(url_id, result, checksum, *, now):
+        if url_id == poisoned_id:
             raise ValueError("A string literal cannot contain NUL (0x00) characters.")
-        return real_store(fetched, now=now)
+        return real_row(url_id, result, checksum, now=now)
 
     monkeypatch.setattr(LoadBatch, "fetch_one", poison_status)
-    monkeypatch.setattr(load, "pages_store", refuse_page_2)
+    monkeypatch.setattr(load, "page_row", refuse_page_2)
     with TestWebServer(SiteSpec(n_servers=1, first_octet=194, silent_server=False, slow_server=False)) as web:
         seed = web.seeds()[0]
         ids = _insert(seed, *(f"{seed}p/{k}.html" for k in range(3)), seed + "missing.html", trusted=True)

@@ -1,4 +1,4 @@
-"""Several writes that depend on one another, sent as ONE statement on PostgreSQL.
+"""Several writes that depend on one another, described once and run as ONE statement on PostgreSQL.
 
 A batch's rows go in once, as one array per column (`unnest`), and every write of the chain is a
 data-modifying CTE over them: an UPDATE guarded as the caller says, then INSERTs limited to the rows an
@@ -6,20 +6,27 @@ earlier write returned (the events and pages of the URLs that really moved). One
 statement to parse and plan, and one transaction of its own when no atomic block is open (no BEGIN or
 COMMIT to send): either every write of the chain happens or none does.
 
-PostgreSQL only (`features.write_chains()`): callers keep a step-by-step path for SQLite beside it.
 All the CTEs see the same snapshot, so no write reads another's rows except through what it RETURNS:
-that is the only dependency a chain expresses (`after`).
+that is the only dependency a chain expresses (`after`). Elsewhere (SQLite, which has no data-modifying
+CTEs) the same writes run step by step in one transaction, each one statement over its input as VALUES
+(SQLite 3.35 or later: UPDATE … FROM and RETURNING), the rows of an `after` picked from what the earlier
+write returned: the same rows, the same guards, the same results, as long as no write reads a table an
+earlier one wrote other than through `after` (step by step, it would see those rows). An `Sql` text is
+therefore SQL that both databases read.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from django.db import connection
+from django.db import connection, transaction
 
-from . import prepared
+from . import fulltext, prepared
+from ._vendor import is_postgres
 from .params import array_param, by_key_only
 
 
@@ -34,13 +41,20 @@ class Const:
 @dataclass(frozen=True)
 class Sql:
     """An SQL expression over the write's table (by its name) and its input (by the input's name), written
-    in SQL that PostgreSQL reads: the one place a chain takes SQL text."""
+    in SQL that PostgreSQL and SQLite both read: the one place a chain takes SQL text."""
 
     text: str
 
 
-# A column of the write's input, a constant, or an expression.
-Value = str | Const | Sql
+@dataclass(frozen=True)
+class SearchVector:
+    """An Update's value for a page's full-text index (crawlcore.db.fulltext), from the index-form columns
+    `ix_title`, `ix_heads`, `ix_anchors`, `ix_body` of its input. PostgreSQL: the row's tsvector column, set
+    by the same UPDATE. SQLite: the FTS5 rows of the pages the UPDATE changed, written after it."""
+
+
+# A column of the write's input, a constant, an expression, or the pages' full-text index.
+Value = str | Const | Sql | SearchVector
 
 
 @dataclass(frozen=True)
@@ -89,8 +103,23 @@ class Insert:
 
 
 def chain(inputs: Mapping[str, Input], writes: Sequence[Update | Insert]) -> dict[str, list[list]]:
-    """Run `writes` in order over their inputs (by name: each a CTE of that name) in one statement; what
-    each write returned, by its name (a list of lists of its `returning` columns)."""
+    """Run `writes` in order over their inputs (by name: each a CTE of that name); what each write returned,
+    by its name (a list of lists of its `returning` columns). One statement on PostgreSQL; elsewhere one
+    statement a write (or a few, for a long input), in one transaction: inside a caller's, part of it, as the
+    one statement would be."""
+    clash = set(inputs) & {w.name for w in writes}
+    if clash:
+        raise ValueError(f"chain: {', '.join(sorted(clash))} names both an input and a write")
+    for w in writes:
+        if isinstance(w, Insert) and w.after is not None:
+            _first(writes, w.after[0])
+    if is_postgres():
+        return _one_statement(inputs, writes)
+    with transaction.atomic(savepoint=False):
+        return _step_by_step(inputs, writes)
+
+
+def _one_statement(inputs: Mapping[str, Input], writes: Sequence[Update | Insert]) -> dict[str, list[list]]:
     params: list = []
 
     def value(v: Value, source: str) -> str:
@@ -99,11 +128,10 @@ def chain(inputs: Mapping[str, Input], writes: Sequence[Update | Insert]) -> dic
             return f"%s::{v.kind}"
         if isinstance(v, Sql):
             return v.text
+        if isinstance(v, SearchVector):
+            return fulltext.vector_sql(source)
         return f"{source}.{v}"
 
-    clash = set(inputs) & {w.name for w in writes}
-    if clash:
-        raise ValueError(f"chain: {', '.join(sorted(clash))} names both an input and a write")
     ctes = []
     for name, given in inputs.items():
         # One array per column, unnested together: any number of rows, values adapted by the driver.
@@ -156,6 +184,128 @@ def chain(inputs: Mapping[str, Input], writes: Sequence[Update | Insert]) -> dic
         prepared.execute(cur, sql, params)  # the same few shapes, thousands of times: parsed once a connection
         got = cur.fetchone()
     return {w.name: (x if isinstance(x, list) else json.loads(x)) for w, x in zip(outs, got, strict=False)}
+
+
+def _step_by_step(inputs: Mapping[str, Input], writes: Sequence[Update | Insert]) -> dict[str, list[list]]:
+    """The chain one write at a time (the caller holds the transaction): each write's input as VALUES under
+    the input's name, so its values and `Sql` read as in the one statement; an `after` as the input rows whose
+    column is among what the earlier write returned (a semi-join: the JOIN of the one statement, over ids)."""
+    returned: dict[str, list[tuple]] = {}
+    for w in writes:
+        given = inputs[w.source]
+        names = [c for c, _ in given.columns]
+        rows = list(given.rows)
+        if isinstance(w, Update):
+            got = _update(w, names, rows)
+            returned[w.name] = [row[1:] for row in got]
+            if any(isinstance(x, SearchVector) for x in w.set.values()):
+                _index(names, rows, w.key, {row[0] for row in got})
+            continue
+        if w.after is not None:
+            step, column = w.after
+            done = {row[0] for row in returned[step]}
+            at = names.index(column)
+            rows = [row for row in rows if row[at] in done]
+        if w.where:
+            at = names.index(w.where)
+            rows = [row for row in rows if row[at]]
+        returned[w.name] = _insert(w, names, rows)
+    return {w.name: [list(row) for row in returned[w.name]] for w in writes if w.returning}
+
+
+def _update(w: Update, names: list[str], rows: list[tuple]) -> list[tuple]:
+    """Each row's UPDATE by key, as guarded; `(id, *returning)` of the rows it changed."""
+    values = [x for x in w.set.values() if not isinstance(x, SearchVector)]
+    values += list(w.guards.values()) + ([w.where] if w.where else [])
+
+    def text(params: list) -> str:
+        src, table = w.source, w.table
+        sets = ", ".join(f"{c} = {_value(x, src, params)}" for c, x in w.set.items() if not isinstance(x, SearchVector))
+        span = ""
+        if w.within is not None:
+            column, low, high = w.within
+            span = f" AND {table}.{column} BETWEEN {_value(low, src, params)} AND {_value(high, src, params)}"
+        tests = [f"{table}.{c} = {_value(x, src, params)}" for c, x in w.guards.items()]
+        tests += [f"({w.where.text})"] if w.where else []
+        guard = f" AND {by_key_only(' AND '.join(tests))}" if tests else ""
+        back = ", ".join(f"{table}.{c}" for c in ("id", *w.returning))
+        return f"UPDATE {table} SET {sets} FROM {src} WHERE {table}.id = {src}.{w.key}{span}{guard} RETURNING {back}"
+
+    return _run(w.source, names, rows, [w.key, *_columns(values, w.source)], text)
+
+
+def _insert(w: Insert, names: list[str], rows: list[tuple]) -> list[tuple]:
+    """The rows' INSERT (an upsert, or ignoring conflicts, as the write says); its `returning` of each row."""
+    if any(isinstance(x, SearchVector) for x in w.values.values()):
+        raise ValueError(f"chain: {w.name}: a search vector is an Update's value")
+
+    def text(params: list) -> str:
+        src = w.source
+        picked = ", ".join(_value(x, src, params) for x in w.values.values())
+        conflict = " ON CONFLICT DO NOTHING" if w.ignore_conflicts else ""
+        if w.conflict:
+            sets = ", ".join(f"{c} = {w.update.get(c, f'excluded.{c}')}" for c in w.values if c != w.conflict)
+            conflict = f" ON CONFLICT ({w.conflict}) DO UPDATE SET {sets}"
+        ret = f" RETURNING {', '.join(f'{w.table}.{c}' for c in w.returning)}" if w.returning else ""
+        # `WHERE true`: without a WHERE, SQLite would read the ON of ON CONFLICT as a join's.
+        return f"INSERT INTO {w.table} ({', '.join(w.values)}) SELECT {picked} FROM {src} WHERE true{conflict}{ret}"
+
+    return _run(w.source, names, rows, _columns(list(w.values.values()), w.source) or names[:1], text)
+
+
+def _value(v: Value, source: str, params: list) -> str:
+    if isinstance(v, Const):
+        params.append(_adapted(v.value))
+        return "%s"
+    if isinstance(v, Sql):
+        return v.text
+    return f"{source}.{v}"
+
+
+def _columns(values: Sequence[Value], source: str) -> list[str]:
+    """The input columns these values read: only those are sent (a page's body is not sent to the move)."""
+    out: list[str] = []
+    for v in values:
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, Sql):
+            out += re.findall(rf"\b{re.escape(source)}\.(\w+)", v.text)
+    return list(dict.fromkeys(out))
+
+
+def _run(
+    source: str, names: list[str], rows: list[tuple], columns: list[str], text: Callable[[list], str]
+) -> list[tuple]:
+    """`text(params)` (which appends its constants to params) over `rows` as `source(columns) AS (VALUES …)`,
+    as many rows a statement as SQLite's parameters allow; every row it returned."""
+    if not rows:
+        return []
+    columns = list(dict.fromkeys(columns))
+    at = [names.index(c) for c in columns]
+    constants: list = []
+    sql = text(constants)
+    per = max(1, (connection.features.max_query_params - len(constants)) // len(columns))
+    out: list[tuple] = []
+    with connection.cursor() as cur:
+        for i in range(0, len(rows), per):
+            chunk = rows[i : i + per]
+            marks = ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * len(chunk))
+            # The constants come after the VALUES' parameters: they are in the statement's text, after its WITH.
+            params = [_adapted(row[j]) for row in chunk for j in at] + constants
+            cur.execute(f"WITH {source}({', '.join(columns)}) AS (VALUES {marks}) {sql}", params)
+            out += cur.fetchall()
+    return out
+
+
+def _index(names: list[str], rows: list[tuple], key: str, updated: set) -> None:
+    """The full-text index of the rows an Update changed (SearchVector), from the input's index-form columns."""
+    at = [names.index(c) for c in (key, *(f"ix_{f}" for f in fulltext.FIELDS))]
+    fulltext.index_write([tuple(row[j] for j in at) for row in rows if row[at[0]] in updated])
+
+
+def _adapted(value):
+    """A value as the ORM would bind it (SQLite keeps datetimes as naive UTC text)."""
+    return connection.ops.adapt_datetimefield_value(value) if isinstance(value, datetime) else value
 
 
 def _first(writes: Sequence[Update | Insert], name: str) -> str:

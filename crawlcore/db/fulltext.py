@@ -1,9 +1,9 @@
 """The pages' full-text index, on each database with its own engine (migration 0022 creates it).
 
 PostgreSQL: a `tsvector` column of the page row (`search_vector`) with a GIN index, written by the extract
-agent in the same statement as the page's title (crawlcore.services.extract, through `vector_sql`): no
+agent in the same statement as the page's title (a chain's SearchVector, through `vector_sql`): no
 extra pass, no extra round trip. SQLite: an FTS5 table `crawladmin_page_fts` whose rowid is the page id,
-written by the extract agent after the page (`index_write`). Both are given the text in index form
+written by the same chain after the page (`index_write`). Both are given the text in index form
 (crawler.fulltext: CJK as character bigrams, the body's words once each) in four fields weighted
 title > headings and description > anchor text of links to the page > body text, and both stem English
 (PostgreSQL's `english` configuration, FTS5's porter tokenizer).
@@ -43,7 +43,8 @@ def vector_sql(source: str) -> str:
 
 def index_write(rows: Sequence[tuple[int, str, str, str, str]]) -> None:
     """Index pages: `(page id, title, heads, anchors, body)`, each field in index form; a page indexed
-    before is replaced. For callers without a chain (SQLite; a re-index on either database)."""
+    before is replaced. On SQLite a page with no text at all gets no row (it matches nothing either way, as
+    an empty tsvector does): the index of SEARCH_INDEX off."""
     if not rows:
         return
     with connection.cursor() as cur:
@@ -58,7 +59,8 @@ def index_write(rows: Sequence[tuple[int, str, str, str, str]]) -> None:
         for i in range(0, len(rows), 200):
             chunk = rows[i : i + 200]
             cur.execute(f"DELETE FROM {FTS} WHERE rowid IN ({', '.join(['%s'] * len(chunk))})", [r[0] for r in chunk])
-        cur.executemany(f"INSERT INTO {FTS} (rowid, {', '.join(FIELDS)}) VALUES (%s, %s, %s, %s, %s)", list(rows))
+        texts = [row for row in rows if any(row[1:])]
+        cur.executemany(f"INSERT INTO {FTS} (rowid, {', '.join(FIELDS)}) VALUES (%s, %s, %s, %s, %s)", texts)
 
 
 def index_forget(page_ids: Sequence[int]) -> None:

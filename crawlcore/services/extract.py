@@ -11,12 +11,10 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Min
 from django.utils import timezone
 
-from crawlcore.db import features, fulltext
-from crawlcore.db.bulk import insert_ignore, update_by_id
-from crawlcore.db.chain import Const, Input, Insert, Sql, Update, chain
+from crawlcore.db import fulltext
+from crawlcore.db.chain import Const, Input, Insert, SearchVector, Sql, Update, chain
 from crawlcore.models import Link, Page, Url, page_body
 from crawler import notfollowed
 from crawler.brokenlinks import fragment_missing
@@ -211,21 +209,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
         index_rows = [(page.id, *(_index_text(page, ex) if indexing else NOT_INDEXED).as_row()) for page, ex in parsed]
         now = timezone.now()
         _record_limits(parsed)
-        if features.write_chains():
-            lifted = _record_chained(depths, link_rows, page_rows, index_rows, now)
-        else:
-            lifted = _lift_exclusions(depths)
-            insert_ignore(Link._meta.db_table, LINK_COLUMNS, link_rows)
-            updated = update_by_id(
-                Page._meta.db_table,
-                (("title", "text"), ("description", "text"), ("anchors", "text"), ("extract_problem", "text"),
-                 ("extracted_at", "timestamptz")),
-                [(*row, now) for row in page_rows],
-                where="t.extracted_at IS NULL",
-            )  # fmt: skip
-            if indexing:
-                fulltext.index_write([row for row in index_rows if row[0] in set(updated)])
-            _mark_duplicates(pages)
+        lifted = _record(depths, link_rows, page_rows, index_rows, now)
     # After the commit: the servers' guarded dispatch marks are not held locked through the broker's sends.
     servers_dispatch_with_due_work(server_ids=inserted.server_ids | lifted)
     outcome.pages, outcome.links, outcome.new_urls = len(pages), len(links), len(new)
@@ -272,8 +256,6 @@ def _record_limits(parsed: list[tuple[StoredPage, Extracted | None]]) -> None:
             Url.objects.filter(id=page.url_id, failure_kind="").update(failure_kind=kind)
 
 
-
-
 def read_stored(body: bytes, url: str, content_type: str) -> Extracted:
     """What a stored body says: an HTML page parsed (crawler.parse), a PDF read (crawler.pdf)."""
     if is_pdf(content_type):
@@ -293,13 +275,18 @@ def _index_text(page: StoredPage, ex: Extracted | None) -> IndexText:
     )
 
 
-def _record_chained(
+def _record(
     depths: dict[int, int], link_rows: list[tuple], page_rows: list[tuple], index_rows: list[tuple], now: datetime
 ) -> set[int]:
-    """The batch's writes after its new URLs, in one statement (crawlcore.db.chain): the exclusions lifted
-    (as _lift_exclusions), the links (as insert_ignore), the pages' extraction, their full-text index and
-    their duplicate mark (as _mark_duplicates: the earliest page of the same checksum). The servers of the
-    URLs lifted."""
+    """The batch's writes after its new URLs, as one chain (crawlcore.db.chain: one statement on PostgreSQL):
+    the exclusions lifted, the links, the pages' extraction, their full-text index and their duplicate mark.
+    The servers of the URLs lifted.
+
+    A URL is lifted when it was set aside only for how it was first found (too deep, nofollow:
+    notfollowed.LIFTABLE) and is now found through a link that is followed: due now, at the new depth; one
+    set aside for another reason, or no longer Init, is untouched. A link already known is left as it is. A
+    page already extracted (a redelivered message) is not written again; a page whose body has the same
+    checksum as an earlier page is a duplicate of the earliest one."""
     url, page = Url._meta.db_table, Page._meta.db_table
     liftable = ", ".join(f"'{reason}'" for reason in notfollowed.LIFTABLE)
     # `p.id + 0`, not `p.id`: for min(p.id) PostgreSQL walks the primary key from the smallest id and tests
@@ -327,7 +314,7 @@ def _record_chained(
                 "description": "description",
                 "anchors": "anchors",
                 "extract_problem": "extract_problem",
-                "search_vector": Sql(fulltext.vector_sql("pages")),
+                "search_vector": SearchVector(),
                 "extracted_at": Const(now, "timestamptz"),
                 # A page whose body has the same checksum as an earlier page is a duplicate of the earliest one.
                 "duplicate_of_id": Sql(f"CASE WHEN {page}.checksum <> '' THEN NULLIF({first}, {page}.id) END"),
@@ -385,37 +372,3 @@ def _fragments(link: Found) -> str:
     if not link.fragments:
         return ""
     return "\n".join(f"{f}\t{text}" for f, text in link.fragments if "\t" not in f and "\n" not in f)
-
-
-def _lift_exclusions(depths: dict[int, int]) -> set[int]:
-    """URLs set aside only for how they were first found (too deep, nofollow) and now found through a link
-    that is followed: due now, at the new depth. Returns the servers of the URLs lifted. One guarded UPDATE
-    per chunk; URLs that are not set aside for such a reason are untouched."""
-    if not depths:
-        return set()
-    liftable = ", ".join(f"'{reason}'" for reason in notfollowed.LIFTABLE)
-    now = timezone.now()
-    lifted = update_by_id(
-        Url._meta.db_table,
-        (("exclusion_reason", "text"), ("depth", "integer"), ("next_check_at", "timestamptz")),
-        [(url_id, "", depth, now) for url_id, depth in sorted(depths.items())],
-        where=f"t.exclusion_reason IN ({liftable}) AND t.state = '{State.INIT.value}'",
-    )
-    if not lifted:
-        return set()
-    return set(Url.objects.filter(id__in=lifted).values_list("server_id", flat=True).distinct())
-
-
-def _mark_duplicates(pages: list[StoredPage]) -> None:
-    """A page whose body has the same checksum as an earlier page is a duplicate of the earliest one."""
-    checksums = {p.checksum for p in pages if p.checksum}
-    if not checksums:
-        return
-    firsts = dict(
-        Page.objects.filter(checksum__in=checksums)
-        .values("checksum")
-        .annotate(first=Min("id"))
-        .values_list("checksum", "first")
-    )
-    dupes = [(page.id, firsts[page.checksum]) for page in pages if firsts.get(page.checksum, page.id) != page.id]
-    update_by_id(Page._meta.db_table, (("duplicate_of_id", "bigint"),), dupes)

@@ -18,7 +18,6 @@ from django.conf import settings
 from django.db import DataError, connection, transaction
 from django.utils import timezone
 
-from crawlcore.db import features
 from crawlcore.db.bulk import upsert
 from crawlcore.db.chain import Const, Input, Insert, chain
 from crawlcore.db.params import column_types
@@ -30,7 +29,7 @@ from crawler.pdf import is_pdf
 from crawler.urlnorm import UrlError, canonicalize
 
 from .agent import AgentBatch, AgentOutcome, response_fields
-from .exchanges import archivable, exchanges_store, truncated_word
+from .exchanges import archivable, truncated_word
 from .jobs import jobs_admit
 from .load_dispatch import server_goes_on
 from .queue import enqueue_extract_on_commit
@@ -38,7 +37,7 @@ from .request_records import FINISHED, checks_finish_write
 from .servers import server_merge_if_alias
 from .sitemaps import sitemaps_read
 from .sites import server_home_first
-from .urls import MOVED, Claimed, Move, new_url_from, transition_writes, urls_claim, urls_insert, urls_transition
+from .urls import MOVED, Claimed, Move, new_url_from, transition_writes, urls_claim, urls_insert
 from .visit import Gate, ServerVisit
 
 log = logging.getLogger(__name__)
@@ -249,8 +248,8 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             self.fail(url, Event.NO_RESPONSE, bare, reason=bare.detail, latency_ms=result.timings.total_ms)
 
     def flush(self) -> None:
-        """Write the plain pages fetched so far in one transaction: their checks, their URLs' moves to
-        Visited (one guarded urls_transition: still Init, still ours), the pages."""
+        """Write the plain pages fetched so far together (_record): their checks, their URLs' moves to
+        Visited (guarded as urls_transition: still Init, still ours), the pages."""
         fetched, self.fetched, self.fetched_bytes = self.fetched, [], 0
         if not fetched:
             return
@@ -266,31 +265,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             for url, result in fetched
         ]
         try:
-            if features.write_chains():
-                moved, page_ids = self._record_chained(fetched, checksums, moves, now)
-            else:
-                with transaction.atomic():
-                    self.visit.record_many([(result, url.id) for url, result in fetched])
-                    moved = set(
-                        urls_transition(
-                            moves=moves,
-                            expected=State.INIT,
-                            event=Event.FETCHED,
-                            agent=Agent.LOAD,
-                            owner=self.owner,
-                            now=now,
-                        )
-                    )
-                    # A resource is checked, not kept: no page, nothing to extract; its answer is an exchange.
-                    exchanges_store(
-                        results=[(result, url.id) for url, result in fetched if url.id in moved and url.resource],
-                        server_id=self.visit.server.id,
-                    )
-                    page_ids = pages_store(
-                        [(url.id, result, checksums[url.id]) for url, result in fetched
-                         if url.id in moved and not url.resource],
-                        now=now,
-                    )  # fmt: skip
+            moved, page_ids = self._record(fetched, checksums, moves, now)
             done = [(url, result) for url, result in fetched if url.id in moved]
         except POISON:
             # One page of the group can't be stored: write them one by one, so only that one is classified
@@ -304,14 +279,15 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         self.outcome.page_ids.extend(page_ids)
         self.unsent_bytes += sum(len(result.body) for _, result in done)
 
-    def _record_chained(
+    def _record(
         self, fetched: list[tuple[Claimed, FetchResult]], checksums: dict[int, str], moves: list[Move], now: datetime
     ) -> tuple[set[int], list[int]]:
-        """flush()'s writes in one statement (crawlcore.db.chain): the checks' outcomes, the guarded moves to
-        Visited and their events, the pages of the URLs that moved (not of resources). The moved ids and the
-        ids of the pages to extract (HTML, PDF). One statement is one transaction of its own (no BEGIN, no
-        COMMIT to send); inside a caller's transaction, a savepoint, so a refused value leaves that
-        transaction usable. Checks whose intent row is gone are recorded after it, as record() does."""
+        """flush()'s writes as one chain (crawlcore.db.chain: one statement on PostgreSQL): the checks'
+        outcomes, the guarded moves to Visited and their events, the pages of the URLs that moved (not of
+        resources), the archived answers of the resources that moved. The moved ids and the ids of the pages
+        to extract (HTML, PDF). A chain is one transaction of its own; inside a caller's transaction, a
+        savepoint, so a refused value leaves that transaction usable. Checks whose intent row is gone are
+        recorded after it, as record() does."""
         check_columns, check_rows, finish = checks_finish_write(
             [(r.check_id, r, u.id) for u, r in fetched], begun_after=self.visit.opened_at
         )
