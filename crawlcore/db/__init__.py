@@ -8,7 +8,9 @@ differs between the two lives here, by concern, and callers ask for what they ne
 * locks: advisory locks, with every key namespace in one table;
 * estimates: cheap row counts;
 * transactions: per-transaction settings (a read-only snapshot, a gentle big count);
-* raw: hand-written reads returned as dicts, with their times and JSON decoded;
+* chain: a batch's dependent writes, described once: one statement on PostgreSQL, step by step on SQLite;
+* raw: hand-written reads returned as dicts, with their times and JSON decoded; the few pieces of a
+  hand-written statement whose SQL differs (a typed parameter, a list as one parameter, skipped locks);
 * functions: ORM expressions whose SQL differs by database;
 * features: what the database can do, for callers whose two paths are domain SQL of their own.
 

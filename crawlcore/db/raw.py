@@ -6,6 +6,9 @@ ORM costs about a millisecond of CPU. A server page makes six of them, which mad
 the page's cost. Parameters are always bound, never formatted into the SQL. Table and column names come from
 the models' _meta, so a renamed table fails loudly rather than silently. Results come back as dicts, with
 datetimes made aware (SQLite returns text) and JSON decoded (both backends return text).
+
+The crawl's own fixed-shape statements (the claim of a batch, the dispatcher's counts) are written once for
+both databases with `typed`, `one_of` and `skip_locked`, the only pieces of their SQL that differ.
 """
 
 from __future__ import annotations
@@ -62,11 +65,39 @@ def fetch(sql: str, params: Sequence = (), *, datetimes: Iterable[str] = (), jso
     return out
 
 
-def fetch_rows(sql: str, params: Sequence = ()) -> list[tuple]:
-    """Rows of `sql` as tuples, unconverted (for long lists of numbers; see iso_utc for times)."""
+def fetch_rows(sql: str, params: Sequence = (), *, prepare: bool = False) -> list[tuple]:
+    """Rows of `sql` as tuples, unconverted (for long lists of numbers; see iso_utc for times). `prepare`: a
+    fixed-shape statement a worker sends again and again, on PostgreSQL a prepared statement of the
+    connection (crawlcore.db.prepared)."""
     with connection.cursor() as cursor:
-        cursor.execute(sql, [_param(p) for p in params])
+        if prepare and is_postgres():
+            prepared.execute(cursor, sql, params)
+        else:
+            cursor.execute(sql, [_param(p) for p in params])
         return cursor.fetchall()
+
+
+def typed(kind: str) -> str:
+    """The placeholder of a parameter of PostgreSQL type `kind`: `%s::kind` on PostgreSQL (a NULL, or a
+    prepared statement's parameter, has a type to be planned with), a plain `%s` on SQLite."""
+    return f"%s::{kind}" if is_postgres() else "%s"
+
+
+def one_of(column: str, values: Sequence, kind: str) -> tuple[str, object]:
+    """SQL for "`column` is one of `values`" (numbers or text) and its one parameter: `column = ANY(%s::kind[])`
+    with the values as one array on PostgreSQL (one plan for any count, a row estimate the planner knows);
+    `column IN (SELECT value FROM json_each(%s))` with them as one JSON text on SQLite (no bound on the count)."""
+    if is_postgres():
+        return f"{column} = ANY(%s::{kind}[])", array_param(list(values), kind)
+    return f"{column} IN (SELECT value FROM json_each(%s))", json.dumps(list(values))
+
+
+def skip_locked() -> str:
+    """What ends a subquery that picks the rows an UPDATE claims: `FOR UPDATE SKIP LOCKED` on PostgreSQL, so
+    the rows are locked as they are picked and those another claimer is locking are skipped (two claimers
+    never get the same row, nor wait on each other). Nothing on SQLite: one writer at a time, the UPDATE
+    and its subquery run under its lock."""
+    return "FOR UPDATE SKIP LOCKED" if is_postgres() else ""
 
 
 def iso_utc(column: str) -> str:

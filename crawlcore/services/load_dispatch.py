@@ -26,12 +26,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.utils import timezone
 
-from crawlcore.db import features, prepared
-from crawlcore.db.params import array_param
+from crawlcore.db.raw import fetch_rows, one_of, typed
 from crawlcore.models import Page, Server, ServerLease, Url
 from crawlcore.queues import Queue
 from crawler.lifecycle import Agent, State
@@ -65,15 +63,15 @@ def _dispatchable(now: datetime):
 
 
 def _all_slots_held(ids: list[int], now: datetime) -> set[int]:
-    """Those of the servers `ids` whose CRAWL_SERVER_CONCURRENCY slots are all held now (PostgreSQL): no
-    dispatch can give them another visit (_dispatchable's `held` condition)."""
+    """Those of the servers `ids` whose CRAWL_SERVER_CONCURRENCY slots are all held now: no dispatch can give
+    them another visit (_dispatchable's `held` condition)."""
+    among, param = one_of("server_id", ids, "bigint")
     sql = (
-        f"SELECT server_id FROM {ServerLease._meta.db_table} WHERE server_id = ANY(%s::bigint[]) AND owner <> ''"
-        " AND expires_at >= %s::timestamptz GROUP BY server_id HAVING count(*) >= %s::integer"
+        f"SELECT server_id FROM {ServerLease._meta.db_table} WHERE {among} AND owner <> ''"
+        f" AND expires_at >= {typed('timestamptz')} GROUP BY server_id HAVING count(*) >= {typed('integer')}"
     )
-    with connection.cursor() as cur:
-        prepared.execute(cur, sql, [array_param(ids, "bigint"), now, settings.CRAWL_SERVER_CONCURRENCY])
-        return {server_id for (server_id,) in cur.fetchall()}
+    rows = fetch_rows(sql, [param, now, settings.CRAWL_SERVER_CONCURRENCY], prepare=True)
+    return {server_id for (server_id,) in rows}
 
 
 def server_goes_on(*, server_id: int, now: datetime | None = None) -> bool:
@@ -117,24 +115,13 @@ def load_capacity(*, now: datetime) -> LoadCapacity:
     # over the small lease table. (Counting servers with leased Init URLs read every Init URL of the crawl,
     # the lease columns having no index on purpose: 5 s at 10 million URLs, on every dispatch.)
     since = max(now - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER), _hour_floor(now))
-    if features.write_chains():  # the same two counts in one prepared statement: no query to build
-        sql = (
-            f"SELECT (SELECT count(DISTINCT server_id) FROM {ServerLease._meta.db_table} WHERE agent = %s"
-            " AND owner <> '' AND expires_at >= %s::timestamptz),"
-            f" (SELECT count(*) FROM {Server._meta.db_table} WHERE dispatched_at >= %s::timestamptz)"
-        )
-        with connection.cursor() as cur:
-            prepared.execute(cur, sql, [Agent.LOAD.value, now, since])
-            busy, queued = cur.fetchone()
-        return LoadCapacity(slots=settings.CRAWL_LOAD_SLOTS, busy=busy, queued=queued)
-    busy = (
-        ServerLease.objects.filter(agent=Agent.LOAD.value, expires_at__gte=now)
-        .exclude(owner="")
-        .values("server_id")
-        .distinct()
-        .count()
+    # Two counts in one fixed-shape statement (prepared on PostgreSQL): no query to build, each round.
+    sql = (
+        f"SELECT (SELECT count(DISTINCT server_id) FROM {ServerLease._meta.db_table} WHERE agent = %s"
+        f" AND owner <> '' AND expires_at >= {typed('timestamptz')}),"
+        f" (SELECT count(*) FROM {Server._meta.db_table} WHERE dispatched_at >= {typed('timestamptz')})"
     )
-    queued = Server.objects.filter(dispatched_at__gte=since).count()
+    ((busy, queued),) = fetch_rows(sql, [Agent.LOAD.value, now, since], prepare=True)
     return LoadCapacity(slots=settings.CRAWL_LOAD_SLOTS, busy=busy, queued=queued)
 
 
@@ -212,26 +199,17 @@ def servers_dispatch_with_due_work(*, server_ids: Iterable[int], continuation: b
     now = timezone.now()
     if continuation:
         return _dispatch(_dispatchable(now).filter(id__in=ids), now, stamped=False)
-    if features.write_chains():
-        # Mostly, while a crawl runs, there is no room for another server, or every one of these is being
-        # loaded with all its slots held: two small prepared statements say so, before the dispatchable query
-        # (whose building alone was a large share of the CPU of the extract agent, which asks after
-        # every batch).
-        room = load_capacity(now=now).room
-        if not room:
-            return 0
-        held = _all_slots_held(ids, now)
-        ids = [i for i in ids if i not in held]
-        if not ids:
-            return 0
-        return _dispatch(_dispatchable(now).filter(id__in=ids), now, limit=room)
-    candidates = _dispatchable(now).filter(id__in=ids)
-    # Or they are queued already, or have nothing due: one EXISTS says so, before the two counts of the load
-    # capacity.
-    if not candidates.exists():
-        return 0
+    # Mostly, while a crawl runs, there is no room for another server, or every one of these is being loaded
+    # with all its slots held: two small fixed-shape statements say so, before the dispatchable query (whose
+    # building alone was a large share of the CPU of the extract agent, which asks after every batch).
     room = load_capacity(now=now).room
-    return _dispatch(candidates, now, limit=room) if room else 0
+    if not room:
+        return 0
+    held = _all_slots_held(ids, now)
+    ids = [i for i in ids if i not in held]
+    if not ids:
+        return 0
+    return _dispatch(_dispatchable(now).filter(id__in=ids), now, limit=room)
 
 
 @dataclass

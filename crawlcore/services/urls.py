@@ -15,11 +15,10 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from crawlcore.db import features
 from crawlcore.db.bulk import insert_new, update_by_id
 from crawlcore.db.chain import Const, Insert, Update
 from crawlcore.db.params import column_types
-from crawlcore.db.raw import rows_by_values
+from crawlcore.db.raw import fetch_rows, rows_by_values, skip_locked, typed
 from crawlcore.models import Url, UrlEvent
 from crawler import notfollowed
 from crawler.lifecycle import Agent, Event, InvalidTransition, State, next_state
@@ -171,46 +170,28 @@ _CLAIMED = [f.name for f in dataclasses.fields(Claimed)]
 def urls_claim(
     *, server_id: int, owner: str, limit: int, only: int | None = None, now: datetime | None = None
 ) -> list[Claimed]:
-    """Lease up to `limit` due Init URLs of one server, shallowest first; with `only`, that URL alone if due."""
+    """Lease up to `limit` due Init URLs of one server, shallowest first; with `only`, that URL alone if due.
+
+    One statement: pick the due rows through url_claim_idx, skip those another claimer is locking right now
+    (crawlcore.db.raw.skip_locked), lease them and return them. Two claimers never get the same row and never
+    wait on each other; one statement is its own transaction, no BEGIN and COMMIT around it."""
     now = now or timezone.now()
     if only is not None:
         limit = 1
-    if features.skip_locked_claims():
-        return _urls_claim_pg(server_id, owner, limit, now, only)
-    free = Q(lease_owner="") | Q(lease_expires_at__lt=now)
-    due = Url.objects.filter(server_id=server_id, state=State.INIT.value, next_check_at__lte=now).filter(free)
-    due = due if only is None else due.filter(id=only)
-    ids = list(due.order_by("depth", "id").values_list("id", flat=True)[:limit])
-    if not ids:
-        return []
-    # The guard is repeated in the UPDATE: if another claimer took a row between our SELECT and this
-    # UPDATE, the row no longer matches and stays theirs.
-    Url.objects.filter(id__in=ids, state=State.INIT.value).filter(free).update(
-        lease_owner=owner, lease_expires_at=lease_deadline(now)
-    )
-    rows = Url.objects.filter(id__in=ids, lease_owner=owner).order_by("depth", "id").values_list(*_CLAIMED)
-    return [Claimed(*row) for row in rows]
-
-
-def _urls_claim_pg(server_id: int, owner: str, limit: int, now: datetime, only: int | None) -> list[Claimed]:
-    """One statement: pick the due rows through url_claim_idx, skip those another claimer is locking right
-    now, lease them and return them. Two claimers never get the same row and never wait on each other."""
     table = Url._meta.db_table
     sql = f"""
         UPDATE {table} SET lease_owner = %s, lease_expires_at = %s
         WHERE id IN (
             SELECT id FROM {table}
             WHERE server_id = %s AND state = %s AND next_check_at <= %s
-              AND (lease_owner = '' OR lease_expires_at < %s) AND (%s::bigint IS NULL OR id = %s)
+              AND (lease_owner = '' OR lease_expires_at < %s) AND ({typed("bigint")} IS NULL OR id = %s)
             ORDER BY depth, id LIMIT %s
-            FOR UPDATE SKIP LOCKED
+            {skip_locked()}
         )
         RETURNING {", ".join(_CLAIMED)}"""
     params = [owner, lease_deadline(now), server_id, State.INIT.value, now, now, only, only, limit]
-    # One statement is its own transaction: no BEGIN and COMMIT around it.
-    with connection.cursor() as cur:
-        cur.execute(sql, params)
-        rows = [Claimed(*row) for row in cur.fetchall()]
+    # `resource`, the last column, as a bool: SQLite returns its booleans as 0 and 1.
+    rows = [Claimed(*row[:-1], bool(row[-1])) for row in fetch_rows(sql, params)]
     rows.sort(key=lambda u: (u.depth, u.id))
     return rows
 
