@@ -110,11 +110,19 @@ def test_an_outcome_recorded_after_the_reconciler_gave_up_still_wins(one_server)
 
 @pytest.mark.django_db
 def test_outcomes_recorded_together_finish_their_own_rows(one_server):
+    from crawlcore.services.load import LoadBatch
+    from crawlcore.services.urls import NewUrl, urls_claim, urls_insert
+
     web, seed = one_server
+    pages = [f"{seed}p/{k}.html" for k in range(3)]
+    urls_insert(urls=[NewUrl(url, depth=1) for url in pages], trusted=True)
     visit = _visit(seed)
-    results = [visit.fetch(f"{seed}p/{k}.html") for k in range(3)]
+    claimed = {c.url: c for c in urls_claim(server_id=visit.server.id, owner="t", limit=10)}
+    results = [visit.fetch(url) for url in pages]
     stray = dataclasses.replace(results[0], check_id=None)  # a result from elsewhere: a row of its own
-    visit.record_many([(r, None) for r in results] + [(stray, None)])
+    batch = LoadBatch(visit)
+    batch.fetched = [(claimed[r.url], r) for r in results] + [(claimed[seed], stray)]
+    batch.flush()  # the load agent's group write (crawlcore.db.chain)
     rows = list(StatusCheck.objects.order_by("id").values_list("requested_url", "category", "status_code"))
     assert rows == [(f"{seed}p/{k}.html", "normal", 200) for k in (0, 1, 2, 0)]
     assert len(web.access_log()) == 3

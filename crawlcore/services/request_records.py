@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from crawlcore.db.bulk import insert_unsynced_many, update_by_id
+from crawlcore.db.bulk import insert_unsynced_many
 from crawlcore.db.chain import Const, Update
 from crawlcore.models import StatusCheck
 from crawler.fetch import FetchResult
@@ -113,7 +113,7 @@ def _outcome(result: FetchResult) -> dict:
     )
 
 
-# The outcome's columns in _outcome()'s order, with their PostgreSQL types (for crawlcore.db.bulk.update_by_id).
+# The outcome's columns in _outcome()'s order, with their PostgreSQL types (checks_finish_write's chain input).
 _OUTCOME_COLUMNS = (
     ("url_id", "bigint"),
     ("checked_at", "timestamptz"),
@@ -130,24 +130,15 @@ _OUTCOME_COLUMNS = (
 )
 
 
-def checks_finish(*, outcomes: Sequence[tuple[int, FetchResult, int | None]]) -> set[int]:
-    """check_finish for many requests in one statement: `(check_id, result, url_id)` each. Returns the
-    check ids written (a missing one's row is gone)."""
-    rows = []
-    for check_id, result, url_id in outcomes:
-        values = _outcome(result)
-        rows.append((check_id, url_id, *(values[name] for name, _ in _OUTCOME_COLUMNS[1:])))
-    return set(update_by_id(StatusCheck._meta.db_table, _OUTCOME_COLUMNS, rows))
-
-
 FINISHED = "finished_checks"  # the chain write of checks_finish_write, returning the check ids written
 
 
 def checks_finish_write(
     outcomes: Sequence[tuple[int | None, FetchResult, int | None]], *, begun_after: datetime | None = None
 ) -> tuple[list[tuple[str, str]], list[tuple], Update]:
-    """checks_finish as one write of a crawlcore.db.chain: its input columns (prefixed `c_`), one row per
-    outcome in order, and the UPDATE (named FINISHED). The caller records the checks it did not return.
+    """check_finish of many requests, `(check_id, result, url_id)` each, as one write of a crawlcore.db.chain:
+    its input columns (prefixed `c_`), one row per outcome in order, and the UPDATE (named FINISHED). The
+    caller records the checks it did not return (their row is gone, or they had none).
 
     `begun_after`: a time before every one of these intents was begun (their visit's opening). The intent
     rows are then looked for only in the partitions from it to now (give or take CLOCK_MARGIN), not in

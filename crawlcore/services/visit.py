@@ -32,7 +32,6 @@ from .request_records import (
     check_record,
     checks_begin,
     checks_discard,
-    checks_finish,
 )
 from .servers import (
     server_back_off,
@@ -246,13 +245,6 @@ class ServerVisit:
         if result.check_id is not None and check_finish(check_id=result.check_id, result=result, url_id=url_id):
             return
         check_record(result=result, server_id=self.server.id, url_id=url_id, agent=self.agent)
-
-    def record_many(self, outcomes: Sequence[tuple[FetchResult, int | None]]) -> None:
-        """record() for many fetches, `(result, url_id)` each, their intent rows finished in one statement."""
-        finished = checks_finish(outcomes=[(r.check_id, r, url_id) for r, url_id in outcomes if r.check_id is not None])
-        for result, url_id in outcomes:
-            if result.check_id not in finished:
-                check_record(result=result, server_id=self.server.id, url_id=url_id, agent=self.agent)
 
     def back_off(self, result: FetchResult) -> datetime:
         """The server asked for patience (429, 503 + Retry-After): nobody in the cluster asks before then."""
