@@ -29,6 +29,7 @@ from pathlib import Path
 
 from analyzer.synthetic import host_name, synthetic_pages
 from bench.harness.db import ROOT, copy_lines, fill_defaults, fresh_database, manage
+from bench.harness.proc import wait_with_peak
 
 FETCHED = datetime(2026, 11, 1, tzinfo=UTC)
 # COPY text format: a backslash-r backslash-n in a column is CR LF, backslash-N is NULL.
@@ -102,16 +103,15 @@ _PAGE_ORDER = (
 
 
 def _run_measured(env: dict, args: list[str]) -> tuple[str, int]:
-    """Run `manage.py args` and return its stdout and its own peak RSS in KiB (wait4's rusage of that one
-    child: RUSAGE_CHILDREN would report the largest of all children, `migrate` included)."""
+    """Run `manage.py args` and return its stdout and its own peak RSS in KiB (harness.proc.wait_with_peak:
+    wait4's ru_maxrss would count this process's own size, which the loaded crawl made large)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen([sys.executable, "manage.py", *args], cwd=ROOT, env=env, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        proc.returncode, peak = wait_with_peak(proc.pid)
         out.seek(0), err.seek(0)
         if proc.returncode:
             raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{err.read()[-3000:]}")
-        return out.read(), usage.ru_maxrss
+        return out.read(), peak // 1024
 
 
 def bench(pages: int, hosts: int, max_size: str | None) -> dict:

@@ -7,6 +7,7 @@ stime and the cutime + cstime of the children it reaped, so it stays exact howev
 from __future__ import annotations
 
 import os
+import time
 
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -120,3 +121,21 @@ def load_average() -> str:
     """The machine's 1, 5 and 15 minute load averages, as every benchmark prints them beside its figures."""
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} ({os.cpu_count()} cores)"
+
+
+def wait_with_peak(pid: int, *, every: float = 0.1) -> tuple[int, int]:
+    """Wait for a child: its exit status and its own peak resident bytes, the highest VmHWM read while it ran
+    (every `every` s). Not wait4's ru_maxrss: Linux carries the high-water mark of the memory a process had
+    before its exec into it, so a child of a 500 MB benchmark process would report 500 MB."""
+    peak = 0
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status), peak
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                hwm = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:")), 0)
+        except OSError:
+            hwm = 0
+        peak = max(peak, hwm)
+        time.sleep(every)
