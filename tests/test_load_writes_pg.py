@@ -17,6 +17,16 @@ from testweb.cluster import manage, postgres_database
 
 pytestmark = pytest.mark.integration
 
+
+def _run(tmp_path, script: str, **settings: str) -> dict:
+    """`script` through `manage.py shell` against a fresh, migrated database; the JSON of its last line."""
+    with postgres_database() as url:
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t-key-" * 9,
+               "CRAWLADMIN_DATA_DIR": str(tmp_path), **settings}  # fmt: skip
+        manage(env, "migrate", "--verbosity", "0")
+        return json.loads(manage(env, "shell", "-c", script).stdout.strip().splitlines()[-1])
+
+
 FLUSH = """
 import json
 from django.db import connection
@@ -81,15 +91,7 @@ print(json.dumps({
 
 
 def test_a_group_of_pages_is_one_statement_and_keeps_every_guarantee(tmp_path):
-    with postgres_database() as url:
-        env = {
-            **os.environ,
-            "DATABASE_URL": url,
-            "DJANGO_SECRET_KEY": "t-key-" * 9,
-            "CRAWLADMIN_DATA_DIR": str(tmp_path),
-        }
-        manage(env, "migrate", "--verbosity", "0")
-        out = json.loads(manage(env, "shell", "-c", FLUSH).stdout.strip().splitlines()[-1])
+    out = _run(tmp_path, FLUSH)
     a = "http://a.example"
     assert out["statements"] == 1
     assert out["prepared"] == ["PREPARE", "EXECUTE"]  # its first use on this connection
@@ -178,15 +180,7 @@ print(json.dumps({
 
 
 def test_an_extract_batch_writes_lifts_links_and_pages_in_one_statement(tmp_path):
-    with postgres_database() as url:
-        env = {
-            **os.environ,
-            "DATABASE_URL": url,
-            "DJANGO_SECRET_KEY": "t-key-" * 9,
-            "CRAWLADMIN_DATA_DIR": str(tmp_path),
-        }
-        manage(env, "migrate", "--verbosity", "0")
-        out = json.loads(manage(env, "shell", "-c", EXTRACT).stdout.strip().splitlines()[-1])
+    out = _run(tmp_path, EXTRACT)
     a = "http://a.example"
     # Each page's links once, the first occurrence's anchor text kept; both pages link the same targets.
     assert out["links"] == [
@@ -294,11 +288,7 @@ def test_the_outcomes_write_plans_only_the_partitions_of_its_visit(tmp_path):
     """Issue 25: the intents of a visit were begun after it opened, so the write of their outcomes names that
     span of checked_at; PostgreSQL plans and reads the day's partition only, not the week of empty ones ahead
     and the default one."""
-    with postgres_database() as url:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": "t-key-" * 9,
-               "CRAWLADMIN_DATA_DIR": str(tmp_path), "TIME_ZONE": "UTC"}  # fmt: skip
-        manage(env, "migrate", "--verbosity", "0")
-        out = json.loads(manage(env, "shell", "-c", SPAN).stdout.strip().splitlines()[-1])
+    out = _run(tmp_path, SPAN, TIME_ZONE="UTC")
     assert len(out["partitions"]) > 3  # the table has days ahead, and a default partition
     assert out["planned"] == out["near"] and len(out["near"]) <= 2
     assert out["finished"]
@@ -325,15 +315,7 @@ print(json.dumps({"given": [url_hash(u) for u in urls], "sent": sorted(urls, key
 def test_new_urls_are_inserted_in_the_order_of_their_hash(tmp_path):
     """Issue 25: two extract batches inserting some of the same new URLs in different orders deadlocked
     (124 times in a 54-second crawl); in the unique key's order they only wait for each other."""
-    with postgres_database() as url:
-        env = {
-            **os.environ,
-            "DATABASE_URL": url,
-            "DJANGO_SECRET_KEY": "t-key-" * 9,
-            "CRAWLADMIN_DATA_DIR": str(tmp_path),
-        }
-        manage(env, "migrate", "--verbosity", "0")
-        out = json.loads(manage(env, "shell", "-c", ORDER).stdout.strip().splitlines()[-1])
+    out = _run(tmp_path, ORDER)
     assert out["ids"] == 40
     assert out["given"] != sorted(out["given"])  # the test's URLs do not come in hash order by themselves
     assert [url_hash(u) for u in out["sent"]] == sorted(out["given"])
@@ -385,15 +367,7 @@ print(json.dumps({"to_extract": to_extract, "pages": pages}))
 
 
 def test_a_refetch_of_the_same_body_is_not_extracted_again(tmp_path):
-    with postgres_database() as url:
-        env = {
-            **os.environ,
-            "DATABASE_URL": url,
-            "DJANGO_SECRET_KEY": "t-key-" * 9,
-            "CRAWLADMIN_DATA_DIR": str(tmp_path),
-        }
-        manage(env, "migrate", "--verbosity", "0")
-        out = json.loads(manage(env, "shell", "-c", REFETCH).stdout.strip().splitlines()[-1])
+    out = _run(tmp_path, REFETCH)
     assert out["to_extract"] == [["new", "same"], ["new"]]
     # The same body keeps its title and extraction and is a revisit; the new one waits for its extraction.
     assert out["pages"] == {"same": ["Same", True, True], "new": ["", False, False]}
