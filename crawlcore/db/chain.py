@@ -151,14 +151,7 @@ def _one_statement(inputs: Mapping[str, Input], writes: Sequence[Update | Insert
             given = inputs[src]
             at = [c for c, _ in given.columns].index(w.key)
             params.append(array_param([row[at] for row in given.rows], "bigint"))
-            span = ""
-            if w.within is not None:
-                column, low, high = w.within
-                span = f" AND {w.table}.{column} BETWEEN {value(low, src)} AND {value(high, src)}"
-            tests = [f"{w.table}.{c} = {value(x, src)}" for c, x in w.guards.items()]
-            tests += [f"({w.where.text})"] if w.where else []
-            # Found by id, only checked by the guards (params.by_key_only: the planner never scans a backlog).
-            guard = f" AND {by_key_only(' AND '.join(tests))}" if tests else ""
+            span, guard = _span_and_guard(w, lambda x, src=src: value(x, src))
             found = f"{w.table}.id = ANY(%s::bigint[]){span} AND {w.table}.id = {src}.{w.key}"
             sql = f"UPDATE {w.table} SET {sets} FROM {src} WHERE {found}{guard}{ret}"
         else:
@@ -221,13 +214,7 @@ def _update(w: Update, names: list[str], rows: list[tuple]) -> list[tuple]:
     def text(params: list) -> str:
         src, table = w.source, w.table
         sets = ", ".join(f"{c} = {_value(x, src, params)}" for c, x in w.set.items() if not isinstance(x, SearchVector))
-        span = ""
-        if w.within is not None:
-            column, low, high = w.within
-            span = f" AND {table}.{column} BETWEEN {_value(low, src, params)} AND {_value(high, src, params)}"
-        tests = [f"{table}.{c} = {_value(x, src, params)}" for c, x in w.guards.items()]
-        tests += [f"({w.where.text})"] if w.where else []
-        guard = f" AND {by_key_only(' AND '.join(tests))}" if tests else ""
+        span, guard = _span_and_guard(w, lambda x: _value(x, src, params))
         back = ", ".join(f"{table}.{c}" for c in ("id", *w.returning))
         return f"UPDATE {table} SET {sets} FROM {src} WHERE {table}.id = {src}.{w.key}{span}{guard} RETURNING {back}"
 
@@ -251,6 +238,19 @@ def _insert(w: Insert, names: list[str], rows: list[tuple]) -> list[tuple]:
         return f"INSERT INTO {w.table} ({', '.join(w.values)}) SELECT {picked} FROM {src} WHERE true{conflict}{ret}"
 
     return _run(w.source, names, rows, _columns(list(w.values.values()), w.source) or names[:1], text)
+
+
+def _span_and_guard(w: Update, value: Callable[[Value], str]) -> tuple[str, str]:
+    """An Update's WHERE after its key: the `within` span and the guards, each value as `value` renders it (in
+    the order of their places in the text, so parameters it appends follow that order)."""
+    span = ""
+    if w.within is not None:
+        column, low, high = w.within
+        span = f" AND {w.table}.{column} BETWEEN {value(low)} AND {value(high)}"
+    tests = [f"{w.table}.{c} = {value(x)}" for c, x in w.guards.items()]
+    tests += [f"({w.where.text})"] if w.where else []
+    # Found by id, only checked by the guards (params.by_key_only: the planner never scans a backlog).
+    return span, (f" AND {by_key_only(' AND '.join(tests))}" if tests else "")
 
 
 def _value(v: Value, source: str, params: list) -> str:
