@@ -38,7 +38,6 @@ import argparse
 import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -52,6 +51,7 @@ from pathlib import Path
 
 from bench.harness.db import fill_defaults, fresh_database, manage
 from bench.harness.proc import cpu_seconds
+from testweb.ports import free_port as _free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PG = os.environ.get("CRAWLADMIN_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
@@ -276,12 +276,6 @@ def load(url: str, *, servers: int, urls: int, links: int, checks: int) -> float
 
 # --------------------------------------------------------------------------------------------------
 # The web app and its clients
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _login(base: str, user: str) -> dict:

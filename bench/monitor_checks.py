@@ -34,12 +34,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import ExitStack, closing
+from contextlib import ExitStack
 from pathlib import Path
 
 from bench.harness.proc import cpu_seconds, machine_cpu, stat, tree_cpu
 from bench.harness.services import find_nginx
 from bench.harness.services import start_redis as harness_redis
+from testweb.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PG = {"host": "127.0.0.1", "port": 5432, "user": "postgres"}
@@ -52,12 +53,6 @@ class BenchError(RuntimeError):
 
 # Processes this benchmark started, by role, for the CPU accounting (the machine may be shared).
 STARTED: dict[str, list[int]] = {"redis": [], "web": [], "workers": []}
-
-
-def free_port() -> int:
-    with closing(socket.socket()) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _stop(proc: subprocess.Popen, timeout: float = 15.0) -> None:

@@ -4,7 +4,6 @@ The benchmark itself is not a test; these check that the web it crawls is what i
 from __future__ import annotations
 
 import hashlib
-import socket
 import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 from bench.throughput import FK_CHECK, check_ours, check_scrapy, parse_workers, pg_rows_split, pg_statements
 from testweb.generated import ROBOTS_TXT, NginxWeb, Web, WebSpec, ensure_written, find_nginx
+from testweb.ports import free_port as _free_port
 
 from .conftest import skip_or_fail
 
@@ -146,12 +146,6 @@ def test_a_crawl_that_matches_the_web_passes_and_a_short_one_is_reported():
     assert any(p.startswith("sitemap requests (one per server): 0") for p in check_ours(no_sitemap, expected))
     scrapy = {"stopped": "finished", "pages": 40, "items": 40, "requests": {**_ours_result()["requests"], "private": 1}}
     assert check_scrapy(scrapy, expected) == ["requests of /private/ (robots.txt disallows): 1 (expected 0)"]
-
-
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.integration

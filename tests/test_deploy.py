@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ import yaml
 
 from testweb import SiteSpec, TestWebServer
 from testweb.cluster import manage, postgres_database, redis_server
+from testweb.ports import free_port as _free_port
 
 from .crawlcheck import FAST_ENV, ROOT, run_crawl
 
@@ -326,12 +326,6 @@ def test_docker_compose_config_validates(tmp_path):
 START_TIMEOUT = 60
 API_TOKEN = "deploy-test-token"
 FLOWER_AUTH = "ops:deploy-test-password"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _http(url: str, *, headers: dict[str, str] | None = None) -> tuple[int, bytes]:

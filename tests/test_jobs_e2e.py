@@ -8,7 +8,6 @@ the page-capped job asked for no more pages than its cap."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import urllib.request
 import pytest
 
 from testweb.jobweb import JobWeb
+from testweb.ports import free_port as _free_port
 
 from .crawlcheck import ROOT, clean_env
 
@@ -107,12 +107,6 @@ def test_page_capped_job_fetches_at_most_its_cap(jobs):
     assert news["job"]["progress"]["done"] == len(pages) == 20
     # The other job's site saw nothing of this job.
     assert news["job"]["runs"][0]["stop_reason"] == "done"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str, token: str | None) -> tuple[int, dict]:

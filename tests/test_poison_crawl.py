@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from testweb.ports import free_port as _free_port
+
 from .crawlcheck import clean_env, run_crawl
 
 SITE_A, SITE_B, SENTINEL = "127.0.0.61", "127.0.0.62", "127.0.0.70"
@@ -115,16 +117,10 @@ def _web(port: int) -> tuple[RawServer, RawServer, RawServer]:
     return servers
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((SITE_A, 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def crawl(tmp_path_factory):
     data = tmp_path_factory.mktemp("poison")
-    port = _free_port()
+    port = _free_port(SITE_A)
     servers = _web(port)
     for s in servers:
         s.start()

@@ -39,7 +39,7 @@ def _raw(status: bytes, headers: list[tuple[bytes, bytes]], body: bytes) -> byte
 
 
 def _crawl(responses, env: dict[str, str], rows_of) -> None:
-    port = _free_port()
+    port = _free_port(HOST)
     paths = [f"/r{i}" for i in range(len(responses))]
     routes = {"/": _raw(b"200 OK", [(b"Content-Type", b"text/html")], _html(*paths)), "/robots.txt": b""}
     routes["/robots.txt"] = _raw(b"404 Not Found", [], b"")

@@ -17,6 +17,8 @@ from email import message_from_bytes
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from testweb.ports import free_port
+
 
 @dataclass
 class Received:
@@ -225,14 +227,6 @@ class Mailbox:
     async def handle_DATA(self, server, session, envelope) -> str:  # aiosmtpd handler hook
         self.messages.append(message_from_bytes(envelope.original_content or envelope.content))
         return "250 OK"
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    s = socket.socket()
-    s.bind((host, 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @contextmanager

@@ -10,10 +10,11 @@ reader sees it, target URL, reason); a report must list exactly these and nothin
 from __future__ import annotations
 
 import html
-import socket
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from testweb.ports import free_port as _free_port
 
 
 @dataclass(frozen=True)
@@ -140,10 +141,3 @@ class LinkWeb:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _free_port(host: str) -> int:
-    """A port nothing listens on at `host`: bound once to learn a free one, then closed (refused from then)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import fcntl
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import requests
+
+from testweb.ports import free_port as _free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "requirements-pywb.txt"
@@ -54,12 +55,6 @@ def pywb_venv(*, deadline: float = INSTALL_DEADLINE) -> Path:
             raise PywbError(f"pip install -r {REQUIREMENTS.name} failed:\n{proc.stderr[-3000:]}")
         marker.touch()
     return venv
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Pywb:
