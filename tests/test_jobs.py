@@ -76,6 +76,48 @@ def test_a_job_takes_in_links_by_its_depth_scope_and_patterns():
     assert deeper.reasons == {"http://a.example/q": "too deep"}
 
 
+def _stored_page(url: Url, body: bytes):
+    import zlib
+
+    from django.utils import timezone
+
+    from crawlcore.models import Page
+
+    Url.objects.filter(id=url.id).update(state="visited")
+    return Page.objects.create(url=url, body_z=zlib.compress(body), content_type="text/html", checksum=url.url[-8:],
+                               fetched_at=timezone.now(), extract_dispatched_at=timezone.now())  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_the_extract_agent_follows_a_job_pages_links_by_the_jobs_rules_and_reads_no_more_for_other_pages(
+    monkeypatch,
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from crawlcore.services.extract import pages_extract
+    from crawlcore.services.urls import NewUrl, urls_insert
+
+    monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    _job("docs", seeds=["http://a.example/"], max_depth=1, exclude=["^/calendar/"])
+    job_start(name="docs")
+    seed = _stored_page(Url.objects.get(url="http://a.example/"),
+                        b"<a href='/p'>p</a><a href='/calendar/1'>c</a><a href='http://b.example/'>b</a>")  # fmt: skip
+    (other_id,) = urls_insert(urls=[NewUrl("http://c.example/", 0)]).ids.values()
+    other = _stored_page(Url.objects.get(id=other_id), b"<a href='/q'>q</a>")
+    pages_extract(page_ids=[seed.id])
+    assert JobUrl.objects.get(url__url="http://a.example/p").depth == 1
+    assert Url.objects.get(url="http://a.example/p").exclusion_reason == ""
+    assert Url.objects.get(url="http://a.example/calendar/1").exclusion_reason == jobrules.EXCLUDED_BY_PATTERN
+    assert Url.objects.get(url="http://b.example/").exclusion_reason == "out of scope"
+    # A page no job reached: its links follow the global rules, and the job table is not read apart.
+    with CaptureQueriesContext(connection) as queries:
+        pages_extract(page_ids=[other.id])
+    assert Url.objects.get(url="http://c.example/q").exclusion_reason == ""
+    assert not JobUrl.objects.filter(url__url="http://c.example/q").exists()
+    assert not [q for q in queries.captured_queries if q["sql"].lstrip().startswith('SELECT "crawladmin_joburl"')]
+
+
 @pytest.mark.django_db
 def test_a_url_reached_by_two_jobs_is_one_row_counted_for_both():
     _job("one", seeds=["http://a.example/"])

@@ -180,6 +180,20 @@ def test_a_batch_taken_up_soon_after_it_was_sent_writes_no_dispatch_time(setting
 
 
 @pytest.mark.django_db
+def test_a_batch_that_waited_less_than_half_the_redispatch_time_writes_no_dispatch_time(settings, monkeypatch):
+    """Most batches of a crawl whose extraction lags wait in the queue a while; one that can still be parsed
+    twice over before the reconciler could take it for lost is not written a second time either."""
+    settings.CRAWL_REDISPATCH_AFTER = 60.0
+    monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    page = _page("http://example.com/queued", b"<a href='/q'>q</a>")
+    Page.objects.filter(id=page.id).update(extract_dispatched_at=timezone.now() - timedelta(seconds=20))
+    with CaptureQueriesContext(connection) as queries:
+        pages_extract(page_ids=[page.id])
+    assert _dispatch_writes(queries.captured_queries) == []
+    assert Page.objects.get(id=page.id).extracted_at is not None
+
+
+@pytest.mark.django_db
 def test_a_batch_that_waited_in_the_queue_says_it_is_alive_before_parsing(settings, monkeypatch):
     settings.CRAWL_REDISPATCH_AFTER = 60.0
     monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)

@@ -11,11 +11,12 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef, TextField, Value
 from django.utils import timezone
 
 from crawlcore.db import fulltext
 from crawlcore.db.chain import Const, Input, Insert, SearchVector, Sql, Update, chain
-from crawlcore.models import Link, Page, Url, page_body
+from crawlcore.models import JobUrl, Link, Page, Url, page_body
 from crawler import notfollowed
 from crawler.brokenlinks import fragment_missing
 from crawler.fulltext import IndexText
@@ -90,6 +91,7 @@ class StoredPage:
     scope_root: str
     offsite_hops: int
     dispatched_at: datetime | None  # when its extract message was last sent (or its parse last said it is alive)
+    of_job: bool  # a crawl job reached its URL: its links follow the jobs' rules (crawlcore.services.jobs)
     inbound: str | None  # anchor texts of links to this page, for its index
 
     @property
@@ -120,24 +122,24 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
     the reason (never fetched), so a site owner can see why."""
     outcome = ExtractOutcome()
     indexing = settings.SEARCH_INDEX
-    stored = Page.objects.filter(id__in=page_ids, extracted_at__isnull=True)
-    if indexing:
-        stored = stored.annotate(inbound=fulltext.InboundAnchors("url_id")).values_list(*_STORED, "inbound")
-    else:
-        stored = stored.values_list(*_STORED)
-    pages = [StoredPage(*row) if indexing else StoredPage(*row, None) for row in stored]
+    # Whether a job reached each page's URL and the anchor texts of the links to it, in the same read.
+    stored = Page.objects.filter(id__in=page_ids, extracted_at__isnull=True).annotate(
+        of_job=Exists(JobUrl.objects.filter(url_id=OuterRef("url_id"))),
+        inbound=fulltext.InboundAnchors("url_id") if indexing else Value(None, output_field=TextField()),
+    )
+    pages = [StoredPage(*row) for row in stored.values_list(*_STORED, "of_job", "inbound")]
     if not pages:
         return outcome
     parsed = _parse_pages(pages)
 
     rules = FollowRules.from_settings()
     # The pages of crawl jobs lead only where their jobs' rules allow (crawlcore.services.jobs); the others
-    # follow the global settings. One indexed read when no page of the batch is a job's.
+    # follow the global settings. Nothing more to read when no page of the batch is a job's.
     admission = jobs_admit(
         links=[
             (page.url_id, link.url, 1)
             for page, ex in parsed
-            if ex is not None
+            if ex is not None and page.of_job
             for link in ex.links
             if rules.check_resources or not link.resource
         ]
@@ -220,13 +222,16 @@ def _parse_pages(pages: list[StoredPage]) -> list[tuple[StoredPage, Extracted | 
     """Each page parsed (None when the parser failed on it). Each parse is bounded (crawler.parse), yet a
     batch of large pages takes a while: the pages' extract_dispatched_at is moved on as it goes, so the
     reconciler does not take them for lost (CRAWL_REDISPATCH_AFTER) and start a second parse of the same
-    pages beside this one. A batch taken up soon after it was sent writes nothing more: that write would be a
-    second update of every page crawled (a new row version each) for a batch that was never at risk."""
+    pages beside this one. Before the first parse only a batch that waited in the queue more than half of
+    CRAWL_REDISPATCH_AFTER says so: any other still has two of the parse's beats (a quarter of it each)
+    before the reconciler could take it, and the first beat moves it on. That write is a second update of
+    every page it names (a new row version each), and in a crawl whose extraction lags its loading most
+    batches wait a beat or more."""
     ids = [page.id for page in pages]
     beat = max(1.0, settings.CRAWL_REDISPATCH_AFTER / 4)
     last = time.monotonic()
-    since = timezone.now() - timedelta(seconds=beat)
-    if any(page.dispatched_at is None or page.dispatched_at < since for page in pages):  # it waited in the queue
+    since = timezone.now() - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER / 2)
+    if any(page.dispatched_at is None or page.dispatched_at < since for page in pages):  # it waited long
         Page.objects.filter(id__in=ids, extracted_at__isnull=True).update(extract_dispatched_at=timezone.now())
     parsed: list[tuple[StoredPage, Extracted | None]] = []
     for page in pages:
