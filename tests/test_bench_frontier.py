@@ -1,0 +1,28 @@
+"""The frontier benchmark's measurement of discovered links (bench.frontier): the parse it subtracts from the
+extract agent's time must cost what the agent's own parse cost. It was timed on a cache of canonical URLs
+the agent had just filled, which made it look ten times cheaper and counted the rest as writing."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from bench.frontier import parse_alone
+from crawler.parse import extract
+from crawler.urlnorm import _canonical_absolute
+
+
+def _pages(n: int) -> list[SimpleNamespace]:
+    pages = []
+    for k in range(n):
+        body = "".join(f'<a href="http://s{k}.example/n/{k}/{j}">l</a>' for j in range(30)).encode()
+        pages.append(SimpleNamespace(body=body, url=SimpleNamespace(url=f"http://s{k}.example/"), content_type=""))
+    return pages
+
+
+def test_the_parse_timed_alone_canonicalises_every_link_anew_after_the_agent_parsed_the_same_pages():
+    pages = _pages(5)
+    for page in pages:  # what pages_extract does first, leaving the cache warm
+        extract(page.body, page.url.url)
+    assert parse_alone(pages) > 0
+    info = _canonical_absolute.cache_info()
+    assert info.hits == 0 and info.misses == 5 * (30 + 1)  # each page's links and its own URL (the base)
