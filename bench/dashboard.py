@@ -51,7 +51,7 @@ from pathlib import Path
 
 from bench.harness.db import fill_defaults, fresh_database, manage
 from bench.harness.proc import cpu_seconds
-from testweb.ports import free_port as _free_port
+from testweb.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PG = os.environ.get("CRAWLADMIN_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
@@ -638,7 +638,7 @@ def main(argv: list[str] | None = None) -> None:
                 "--email",
                 "bench@example.invalid",
             )
-            port = _free_port()
+            port = free_port()
             base = f"http://127.0.0.1:{port}"
             log = tempfile.NamedTemporaryFile("w", prefix="bench-dashboard-gunicorn-", suffix=".log", delete=False)  # noqa: SIM115
             if args.fresh_rollups:

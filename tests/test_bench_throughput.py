@@ -13,7 +13,7 @@ import pytest
 
 from bench.throughput import FK_CHECK, check_ours, check_scrapy, parse_workers, pg_rows_split, pg_statements
 from testweb.generated import ROBOTS_TXT, NginxWeb, Web, WebSpec, ensure_written, find_nginx
-from testweb.ports import free_port as _free_port
+from testweb.ports import free_port
 
 from .conftest import skip_or_fail
 
@@ -152,7 +152,7 @@ def test_a_crawl_that_matches_the_web_passes_and_a_short_one_is_reported():
 def test_nginx_serves_the_generated_web(tmp_path):
     if find_nginx() is None:
         skip_or_fail("nginx is not installed (apt-get install -y nginx-light)")
-    spec = WebSpec(**{**TINY.__dict__, "port": _free_port("127.0.9.1")})
+    spec = WebSpec(**{**TINY.__dict__, "port": free_port("127.0.9.1")})
     www = tmp_path / "www"
     ensure_written(www, spec)
     web = Web(spec)

@@ -25,7 +25,7 @@ import yaml
 
 from testweb import SiteSpec, TestWebServer
 from testweb.cluster import manage, postgres_database, redis_server
-from testweb.ports import free_port as _free_port
+from testweb.ports import free_port
 
 from .crawlcheck import FAST_ENV, ROOT, run_crawl
 
@@ -395,7 +395,7 @@ def deployed(tmp_path_factory):
     compose = load_compose()
     services = project_services(compose)
     variables = example_env()
-    web_port, flower_port = _free_port(), _free_port()
+    web_port, flower_port = free_port(), free_port()
     with postgres_database() as db, redis_server(tmp) as broker, TestWebServer(SiteSpec(first_octet=230)) as web:
         # What changes from the compose file: where PostgreSQL, Redis and the two published ports are,
         # real secrets instead of the placeholders, the test web's fast timeouts, and the image's PYTHON.

@@ -17,7 +17,7 @@ import urllib.request
 import pytest
 
 from testweb.jobweb import JobWeb
-from testweb.ports import free_port as _free_port
+from testweb.ports import free_port
 
 from .crawlcheck import ROOT, clean_env
 
@@ -127,7 +127,7 @@ def api(jobs):
            "u.groups.add(Group.objects.get(name='viewer'))")  # fmt: skip
     out = manage(env, "api_token", "watcher").stdout
     token = out.split()[-1]
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from testweb.ports import free_port as _free_port
+from testweb.ports import free_port
 
 from .crawlcheck import clean_env, run_crawl
 
@@ -120,7 +120,7 @@ def _web(port: int) -> tuple[RawServer, RawServer, RawServer]:
 @pytest.fixture(scope="module")
 def crawl(tmp_path_factory):
     data = tmp_path_factory.mktemp("poison")
-    port = _free_port(SITE_A)
+    port = free_port(SITE_A)
     servers = _web(port)
     for s in servers:
         s.start()

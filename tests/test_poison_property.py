@@ -14,8 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from testweb.ports import free_port
+
 from .crawlcheck import ROOT, clean_env, run_crawl
-from .test_poison_crawl import RawServer, _free_port, _html
+from .test_poison_crawl import RawServer, _html
 
 HOST = "127.0.0.65"
 MAX_REQUESTS_PER_URL = 3
@@ -39,7 +41,7 @@ def _raw(status: bytes, headers: list[tuple[bytes, bytes]], body: bytes) -> byte
 
 
 def _crawl(responses, env: dict[str, str], rows_of) -> None:
-    port = _free_port(HOST)
+    port = free_port(HOST)
     paths = [f"/r{i}" for i in range(len(responses))]
     routes = {"/": _raw(b"200 OK", [(b"Content-Type", b"text/html")], _html(*paths)), "/robots.txt": b""}
     routes["/robots.txt"] = _raw(b"404 Not Found", [], b"")

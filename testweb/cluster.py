@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from testweb.ports import free_port as _free_port
+from testweb.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PG = os.environ.get("CRAWLADMIN_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
@@ -68,7 +68,7 @@ def redis_process(tmp: Path) -> Iterator[tuple[str, subprocess.Popen]]:
     binary = shutil.which("redis-server")
     if binary is None:
         raise ServiceMissing("redis-server is not installed")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", str(tmp)],
         stdout=subprocess.DEVNULL,
@@ -275,7 +275,7 @@ def private_postgres(tmp: Path, *, conf: dict | None = None) -> Iterator[Private
             raise ServiceMissing("running as root without runuser: cannot start PostgreSQL as the postgres user")
         shutil.chown(root, "postgres", "postgres")
         as_user = [runuser, "-u", "postgres", "--"]
-    pg = PrivatePostgres(bindir, root, _free_port(), as_user, conf)
+    pg = PrivatePostgres(bindir, root, free_port(), as_user, conf)
     try:
         pg.init()
         pg.start()
@@ -341,7 +341,7 @@ def redis_server_aof(tmp: Path) -> Iterator[AofRedis]:
         raise ServiceMissing("redis-server is not installed")
     datadir = tmp / "redis"
     datadir.mkdir(exist_ok=True)
-    server = AofRedis(binary, datadir, _free_port())
+    server = AofRedis(binary, datadir, free_port())
     server.start()
     try:
         yield server

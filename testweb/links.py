@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from testweb.ports import free_port as _free_port
+from testweb.ports import free_port
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class LinkWeb:
         self._server: ThreadingHTTPServer | None = None
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request answered
         self.port = 0
-        self.dead_port = _free_port(self.dead_host)
+        self.dead_port = free_port(self.dead_host)
 
     # -- what it serves ------------------------------------------------------------------------------------
     def _routes(self) -> dict[str, tuple[int, dict[str, str], bytes]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import requests
 
-from testweb.ports import free_port as _free_port
+from testweb.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "requirements-pywb.txt"
@@ -80,7 +80,7 @@ class Pywb:
         self.root.mkdir(parents=True, exist_ok=True)
         self._manager("init", self.name)
         self._manager("add", self.name, *(str(w) for w in self.warcs))
-        self.port = _free_port()
+        self.port = free_port()
         with self._log.open("wb") as log:
             self._proc = subprocess.Popen(
                 [str(self.venv / "bin" / "wayback"), "-p", str(self.port), "-b", "127.0.0.1", "-t", "4"],
