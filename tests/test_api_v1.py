@@ -128,6 +128,26 @@ def test_only_a_superuser_sets_a_servers_address_trust_or_owner_email():
     assert code == 200 and body["group"] == "h" and body["max_concurrency"] == 1
 
 
+def test_a_server_removed_takes_its_urls_and_their_pages_with_it():
+    # The URL's server has no database-level foreign key (migration 0025): the ORM's cascade does the work.
+    from django.utils import timezone
+
+    from crawlcore.models import Link, Page
+
+    _, operator = _user("o", "operator")
+    _, root = _user("r", superuser=True)
+    gone = Server.objects.create(scheme="http", host="gone.example", port=80)
+    kept = Server.objects.create(scheme="http", host="kept.example", port=80)
+    a = Url.objects.create(url="http://gone.example/", url_hash="g1", server=gone)
+    b = Url.objects.create(url="http://kept.example/", url_hash="k1", server=kept)
+    Page.objects.create(url=a, checksum="x", fetched_at=timezone.now())
+    Link.objects.create(from_url=b, to_url=a)
+    assert _call("delete", f"/api/v1/servers/{gone.id}/", operator)[0] == 403
+    assert _call("delete", f"/api/v1/servers/{gone.id}/", root)[0] == 204
+    assert list(Url.objects.values_list("url", flat=True)) == ["http://kept.example/"]
+    assert not Page.objects.exists() and not Link.objects.exists()
+
+
 def test_monitors_and_channels_round_trip():
     _, root = _user("r", superuser=True)
     server = Server.objects.create(scheme="http", host="d.example", port=80)

@@ -174,10 +174,20 @@ def insert_new(model: type[Model], rows: Sequence[dict], *, unique: str, returni
     kinds = dict(column_types(model, [given[n] for n in names]))
     qn = connection.ops.quote_name
     columns = [meta.get_field(given[n]).column for n in names]
+    # Rows that all name the same fields (the usual case: one caller builds them alike) are read column by
+    # column with one lookup a value, and a field none of them names is its default repeated.
+    first = rows[0].keys()
+    alike = all(row.keys() == first for row in rows)
     params = []
     for name, column in zip(names, columns, strict=True):
         field = given[name]
-        values = [row.get(field, row.get(name, defaults[name])) for row in rows]
+        if not alike:
+            values = [row.get(field, row.get(name, defaults[name])) for row in rows]
+        elif field in first or name in first:
+            key = field if field in first else name
+            values = [row[key] for row in rows]
+        else:
+            values = [defaults[name]] * len(rows)
         params.append(array_param(values, kinds[column]))
     arrays = ", ".join(f"%s::{kinds[c]}[]" for c in columns)
     sql = (

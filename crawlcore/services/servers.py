@@ -62,9 +62,15 @@ def servers_resolve(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict
     return {k: found.get((k.host, k.port)) for k in keys}
 
 
+_ENSURED = ("id", "scheme", "host", "port", "trusted", "excluded_reason")
+
+
 def _servers_by_key(keys: set[ServerKey]) -> dict[ServerKey, Server]:
     found: dict[ServerKey, Server] = {}
-    for server in Server.objects.filter(host__in={k.host for k in keys}):
+    # Only what the callers read: a whole Server row is some thirty fields to build, for each of the hundred
+    # or so servers a batch of extracted pages links to.
+    rows = Server.objects.filter(host__in={k.host for k in keys}).only(*_ENSURED)
+    for server in rows:
         key = ServerKey(server.scheme, server.host, server.port)
         if key in keys:
             found[key] = server

@@ -96,11 +96,12 @@ def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
     missing = [u for url, u in by_url.items() if url not in ids]
     if not missing and not trusted:
         return Inserted(ids, set(), liftable)
-    servers = servers_ensure(keys={server_key(u.url) for u in (missing or by_url.values())}, trusted=trusted)
+    keys = {u.url: server_key(u.url) for u in (missing or by_url.values())}
+    servers = servers_ensure(keys=set(keys.values()), trusted=trusted)
     now = timezone.now()
     rows = []
     for u in missing:
-        key = server_key(u.url)
+        key = keys[u.url]
         server = servers[key]
         scope = u.scope or Scope.for_seed(settings.CRAWL_SCOPE, key.host)
         reason = server.excluded_reason or u.exclusion_reason
