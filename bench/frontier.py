@@ -1,7 +1,7 @@
 """Benchmark (issue 9): the frontier at scale on PostgreSQL. Prints figures; asserts nothing.
 
     python -m bench.frontier [--urls 1000000] [--servers 1000] [--claims 50] [--claim-size 1000]
-                             [--links 100000] [--link-runs 3] [--known-share 0.5] [--json]
+                             [--links 100000] [--link-runs 3] [--known-share 0.5] [--procs 1] [--json]
 
 Creates a fresh database on the local PostgreSQL (bench.harness.db), migrates it, and loads with COPY a frontier
 of --urls Init URLs, all due, spread evenly over --servers servers (depth 0–4), plus the pages that will
@@ -17,6 +17,10 @@ yield the discovered links; VACUUM ANALYZE. Then, in a child process with Django
   times, each on fresh pages, whose extract message is taken as sent just before the run (as the load agent
   stores a page). The parsing is timed alone on the same bodies (crawler.parse.extract) and
   subtracted: what remains is inserting URLs and links (and the dispatch of servers with new work).
+- with --procs N, the same pages through N extract processes at once, each taking every N-th group, as a
+  worker machine's extract processes (one per core) share a crawl: the links a second they bring together,
+  parsing included (it runs beside the writing on the same cores), which is what one PostgreSQL carries
+  from several extract processes rather than what one process can send it.
 
 Drops the database afterwards, also on failure. Also called by bench.throughput (`run()`).
 """
@@ -258,16 +262,97 @@ def measure_links(*, page_runs: list[list[int]]) -> list[dict]:
     return results
 
 
+def _extract_share(spec_file: str) -> None:
+    """One of --procs extract processes: its share of a run's groups of pages, from a start time shared
+    with the others; prints its links and its own start and end."""
+    import django
+
+    django.setup()
+    from crawlcore.services.extract import pages_extract
+
+    spec = json.loads(Path(spec_file).read_text())
+    pause = spec["start"] - time.time()
+    if pause > 0:
+        time.sleep(pause)
+    start = time.time()
+    stored = 0
+    for group in spec["groups"]:
+        stored += pages_extract(page_ids=group).links
+    print(json.dumps({"links": stored, "start": start, "end": time.time()}))
+
+
+def measure_links_together(*, page_runs: list[list[int]], procs: int) -> list[dict]:
+    """Like measure_links, with `procs` extract processes at once on one run's pages, each taking every
+    procs-th group of 20, as a worker machine's extract processes share a crawl (one per core). Their
+    parsing runs beside their writing on the same cores, so it is not subtracted: what is measured is the
+    links a second the processes together bring through parsing and writing, from the first start to the last
+    end. The same run's parse alone, for comparison, is timed as in measure_links."""
+    from django.db import connections
+    from django.utils import timezone
+
+    from crawlcore.models import Link, Page
+
+    results = []
+    for ids in page_runs:
+        Page.objects.filter(id__in=ids).update(extract_dispatched_at=timezone.now())
+        links0 = Link.objects.count()
+        parse = parse_alone(list(Page.objects.filter(id__in=ids).select_related("url")))
+        connections.close_all()
+        groups = [ids[i : i + EXTRACT_GROUP] for i in range(0, len(ids), EXTRACT_GROUP)]
+        start = time.time() + 3  # the children's Django set up first
+        files, children = [], []
+        try:
+            for k in range(procs):
+                spec = Path(f"/tmp/bench-frontier-share-{uuid.uuid4().hex}.json")
+                spec.write_text(json.dumps({"start": start, "groups": groups[k::procs]}))
+                files.append(spec)
+                children.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "bench.frontier", "--_extract", str(spec)],
+                        cwd=ROOT,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                    )
+                )
+            shares = []
+            for child in children:
+                out, err = child.communicate(timeout=3600)
+                if child.returncode:
+                    raise RuntimeError(f"an extract process failed:\n{err[-3000:]}")
+                shares.append(json.loads(out.strip().splitlines()[-1]))
+        finally:
+            for child in children:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
+            for spec in files:
+                spec.unlink(missing_ok=True)
+        wall = max(x["end"] for x in shares) - min(x["start"] for x in shares)
+        results.append(
+            {
+                "pages": len(ids),
+                "procs": procs,
+                "links_stored": Link.objects.count() - links0,
+                "links_reported": sum(x["links"] for x in shares),
+                "extract_s": round(wall, 2),
+                "parse_s": round(parse, 2),
+            }
+        )
+    return results
+
+
 def _child(args: argparse.Namespace) -> None:
     import django
 
     django.setup()
     page_runs = json.loads(Path(args._child).read_text())
-    out = {
-        "claim": measure_claims(servers=args.servers, claims=args.claims, size=args.claim_size),
-        "links": measure_links(page_runs=page_runs),
-    }
-    print(json.dumps(out))
+    claim = measure_claims(servers=args.servers, claims=args.claims, size=args.claim_size)
+    if args.procs > 1:
+        links = measure_links_together(page_runs=page_runs, procs=args.procs)
+    else:
+        links = measure_links(page_runs=page_runs)
+    print(json.dumps({"claim": claim, "links": links}))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -282,6 +367,7 @@ def run(
     links: int = 100_000,
     link_runs: int = 3,
     known_share: float = 0.5,
+    procs: int = 1,
 ) -> dict:
     """Build the frontier in a fresh database, measure in a child process, drop the database."""
     link_pages = -(-links // LINKS_PER_PAGE)
@@ -302,7 +388,7 @@ def run(
         try:
             proc = subprocess.run(
                 [sys.executable, "-m", "bench.frontier", "--_child", str(ids_file), "--servers", str(servers)]
-                + ["--claims", str(claims), "--claim-size", str(claim_size)],
+                + ["--claims", str(claims), "--claim-size", str(claim_size), "--procs", str(procs)],
                 cwd=ROOT,
                 env=env,
                 capture_output=True,
@@ -315,6 +401,21 @@ def run(
             raise RuntimeError(f"bench.frontier measuring failed:\n{proc.stderr[-3000:]}")
         measured = json.loads(proc.stdout.strip().splitlines()[-1])
     link_runs_out = measured["links"]
+    if procs > 1:
+        return {
+            "urls": urls,
+            "servers": servers,
+            "migrate_s": round(migrate_s, 1),
+            "load_s": loaded["seconds"],
+            "claim": measured["claim"],
+            "links": {
+                "runs": link_runs_out,
+                "procs": procs,
+                "links_per_run": statistics.median(r["links_stored"] for r in link_runs_out),
+                "extract_s_median": statistics.median(r["extract_s"] for r in link_runs_out),
+                "known_share": known_share,
+            },
+        }
     return {
         "urls": urls,
         "servers": servers,
@@ -357,6 +458,18 @@ def print_report(r: dict) -> None:
             for line in e["plan"].splitlines():
                 print("    " + _short(line))
     runs = li["runs"]
+    if li.get("procs", 1) > 1:
+        print(
+            f"  extract {li['links_per_run']:,.0f} discovered links with {li['procs']} extract processes at once "
+            f"({runs[0]['pages']:,} pages × {LINKS_PER_PAGE} links, {li['known_share']:.0%} to known URLs, groups of "
+            f"{EXTRACT_GROUP} pages shared out), parsing and writing together: median {li['extract_s_median']:.1f} s "
+            f"({li['links_per_run'] / li['extract_s_median']:,.0f} links/s); runs: "
+            + "; ".join(
+                f"{x['extract_s']} s (one process's parse alone {x['parse_s']} s), {x['links_stored']:,} links"
+                for x in runs
+            )  # fmt: skip
+        )
+        return
     print(
         f"  insert {li['links_per_run']:,.0f} discovered links through pages_extract "
         f"({runs[0]['pages']:,} pages × {LINKS_PER_PAGE} links, {li['known_share']:.0%} to known URLs, groups of "
@@ -376,9 +489,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--links", type=int, default=100_000)
     ap.add_argument("--link-runs", type=int, default=3)
     ap.add_argument("--known-share", type=float, default=0.5, help="share of links to URLs already known")
+    ap.add_argument(
+        "--procs",
+        type=int,
+        default=1,
+        help="extract processes at once (default 1: one process, its parse timed apart and subtracted)",
+    )
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--_child", help=argparse.SUPPRESS)
+    ap.add_argument("--_extract", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.procs < 1:
+        ap.error("--procs: at least 1")
+    if args._extract:
+        _extract_share(args._extract)
+        return
     if args._child:
         _child(args)
         return
@@ -390,6 +515,7 @@ def main(argv: list[str] | None = None) -> None:
         links=args.links,
         link_runs=args.link_runs,
         known_share=args.known_share,
+        procs=args.procs,
     )
     if args.json:
         print(json.dumps(r, indent=2))
