@@ -3,6 +3,8 @@ writes, and every value that needs escaping or is not of the column's type still
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -42,6 +44,12 @@ def test_integers_are_written_as_the_per_value_path_writes_them(values):
 )
 def test_values_that_need_care_are_escaped_or_null(values, kind, expected):
     assert params.array_param(values, kind) == expected
+
+
+def test_times_are_written_each_as_its_own_even_when_one_repeats():
+    t, u = datetime(2026, 11, 28, 7, 0, tzinfo=UTC), datetime(2026, 11, 28, 8, 30, tzinfo=UTC)
+    expected = '{"2026-11-28T07:00:00+00:00","2026-11-28T07:00:00+00:00",NULL,"2026-11-28T08:30:00+00:00"}'
+    assert params.array_param([t, t, None, u], "timestamptz") == expected
 
 
 def test_a_value_of_another_type_keeps_the_list_form():

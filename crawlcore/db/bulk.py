@@ -147,6 +147,9 @@ def insert_returning_ids(model: type[Model], rows: Sequence[dict]) -> list[int]:
     return ids
 
 
+_SCALARS = frozenset({type(None), str, int, bool, float, datetime})  # a constant the driver adapts as it is
+
+
 def insert_new(model: type[Model], rows: Sequence[dict], *, unique: str, returning: Sequence[str]) -> list[tuple]:
     """INSERT the rows (field name -> value; a field left out gets its default, `auto_now_add` the time now)
     that do not violate the unique constraint on `unique`, in one statement of one parameter a column on
@@ -175,10 +178,11 @@ def insert_new(model: type[Model], rows: Sequence[dict], *, unique: str, returni
     qn = connection.ops.quote_name
     columns = [meta.get_field(given[n]).column for n in names]
     # Rows that all name the same fields (the usual case: one caller builds them alike) are read column by
-    # column with one lookup a value, and a field none of them names is its default repeated.
+    # column with one lookup a value, and a field none of them names is its default, sent once as a constant
+    # of the statement rather than as an array of the same value (a URL row has a dozen such columns).
     first = rows[0].keys()
     alike = all(row.keys() == first for row in rows)
-    params = []
+    arrays, constants = [], []  # (column, parameter)
     for name, column in zip(names, columns, strict=True):
         field = given[name]
         if not alike:
@@ -186,15 +190,21 @@ def insert_new(model: type[Model], rows: Sequence[dict], *, unique: str, returni
         elif field in first or name in first:
             key = field if field in first else name
             values = [row[key] for row in rows]
+        elif type(defaults[name]) in _SCALARS:
+            constants.append((column, defaults[name]))
+            continue
         else:
             values = [defaults[name]] * len(rows)
-        params.append(array_param(values, kinds[column]))
-    arrays = ", ".join(f"%s::{kinds[c]}[]" for c in columns)
+        arrays.append((column, array_param(values, kinds[column])))
+    picked = "".join(f", %s::{kinds[c]}" for c, _ in constants)
+    unnest = ", ".join(f"%s::{kinds[c]}[]" for c, _ in arrays)
     sql = (
-        f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(c) for c in columns)}) "
-        f"SELECT * FROM unnest({arrays}) ON CONFLICT ({qn(meta.get_field(unique).column)}) DO NOTHING "
+        f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(c) for c, _ in arrays + constants)}) "
+        f"SELECT u.*{picked} FROM unnest({unnest}) AS u "
+        f"ON CONFLICT ({qn(meta.get_field(unique).column)}) DO NOTHING "
         f"RETURNING {', '.join(qn(meta.get_field(r).column) for r in returning)}"
     )
+    params = [v for _, v in constants] + [v for _, v in arrays]
     with connection.cursor() as cursor:
         prepared.execute(cursor, sql, params)
         return cursor.fetchall()

@@ -58,12 +58,17 @@ def array_param(values: list, kind: str) -> str | list:
                 else:
                     _unexpected()
         elif kind in _QUOTED:
+            last, last_text = None, ""  # a column of one time (a batch's `now`) is written out once
             for v in values:
                 if v is None:
                     out.append("NULL")
                     continue
+                if v is last:
+                    out.append(last_text)
+                    continue
                 text = v.isoformat() if isinstance(v, datetime) else v if type(v) is str else _unexpected()
                 out.append('"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
+                last, last_text = v, out[-1]
         else:
             return values
     except _Unexpected:
