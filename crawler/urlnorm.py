@@ -169,33 +169,38 @@ def canonicalize(url: str, base: str | None = None) -> str:
     return _canonical_absolute(cleaned)
 
 
-# A page's links repeat across the pages of a site (navigation, footers): each distinct absolute URL is
-# canonicalised once per worker, not once per occurrence. Bounded, so a worker's memory is too (~10 MB).
 # A URL already in its canonical form, in the plainest spelling: http(s), a lowercase host of valid labels (no
-# punycode, no port, no user, no trailing dot), a path of unreserved characters whose segments are neither empty
-# nor start with a dot (no dot segments), at most a query of plain `key=value` pairs, no fragment. Most links
-# of most sites are written so; canonicalising one through w3lib returns it unchanged at ~20 µs, most of a
-# page's parse. tests/test_urlnorm_as_is.py checks that the slow path returns every URL this matches as is.
+# punycode, no user, no trailing dot; a port only if not the scheme's own), a path of unreserved characters
+# whose segments are neither empty nor start with a dot (no dot segments), at most a query of plain `key=value`
+# pairs, no fragment. Most links of most sites are written so; canonicalising one through w3lib returns it
+# unchanged at ~20 µs, most of a page's parse. tests/test_urlnorm_as_is.py checks that the slow path returns
+# every URL this matches as is.
 _LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
 _SEGMENT = r"[A-Za-z0-9_~-][A-Za-z0-9._~-]*"
 _PAIR = r"[A-Za-z0-9._-]+=[A-Za-z0-9._-]*"
 _AS_IS_RE = re.compile(
-    rf"https?://(?!xn--)(?:{_LABEL}\.(?!xn--))*{_LABEL}/(?:{_SEGMENT}(?:/{_SEGMENT})*/?)?(\?{_PAIR}(?:&{_PAIR})*)?"
+    rf"(https?)://(?!xn--)(?:{_LABEL}\.(?!xn--))*{_LABEL}(?::([1-9][0-9]{{0,4}}))?"
+    rf"/(?:{_SEGMENT}(?:/{_SEGMENT})*/?)?(\?{_PAIR}(?:&{_PAIR})*)?"
 )
 
 
 def _as_is(cleaned: str) -> bool:
-    """Whether the URL is its own canonical form (_AS_IS_RE; a query's pairs already in w3lib's order)."""
+    """Whether the URL is its own canonical form (_AS_IS_RE; a port, if any, that is not the scheme's own; a
+    query's pairs already in w3lib's order)."""
     m = _AS_IS_RE.fullmatch(cleaned)
     if m is None:
         return False
-    query = m.group(1)
+    scheme, port, query = m.groups()
+    if port is not None and (int(port) > 65535 or int(port) == DEFAULT_PORTS[scheme]):
+        return False
     if query is None or "&" not in query:
         return True
     pairs = [tuple(pair.split("=", 1)) for pair in query[1:].split("&")]
     return pairs == sorted(pairs)
 
 
+# A page's links repeat across the pages of a site (navigation, footers): each distinct absolute URL is
+# canonicalised once per worker, not once per occurrence. Bounded, so a worker's memory is too (~10 MB).
 @functools.lru_cache(maxsize=CANONICAL_CACHE_SIZE)
 def _canonical_absolute(cleaned: str) -> str:
     if _as_is(cleaned):

@@ -55,7 +55,7 @@ def test_a_query_is_taken_as_is_only_when_its_pairs_are_in_order(pairs):
 @pytest.mark.parametrize(
     "url",
     ["http://s1.example/p123", "https://a.b.example/x/y/", "http://a.example/", "http://a.example/x?a=1&b=2",
-     "http://a_b.example/c-d/e.f~g"],
+     "http://a_b.example/c-d/e.f~g", "http://127.0.1.8:8080/p/1.html", "https://a.example:80/"],
 )  # fmt: skip
 def test_plain_links_take_the_quick_path(url):
     assert _as_is(url) and canonicalize(url) == url == _slow(url)
@@ -66,7 +66,8 @@ def test_plain_links_take_the_quick_path(url):
     ["http://a.example", "HTTP://a.example/", "http://A.example/", "http://a.example:80/", "http://a.example./",
      "http://a.example/./x", "http://a.example/x/../y", "http://a.example//x", "http://a.example/a%2fb",
      "http://a.example/x?b=1&a=2", "http://a.example/x?a", "http://a.example/x#f", "http://u@a.example/",
-     "http://xn--p1ai.example/", "http://a.example/é"],
+     "http://xn--p1ai.example/", "http://a.example/é", "https://a.example:443/", "http://a.example:080/",
+     "http://a.example:65536/", "http://a.example:0/"],
 )  # fmt: skip
 def test_anything_else_takes_the_full_canonicalisation(url):
     assert not _as_is(url)
@@ -75,7 +76,9 @@ def test_anything_else_takes_the_full_canonicalisation(url):
 @st.composite
 def _plain_urls(draw) -> str:
     """URLs of the quick path's own shape, each segment and pair possibly ending in one odd character."""
-    host = draw(st.sampled_from(["a.example", "s12.example", "a_b.example", "127.0.0.1", "w-1.x.example"]))
+    host = draw(st.sampled_from(["a.example", "s12.example", "a_b.example", "127.0.0.1", "w-1.x.example",
+                                 "127.0.1.8:8080", "a.example:80", "a.example:443", "a.example:65536",
+                                 "a.example:080", "a.example:1"]))  # fmt: skip
     word = st.text(alphabet="aZ09_-.~", min_size=1, max_size=8)
     odd = st.text(alphabet=_CHARS, max_size=1)
     segments = draw(st.lists(st.tuples(word, odd), max_size=4))
