@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 MAX_URL_LENGTH = 2048
+MAX_HOST_LENGTH = 253  # a DNS name's limit
 URL_KEY_PREFIX = 48  # characters of the URL in front of its digest in url_hash
 CANONICAL_CACHE_SIZE = 32768
 
@@ -123,7 +124,7 @@ def _valid_hostname(host: str) -> bool:
     """DNS-shaped host check; w3lib passes garbage like "a..b" or "x y" through."""
     if ":" in host:  # IPv6 literal; urlsplit already validated the brackets.
         return True
-    if len(host) > 253:
+    if len(host) > MAX_HOST_LENGTH:
         return False
     return all(_LABEL_RE.match(label) for label in host.split("."))
 
@@ -179,18 +180,20 @@ _LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
 _SEGMENT = r"[A-Za-z0-9_~-][A-Za-z0-9._~-]*"
 _PAIR = r"[A-Za-z0-9._-]+=[A-Za-z0-9._-]*"
 _AS_IS_RE = re.compile(
-    rf"(https?)://(?!xn--)(?:{_LABEL}\.(?!xn--))*{_LABEL}(?::([1-9][0-9]{{0,4}}))?"
+    rf"(https?)://((?!xn--)(?:{_LABEL}\.(?!xn--))*{_LABEL})(?::([1-9][0-9]{{0,4}}))?"
     rf"/(?:{_SEGMENT}(?:/{_SEGMENT})*/?)?(\?{_PAIR}(?:&{_PAIR})*)?"
 )
 
 
 def _as_is(cleaned: str) -> bool:
-    """Whether the URL is its own canonical form (_AS_IS_RE; a port, if any, that is not the scheme's own; a
-    query's pairs already in w3lib's order)."""
+    """Whether the URL is its own canonical form (_AS_IS_RE; a host within a DNS name's length; a port, if any,
+    that is not the scheme's own; a query's pairs already in w3lib's order)."""
     m = _AS_IS_RE.fullmatch(cleaned)
     if m is None:
         return False
-    scheme, port, query = m.groups()
+    scheme, host, port, query = m.groups()
+    if len(host) > MAX_HOST_LENGTH:
+        return False
     if port is not None and (int(port) > 65535 or int(port) == DEFAULT_PORTS[scheme]):
         return False
     if query is None or "&" not in query:
