@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 
 from analyzer.synthetic import host_name, synthetic_pages
 from bench.harness.db import fill_defaults, fresh_database, manage
+from crawler.urlnorm import url_hash
 
 
 def load_crawl(url: str, pages: int, hosts: int) -> tuple[float, int]:
@@ -51,7 +52,7 @@ def load_crawl(url: str, pages: int, hosts: int) -> tuple[float, int]:
         for i, (h, page_url, ctype, body) in enumerate(synthetic_pages(pages, hosts=hosts), start=1):
             body_z = zlib.compress(body, 6)
             stored += len(body_z)
-            urls.append(f"{i}\t{page_url}\t{hashlib.sha1(page_url.encode()).hexdigest()}\t{h + 1}\tvisited\n")
+            urls.append(f"{i}\t{page_url}\t{url_hash(page_url)}\t{h + 1}\tvisited\n")
             rows.append(
                 f"{i}\t{i}\t\\\\x{body_z.hex()}\t{ctype}\t{len(body)}\t{hashlib.sha1(body).hexdigest()}\t{fetched}\n"
             )

@@ -161,7 +161,7 @@ def load(url: str, *, servers: int, urls: int, links: int, checks: int) -> float
         """
         INSERT INTO crawladmin_url (id, url, url_hash, server_id, state, last_status, failure_kind,
                                     last_checked_at, exclusion_reason)
-        SELECT i, 'http://s' || (1 + i %% %(s)s) || '.example/p' || i, lpad(to_hex(i), 40, '0'), 1 + i %% %(s)s,
+        SELECT i, 'http://s' || (1 + i %% %(s)s) || '.example/p' || i, lpad(to_hex(i), 24, '0'), 1 + i %% %(s)s,
                st, CASE WHEN st = 'visited' THEN 200 WHEN st = 'init' THEN NULL ELSE 404 END,
                CASE WHEN st IN ('noresponse1', 'noresponse2', 'dead') THEN 'http_404' ELSE '' END,
                CASE WHEN st = 'init' THEN NULL ELSE now() - random() * interval '30 days' END,

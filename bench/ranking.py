@@ -20,7 +20,6 @@ failure. Seed 003 ranked 100k / 1M / 10M pages in 4 / 33 / 267 s on nine 2008 PC
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import json
 import os
@@ -31,6 +30,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from bench.harness.db import fill_defaults, fresh_database, manage
+from crawler.urlnorm import url_hash
 from ranking.blockrank import blockrank
 from ranking.pagerank import build_graph, pagerank
 from ranking.synthetic import WebGraph, web_graph
@@ -155,10 +155,7 @@ def load_graph(url: str, w: WebGraph) -> float:
         lines = []
         for page, (h, fetched) in enumerate(zip(w.host.tolist(), has_links.tolist(), strict=True)):
             u = f"http://{hostnames[h]}/p{page}"
-            lines.append(
-                f"{page + 1}\t{u}\t{hashlib.sha1(u.encode()).hexdigest()}\t{h + 1}\t"
-                f"{'visited' if fetched else 'init'}\n"
-            )
+            lines.append(f"{page + 1}\t{u}\t{url_hash(u)}\t{h + 1}\t{'visited' if fetched else 'init'}\n")
         with _indexes_dropped(cur, "crawladmin_url"):
             cur.copy_expert(
                 "COPY crawladmin_url (id, url, url_hash, server_id, state) FROM STDIN", io.StringIO("".join(lines))

@@ -30,6 +30,7 @@ from pathlib import Path
 from analyzer.synthetic import host_name, synthetic_pages
 from bench.harness.db import ROOT, copy_lines, fill_defaults, fresh_database, manage
 from bench.harness.proc import wait_with_peak
+from crawler.urlnorm import url_hash
 
 FETCHED = datetime(2026, 11, 1, tzinfo=UTC)
 # COPY text format: a backslash-r backslash-n in a column is CR LF, backslash-N is NULL.
@@ -73,7 +74,7 @@ def load_crawl(url: str, pages: int, hosts: int) -> dict:
             revisit = FETCHED + timedelta(days=1, seconds=i) if i % 20 == 0 else None
             head_q = REQUEST.format(path=path, host=host)
             head_r = RESPONSE.format(ctype=ctype, etag=checksum[:16])
-            urls.append(f"{i}\t{page_url}\t{hashlib.sha1(page_url.encode()).hexdigest()}\t{h + 1}\tvisited\n")
+            urls.append(f"{i}\t{page_url}\t{url_hash(page_url)}\t{h + 1}\tvisited\n")
             body_z = zlib.compress(body, 6).hex()
             again = (revisit.isoformat(), head_q, head_r) if revisit else (NULL, "", "")
             row = (i, i, f"\\\\x{body_z}", ctype, len(body), checksum, fetched.isoformat(), head_q, head_r, *again,

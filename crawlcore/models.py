@@ -125,8 +125,11 @@ class Url(models.Model):
 
     url = models.TextField()
     # Unique through Meta.constraints, not unique=True: that would add a second (LIKE) index on PostgreSQL.
-    # crawler.urlnorm.url_hash: the URL's first characters, then its sha1 (a server's URLs together in the index).
-    url_hash = models.CharField(max_length=88, help_text="The canonical URL's first 48 characters, then its sha1")
+    # crawler.urlnorm.url_hash: digests of the URL's server and directory, then of itself (a server's URLs together
+    # in the index, and a key a quarter of the URL prefix and sha1 it was until migration 0026).
+    url_hash = models.CharField(
+        max_length=24, help_text="Base64 of digests of the canonical URL's origin, first directory and whole"
+    )
     # Not indexed alone: url_claim_idx starts with it. No database-level foreign key, as on Link: its check is
     # one trigger query a new URL at commit, hundreds an extract batch, each locking the server's row (a
     # server's URLs still go with it: the ORM cascades the delete), ~10 % of a batch's URL insert.

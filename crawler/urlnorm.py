@@ -10,6 +10,7 @@ schemes we accept, default-port removal, length limits and error reasons.
 
 from __future__ import annotations
 
+import binascii
 import functools
 import hashlib
 import re
@@ -20,6 +21,7 @@ from w3lib.url import canonicalize_url
 
 __all__ = [
     "MAX_URL_LENGTH",
+    "URL_KEY_LENGTH",
     "ServerKey",
     "UrlError",
     "canonical_cache_clear",
@@ -30,7 +32,7 @@ __all__ = [
 
 MAX_URL_LENGTH = 2048
 MAX_HOST_LENGTH = 253  # a DNS name's limit
-URL_KEY_PREFIX = 48  # characters of the URL in front of its digest in url_hash
+URL_KEY_LENGTH = 24  # characters of url_hash: the base64 of 18 bytes
 CANONICAL_CACHE_SIZE = 32768
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
@@ -235,15 +237,41 @@ def canonical_cache_clear() -> None:
 
 
 def url_hash(canonical: str) -> str:
-    """The database key of a canonical URL (unique): its first URL_KEY_PREFIX characters, then the SHA-1 hex
-    digest of the whole URL, which makes the key unique and bounded in length whatever the URL's.
+    """The database key of a canonical URL (unique): 24 characters, the base64 of 18 bytes, which are
+    4 bytes of a digest of the URL's origin, 2 of its first directory, then 12 (96 bits) of the whole URL.
 
-    The text in front is there for the index: it sorts a server's URLs, and those under one path of it, next
-    to each other, so the new URLs a batch of pages brings go into the few index pages of their servers and
-    paths. A digest alone sends each new URL to a random page of the whole index: once the index outgrows
-    PostgreSQL's buffers, every insert reads a page from outside them, dirties it and logs all of it again
-    after each checkpoint."""
-    return canonical[:URL_KEY_PREFIX] + hashlib.sha1(canonical.encode("utf-8")).hexdigest()
+    The digest of the whole URL makes the key unique: two URLs of one server and directory share a key with
+    a chance of one in 2**96 a pair, none in a frontier of billions. The two short digests in front are there
+    for the index: they sort a server's URLs next to each other, and those under one directory of it, so the
+    new URLs a batch of pages brings go into the few index pages of their servers and directories. A digest
+    alone sends each new URL to a random page of the whole index: once the index outgrows PostgreSQL's
+    buffers, every insert reads a page from outside them, dirties it and logs all of it again after each
+    checkpoint. Short, because the key is in every URL row and in the unique index: the URL's first 48
+    characters and a hex sha1 (the key until migration 0026) made it ~90 bytes of each, and the index of 10
+    million URLs 1.6 GB, more than stays in the OS's cache beside the table (bench/THROUGHPUT.md)."""
+    path = canonical.find("/", canonical.find("://") + 3)
+    if path < 0:  # no path: not canonical, but a key all the same
+        head = canonical.partition("?")[0]
+    else:
+        end = canonical.find("/", path + 1)
+        query = canonical.find("?", path + 1)
+        head = canonical[:path] if end < 0 or 0 <= query < end else canonical[:end]
+    digest = hashlib.blake2b(canonical.encode("utf-8"), digest_size=12).digest()
+    return _key_prefix(head) + binascii.b2a_base64(digest, newline=False).decode("ascii")
+
+
+@functools.lru_cache(maxsize=65536)
+def _key_prefix(head: str) -> str:
+    """The 8 characters in front of a URL's own digest, from its head: the origin and the first directory
+    ("http://example.com/news" of "http://example.com/news/a?b", "http://example.com" of
+    "http://example.com/a?b/c"). The origin's digest (4 bytes), then the directory's (2 bytes). A crawl's URLs
+    have few distinct heads: cached."""
+    start = head.find("://") + 3
+    slash = head.find("/", start)
+    origin, directory = (head, "") if slash < 0 else (head[:slash], head[slash:])
+    raw = hashlib.blake2b(origin.encode("utf-8"), digest_size=4).digest()
+    raw += hashlib.blake2b(directory.encode("utf-8"), digest_size=2).digest()
+    return binascii.b2a_base64(raw, newline=False).decode("ascii")
 
 
 @dataclass(frozen=True)

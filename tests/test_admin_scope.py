@@ -40,7 +40,7 @@ def faculties():
     made = {}
     for group, host in (("uni", "uni.example"), ("physics", "physics.example")):
         server = Server.objects.create(scheme="http", host=host, port=80, group=group)
-        url = Url.objects.create(server=server, url=f"http://{host}/secret-{group}", url_hash=f"{group:0>40}")
+        url = Url.objects.create(server=server, url=f"http://{host}/secret-{group}", url_hash=f"{group:0>24}")
         page = Page.objects.create(url=url, title=f"title of {group}", fetched_at=now)
         StatusCheck.objects.create(
             server=server, requested_url=url.url, checked_at=now, category="normal", latency_ms=5.0

@@ -41,7 +41,7 @@ def _server(n: int, profile: list[float | None] | None = None, **fields) -> Serv
 
 
 def _url(server: Server, n: int, **fields) -> Url:
-    return Url.objects.create(url=f"{server.origin}/{n}", url_hash=f"{server.id:08d}{n:032d}", server=server, **fields)
+    return Url.objects.create(url=f"{server.origin}/{n}", url_hash=f"{server.id:08d}{n:016d}", server=server, **fields)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -165,9 +165,9 @@ def hostile_rows():
     server = Server.objects.create(scheme="http", host="xss.example", port=80)
     now = timezone.now()
     raw_url = f"http://xss.example/{XSS}{XSS_ATTR}"
-    home = Url.objects.create(url=raw_url, url_hash="a" * 40, server=server, state="visited", last_status=200)
+    home = Url.objects.create(url=raw_url, url_hash="a" * 24, server=server, state="visited", last_status=200)
     dead = Url.objects.create(
-        url=f"http://xss.example/dead{XSS}", url_hash="b" * 40, server=server, state="dead", failure_kind=XSS[:32]
+        url=f"http://xss.example/dead{XSS}", url_hash="b" * 24, server=server, state="dead", failure_kind=XSS[:32]
     )
     Page.objects.create(
         url=home,

@@ -1,10 +1,8 @@
 from __future__ import annotations
 
-import hashlib
-
 import pytest
 
-from crawler.urlnorm import MAX_URL_LENGTH, URL_KEY_PREFIX, ServerKey, UrlError, canonicalize, server_key, url_hash
+from crawler.urlnorm import MAX_URL_LENGTH, ServerKey, UrlError, canonicalize, server_key
 
 
 @pytest.mark.parametrize(
@@ -132,17 +130,6 @@ def test_idempotent(raw: str) -> None:
     assert canonicalize(once) == once
     # Resolving an absolute URL against any base must not change it either.
     assert canonicalize(once, base="http://other.org/x/") == once
-
-
-def test_url_hash() -> None:
-    h = url_hash("http://example.com/")
-    # The URL's first characters (all of a short one), then the sha1 of its UTF-8 bytes.
-    assert h == "http://example.com/" + "9c17e047f58f9220a7008d4f18152fee4d111d14"
-    long = "http://example.com/" + "a" * 100
-    assert url_hash(long) == long[:URL_KEY_PREFIX] + hashlib.sha1(long.encode()).hexdigest()
-    assert len(url_hash(long)) == URL_KEY_PREFIX + 40
-    assert url_hash("http://example.com/a") != h
-    assert url_hash("http://example.com/\u00e9") == url_hash("http://example.com/\u00e9")
 
 
 def test_server_key() -> None:
