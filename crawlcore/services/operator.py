@@ -68,6 +68,6 @@ def urls_revive_dead(*, url_ids: Sequence[int]) -> list[int]:
 
 def urls_exclude(*, url_ids: Sequence[int], reason: str = OPERATOR_EXCLUSION) -> list[int]:
     """Exclude these URLs for good (never fetched again), whatever their state, except those excluded
-    already and those a worker holds right now (left to their worker). Returns the ids excluded."""
-    ids = Url.objects.filter(id__in=list(url_ids), exclusion_reason="").values_list("id", flat=True)
+    already and those a worker holds right now (left to their worker). Returns the ids excluded, in order."""
+    ids = Url.objects.filter(id__in=list(url_ids), exclusion_reason="").order_by("id").values_list("id", flat=True)
     return [i for i in ids if url_exclude(url_id=i, reason=reason, owner="", states=tuple(State))]
