@@ -16,7 +16,7 @@ migration, and this one must go on computing the keys it was written for."""
 import binascii
 import hashlib
 
-from django.db import migrations, models
+from django.db import migrations, models, transaction
 from django.db.models.functions import Length
 
 BATCH = 20_000  # ids per read, UPDATE and transaction
@@ -58,7 +58,9 @@ def _rekey(apps, schema_editor, *, key, todo):
         pairs = [(pk, key(url)) for pk, url in rows]
         if not pairs:
             continue
-        with connection.cursor() as cur:
+        # One transaction a batch, also where a statement is not one (SQLite: one UPDATE a row, each its own
+        # commit in a migration that is not atomic).
+        with transaction.atomic(using=connection.alias), connection.cursor() as cur:
             if connection.vendor == "postgresql":
                 ids, keys = zip(*pairs, strict=True)
                 cur.execute(
