@@ -192,6 +192,8 @@ class Url(models.Model):
                 condition=Q(state="visited", sitemap_lastmod__isnull=False),
             ),
         ]
+        # On PostgreSQL the key's index also carries id, state and exclusion_reason (migration 0027), so that the
+        # known-URL lookup of every extract batch reads the index alone, not a random table page a known link.
         constraints = [models.UniqueConstraint(fields=["url_hash"], name="url_hash_unique")]
 
     def __str__(self) -> str:

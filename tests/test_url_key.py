@@ -132,3 +132,49 @@ def test_migration_rekeys_rows_on_sqlite(tmp_path) -> None:
 def test_migration_rekeys_rows_on_postgresql(tmp_path) -> None:
     with postgres_database() as url:
         _migrations_round_trip(_env(tmp_path, url))
+
+
+COVERED = """
+import json
+from django.db import connection
+from crawlcore.models import Server, Url
+from crawlcore.services.urls import NewUrl, url_ids, urls_insert
+urls = [f"http://cover.example/p{i}" for i in range(300)]
+urls_insert(urls=[NewUrl(u, 0) for u in urls])
+again = urls_insert(urls=[NewUrl(u, 1) for u in urls[:10]] + [NewUrl("http://cover.example/new", 1)])
+with connection.cursor() as cur:
+    cur.execute("VACUUM ANALYZE crawladmin_url")
+    cur.execute("SELECT pg_get_indexdef('url_hash_unique'::regclass)")
+    index = cur.fetchone()[0]
+    cur.execute("SET enable_seqscan = off")
+    cur.execute("EXPLAIN SELECT url_hash, id, state, exclusion_reason FROM crawladmin_url WHERE url_hash = ANY(%s)",
+                [[Url.objects.get(url=u).url_hash for u in urls[:3]]])
+    plan = "\\n".join(r[0] for r in cur.fetchall())
+print(json.dumps({"index": index, "plan": plan, "count": Url.objects.count(), "again": again.ids,
+                  "ids": url_ids(hashes=list(Url.objects.values_list("url_hash", flat=True)[:5]),
+                                 urls=list(Url.objects.values_list("url", flat=True)[:5]))}))
+"""
+
+INDEX_DEF = """
+from django.db import connection
+with connection.cursor() as cur:
+    cur.execute("SELECT pg_get_indexdef('url_hash_unique'::regclass)")
+    print(cur.fetchone()[0])
+"""
+
+
+@pytest.mark.integration
+def test_the_key_index_covers_the_lookup_on_postgresql(tmp_path) -> None:
+    # Migration 0027: the known-URL lookup reads the key index alone, and the index still arbitrates inserts.
+    with postgres_database() as url:
+        env = _env(tmp_path, url)
+        manage(env, "migrate", "--verbosity", "0")
+        seen = json.loads(manage(env, "shell", "-c", COVERED).stdout.strip().splitlines()[-1])
+        assert "UNIQUE" in seen["index"] and seen["index"].endswith("(url_hash) INCLUDE (id, state, exclusion_reason)")
+        assert "Index Only Scan using url_hash_unique" in seen["plan"]
+        assert seen["count"] == 301  # the ten known ones were not inserted again
+        assert len(seen["again"]) == 11
+        assert len(seen["ids"]) == 5
+        manage(env, "migrate", "crawladmin", "0026", "--verbosity", "0")
+        index = manage(env, "shell", "-c", INDEX_DEF)
+        assert index.stdout.strip().splitlines()[-1].endswith("USING btree (url_hash)")

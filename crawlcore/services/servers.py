@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -23,8 +25,18 @@ from .leases import lease_deadline
 log = logging.getLogger(__name__)
 
 
-def servers_ensure(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict[ServerKey, Server]:
-    """The Server row of every key, creating the missing ones in one statement.
+@dataclass(frozen=True, slots=True)
+class Ensured:
+    """What the callers of servers_ensure read of a server: a row, not a model instance (some thirty fields to
+    build, for each of the hundred or so servers one batch of extracted pages links to)."""
+
+    id: int
+    trusted: bool
+    excluded_reason: str
+
+
+def servers_ensure(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict[ServerKey, Ensured]:
+    """The server of every key, creating the missing ones in one statement.
 
     A new server's address is resolved first (servers_resolve) and stored with it. A new server on the address,
     scheme and port of an earlier site is not merged here: name-based virtual hosting puts different sites on
@@ -46,6 +58,7 @@ def servers_ensure(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict[
         untrusted = [s.id for s in found.values() if not s.trusted]
         if untrusted:
             Server.objects.filter(id__in=untrusted).update(trusted=True)
+            found = {k: dataclasses.replace(s, trusted=True) if s.id in untrusted else s for k, s in found.items()}
     return found
 
 
@@ -62,18 +75,15 @@ def servers_resolve(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict
     return {k: found.get((k.host, k.port)) for k in keys}
 
 
-_ENSURED = ("id", "scheme", "host", "port", "trusted", "excluded_reason")
-
-
-def _servers_by_key(keys: set[ServerKey]) -> dict[ServerKey, Server]:
-    found: dict[ServerKey, Server] = {}
-    # Only what the callers read: a whole Server row is some thirty fields to build, for each of the hundred
-    # or so servers a batch of extracted pages links to.
-    rows = Server.objects.filter(host__in={k.host for k in keys}).only(*_ENSURED)
-    for server in rows:
-        key = ServerKey(server.scheme, server.host, server.port)
+def _servers_by_key(keys: set[ServerKey]) -> dict[ServerKey, Ensured]:
+    found: dict[ServerKey, Ensured] = {}
+    rows = Server.objects.filter(host__in={k.host for k in keys}).values_list(
+        "scheme", "host", "port", "id", "trusted", "excluded_reason"
+    )
+    for scheme, host, port, *rest in rows:
+        key = ServerKey(scheme, host, port)
         if key in keys:
-            found[key] = server
+            found[key] = Ensured(*rest)
     return found
 
 

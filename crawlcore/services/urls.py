@@ -99,11 +99,12 @@ def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
     keys = {u.url: server_key(u.url) for u in (missing or by_url.values())}
     servers = servers_ensure(keys=set(keys.values()), trusted=trusted)
     now = timezone.now()
+    init, seed_scope = State.INIT.value, settings.CRAWL_SCOPE
     rows = []
     for u in missing:
         key = keys[u.url]
         server = servers[key]
-        scope = u.scope or Scope.for_seed(settings.CRAWL_SCOPE, key.host)
+        scope = u.scope or Scope.for_seed(seed_scope, key.host)
         reason = server.excluded_reason or u.exclusion_reason
         rows.append(
             dict(
@@ -112,7 +113,7 @@ def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
                 server_id=server.id,
                 depth=u.depth,
                 redirect_hops=u.redirect_hops,
-                state=State.INIT.value,
+                state=init,
                 exclusion_reason=reason,
                 next_check_at=None if reason else now,
                 scope_mode=scope.mode,
