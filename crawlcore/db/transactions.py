@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
 from ._vendor import is_postgres
 
@@ -32,3 +32,25 @@ def gently() -> None:
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
             cursor.execute("SET LOCAL jit = off")
+
+
+@contextmanager
+def unflushed_commits() -> Iterator[None]:
+    """Within the block, on PostgreSQL, a commit returns without waiting for its WAL to reach the disk
+    (synchronous_commit off, for this session until the block ends). For work that is redone when its commit
+    is lost: only a crash of PostgreSQL itself loses one, and then with every later commit (the WAL is
+    written in order), so what was lost is a last stretch of work, not a hole in it. Never for a write a user
+    or another service was told is done."""
+    if not is_postgres():
+        yield
+        return
+    with connection.cursor() as cur:
+        cur.execute("SET synchronous_commit = off")
+    try:
+        yield
+    finally:
+        try:
+            with connection.cursor() as cur:
+                cur.execute("RESET synchronous_commit")
+        except DatabaseError:
+            connection.close()  # a connection in an unknown state is not handed to the next task with it

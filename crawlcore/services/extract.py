@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from crawlcore.db import fulltext
 from crawlcore.db.chain import Const, Input, Insert, SearchVector, Sql, Update, chain
+from crawlcore.db.transactions import unflushed_commits
 from crawlcore.models import JobUrl, Link, Page, Url, page_body
 from crawler import notfollowed
 from crawler.brokenlinks import fragment_missing
@@ -183,35 +184,41 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
     # inserting the same URL, so in one long transaction with the rest, extract tasks queued behind each
     # other for whole batches. A URL committed before its links is harmless: a redelivered
     # message finds it known, and the page stays unextracted until the links are written.
-    inserted = urls_insert(urls=list(new.values()))
-    ids = inserted.ids
-    admission.record(ids)
-    with transaction.atomic():
-        # Only the URLs the lookup found set aside for a liftable reason are offered to the lift (usually
-        # none): the guarded update probes every id it is given (hundreds a batch).
-        depths = {ids[url]: depth for url, depth in followed.items() if ids.get(url) in inserted.liftable}
-        links = {
-            (page.url_id, ids[link.url]): (link.text, link.element, link.nofollow, _fragments(link))
-            for page, ex in parsed
-            if ex is not None
-            for link, _over in reversed(_links_of(ex))  # reversed: the first occurrence on the page is the one kept
-            if link.url in ids and (ids[link.url] != page.url_id or _names_nothing_here(link, ex))
-        }
-        link_rows = [(*key, *links[key]) for key in sorted(links)]
-        page_rows = [
-            (
-                page.id,
-                ex.title if ex else "",
-                ex.description if ex else "",
-                "\n".join(ex.anchors) if ex and ex.anchors is not None else None,
-                ex.problem if ex else "",
-            )
-            for page, ex in parsed
-        ]
-        index_rows = [(page.id, *(_index_text(page, ex) if indexing else NOT_INDEXED).as_row()) for page, ex in parsed]
-        now = timezone.now()
-        _record_limits(parsed)
-        lifted = _record(depths, link_rows, page_rows, index_rows, now)
+    # Their commits do not wait for the disk (unflushed_commits): a crash of PostgreSQL loses at most the last of
+    # them, in order, so a page whose extraction was lost is unextracted again and the reconciler sends it again
+    # (CRAWL_REDISPATCH_AFTER), and the URLs of a lost insert are inserted again then.
+    with unflushed_commits():
+        inserted = urls_insert(urls=list(new.values()))
+        ids = inserted.ids
+        admission.record(ids)
+        with transaction.atomic():
+            # Only the URLs the lookup found set aside for a liftable reason are offered to the lift (usually
+            # none): the guarded update probes every id it is given (hundreds a batch).
+            depths = {ids[url]: depth for url, depth in followed.items() if ids.get(url) in inserted.liftable}
+            links = {
+                (page.url_id, ids[link.url]): (link.text, link.element, link.nofollow, _fragments(link))
+                for page, ex in parsed
+                if ex is not None
+                for link, _over in reversed(_links_of(ex))  # reversed: the first occurrence on the page is the one kept
+                if link.url in ids and (ids[link.url] != page.url_id or _names_nothing_here(link, ex))
+            }
+            link_rows = [(*key, *links[key]) for key in sorted(links)]
+            page_rows = [
+                (
+                    page.id,
+                    ex.title if ex else "",
+                    ex.description if ex else "",
+                    "\n".join(ex.anchors) if ex and ex.anchors is not None else None,
+                    ex.problem if ex else "",
+                )
+                for page, ex in parsed
+            ]
+            index_rows = [
+                (page.id, *(_index_text(page, ex) if indexing else NOT_INDEXED).as_row()) for page, ex in parsed
+            ]
+            now = timezone.now()
+            _record_limits(parsed)
+            lifted = _record(depths, link_rows, page_rows, index_rows, now)
     # After the commit: the servers' guarded dispatch marks are not held locked through the broker's sends.
     servers_dispatch_with_due_work(server_ids=inserted.server_ids | lifted)
     outcome.pages, outcome.links, outcome.new_urls = len(pages), len(links), len(new)
