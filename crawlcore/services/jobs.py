@@ -123,6 +123,8 @@ class Admission:
         the servers they reach."""
         rows = sorted({(job_id, ids[url], depth) for url, jobs in self.joins.items() if url in ids
                        for job_id, depth in jobs.items()})  # fmt: skip
+        if not rows:  # no job page in the batch (most batches): nothing to read or write
+            return
         insert_ignore(JobUrl._meta.db_table, ("job_id", "url_id", "depth"), rows)
         servers_politeness_apply(job_ids={r[0] for r in rows}, url_ids={r[1] for r in rows})
 
