@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -32,7 +31,6 @@ class Ensured:
     build, for each of the hundred or so servers one batch of extracted pages links to)."""
 
     id: int
-    trusted: bool
     excluded_reason: str
 
 
@@ -55,11 +53,8 @@ def servers_ensure(*, keys: Iterable[ServerKey], trusted: bool = False) -> dict[
             ignore_conflicts=True,
         )
         found.update(_servers_by_key(missing))
-    if trusted:
-        untrusted = [s.id for s in found.values() if not s.trusted]
-        if untrusted:
-            Server.objects.filter(id__in=untrusted).update(trusted=True)
-            found = {k: dataclasses.replace(s, trusted=True) if s.id in untrusted else s for k, s in found.items()}
+    if trusted:  # guarded: only the rows not trusted yet are written
+        Server.objects.filter(id__in=[s.id for s in found.values()], trusted=False).update(trusted=True)
     return found
 
 
@@ -82,8 +77,8 @@ def _servers_by_key(keys: set[ServerKey]) -> dict[ServerKey, Ensured]:
     rows = rows_by_values(
         Server._meta.db_table,
         "host",
-        sorted({k.host for k in keys}),
-        ("scheme", "host", "port", "id", "trusted", "excluded_reason"),
+        list({k.host for k in keys}),
+        ("scheme", "host", "port", "id", "excluded_reason"),
     )
     for scheme, host, port, *rest in rows:
         key = ServerKey(scheme, host, port)
