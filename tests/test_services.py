@@ -6,6 +6,8 @@ import logging
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from crawlcore.models import Page, Server, ServerLease, StatusCheck, Url, UrlEvent
@@ -15,7 +17,15 @@ from crawlcore.services.extract import pages_extract
 from crawlcore.services.load import LoadBatch, load_server_batch
 from crawlcore.services.load_dispatch import dispatch_due, reconcile
 from crawlcore.services.servers import server_claim
-from crawlcore.services.urls import Move, NewUrl, url_transition, urls_claim, urls_insert, urls_transition
+from crawlcore.services.urls import (
+    Move,
+    NewUrl,
+    url_transition,
+    urls_claim,
+    urls_insert,
+    urls_known,
+    urls_transition,
+)
 from crawler.lifecycle import Agent, Event, State
 from testweb import SiteSpec, TestWebServer
 
@@ -31,6 +41,24 @@ def test_insert_is_idempotent_and_groups_by_server():
     again = _insert("http://a.example/x", "http://b.example:8080/")
     assert Url.objects.count() == 3 and Server.objects.count() == 2
     assert again["http://a.example/x"] == first["http://a.example/x"]
+
+
+def test_insert_takes_the_callers_lookup_and_looks_up_nothing_again():
+    """The extract agent looks every target up first and builds candidates only for the URLs not found:
+    urls_insert takes that lookup (its ids in the result) and sends no second one."""
+    (known_id,) = _insert("http://a.example/known").values()
+    looked_up = urls_known(["http://a.example/known", "http://a.example/new"])
+    assert looked_up.ids == {"http://a.example/known": known_id}
+    with CaptureQueriesContext(connection) as queries:
+        inserted = urls_insert(urls=[NewUrl("http://a.example/new", depth=1)], known=looked_up)
+    assert set(inserted.ids) == {"http://a.example/known", "http://a.example/new"}
+    assert inserted.ids["http://a.example/known"] == known_id
+    assert Url.objects.get(id=inserted.ids["http://a.example/new"]).depth == 1
+    # The known URL is not looked up again (SQLite, whose insert returns no ids, reads the new one's back).
+    known_key = looked_up.hashes["http://a.example/known"]
+    assert [q["sql"] for q in queries.captured_queries if known_key in q["sql"] and "SELECT" in q["sql"]] == []
+    # All known: nothing to insert, the known ids all the same.
+    assert urls_insert(urls=[], known=looked_up).ids == {"http://a.example/known": known_id}
 
 
 def test_invalid_transition_is_refused_logged_and_not_applied(caplog):

@@ -28,7 +28,7 @@ from crawler.sanitize import clean_label
 
 from .jobs import jobs_admit
 from .load_dispatch import servers_dispatch_with_due_work
-from .urls import NewUrl, new_url_from, urls_insert
+from .urls import NewUrl, new_url_from, urls_insert, urls_known
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +145,16 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
             if rules.check_resources or not link.resource
         ]
     )
+    # Every target looked up first: most are known, and a known URL needs no candidate (its scope, its
+    # server, its reason: a third of the batch's own work) unless a followed link may lift it.
+    looked_up = urls_known(
+        link.url
+        for _page, ex in parsed
+        if ex is not None
+        for link, _over in _links_of(ex)
+        if rules.check_resources or not link.resource
+    )
+    settled = {url for url, pk in looked_up.ids.items() if pk not in looked_up.liftable}
     new: dict[str, NewUrl] = {}
     followed: dict[str, int] = {}  # url -> the smallest depth it is followed at, from this batch
     for page, ex in parsed:
@@ -153,7 +163,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
         depth = page.depth + 1
         of_jobs = admission.applies(page.url_id)
         for link, over in _links_of(ex):
-            if link.resource and not rules.check_resources:
+            if (link.resource and not rules.check_resources) or link.url in settled:
                 continue
             reason = notfollowed.TOO_MANY_LINKS if over else not_followed_reason(ex, link, depth, rules)
             candidate = new_url_from(
@@ -188,7 +198,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
     # them, in order, so a page whose extraction was lost is unextracted again and the reconciler sends it again
     # (CRAWL_REDISPATCH_AFTER), and the URLs of a lost insert are inserted again then.
     with unflushed_commits():
-        inserted = urls_insert(urls=list(new.values()))
+        inserted = urls_insert(urls=list(new.values()), known=looked_up)
         ids = inserted.ids
         admission.record(ids)
         with transaction.atomic():
@@ -221,7 +231,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
             lifted = _record(depths, link_rows, page_rows, index_rows, now)
     # After the commit: the servers' guarded dispatch marks are not held locked through the broker's sends.
     servers_dispatch_with_due_work(server_ids=inserted.server_ids | lifted)
-    outcome.pages, outcome.links, outcome.new_urls = len(pages), len(links), len(new)
+    outcome.pages, outcome.links, outcome.new_urls = len(pages), len(links), len(looked_up.hashes)
     return outcome
 
 

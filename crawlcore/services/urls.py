@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -80,19 +80,38 @@ class Inserted:
     liftable: set[int] = dataclasses.field(default_factory=set)
 
 
-def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False) -> Inserted:
+@dataclass
+class Known:
+    """What one lookup found of some URLs: the ids of those that exist, by URL, the liftable ones among them
+    (as in Inserted), and the key of every URL looked up."""
+
+    ids: dict[str, int]
+    liftable: set[int]
+    hashes: dict[str, str]  # url -> url_hash, for every URL looked up (found or not)
+
+
+def urls_known(urls: Iterable[str]) -> Known:
+    """Look the URLs up by their key (one indexed query): which exist, and which of those are liftable."""
+    hashes = {url: url_hash(url) for url in urls}
+    liftable: set[int] = set()
+    ids = url_ids(hashes=list(hashes.values()), urls=list(hashes), liftable=liftable) if hashes else {}
+    return Known(ids, liftable, hashes)
+
+
+def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False, known: Known | None = None) -> Inserted:
     """Insert the URLs not yet known as Init (known ones are left as they are).
 
     A URL of an excluded server is stored excluded, with the server's reason, so it shows but is never due.
     Most links found on a page are known already: they are looked up first (one indexed query), and only
-    the new ones are built and inserted.
+    the new ones are built and inserted. `known`: that lookup, made by the caller over these URLs (and
+    maybe more), so that it builds nothing for the URLs it finds known; its ids are in the result.
     """
     if not urls:
-        return Inserted({}, set())
+        return Inserted(dict(known.ids) if known else {}, set(), set(known.liftable) if known else set())
     by_url = {u.url: u for u in urls}
-    hashes = {url: url_hash(url) for url in by_url}
-    liftable: set[int] = set()
-    ids = url_ids(hashes=list(hashes.values()), urls=list(hashes), liftable=liftable)
+    if known is None or not known.hashes.keys() >= by_url.keys():
+        known = urls_known(by_url)
+    hashes, ids, liftable = known.hashes, dict(known.ids), set(known.liftable)
     missing = [u for url, u in by_url.items() if url not in ids]
     if not missing and not trusted:
         return Inserted(ids, set(), liftable)
