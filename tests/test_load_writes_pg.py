@@ -169,9 +169,10 @@ print(json.dumps({
     "duplicate_of": [p1.duplicate_of_id, p2.duplicate_of_id == p1.id],
     "outcome": [outcome.pages, outcome.links, again.pages],
     # Each statement is PREPAREd on its first use and EXECUTEd (crawlcore.db.prepared): one write of the links.
-    # (The batch's read of its pages names the links too: the anchor text of links to each page, for its index.)
+    # (The batch's read of its pages, prepared too, names the links: the anchor text of links to each page, for
+    # its index.)
     "link_writes": [q["sql"][:20] for q in seen.captured_queries
-                    if "crawladmin_link" in q["sql"] and not q["sql"].startswith("SELECT")],
+                    if "crawladmin_link" in q["sql"] and "INSERT" in q["sql"]],
     "one_statement": any("crawladmin_link" in q["sql"] and "UPDATE crawladmin_page" in q["sql"]
                          and "UPDATE crawladmin_url" in q["sql"] for q in seen.captured_queries),
     "executes": sum(q["sql"].startswith("EXECUTE ") for q in seen.captured_queries),

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django.db import connection
-from django.db.models import BooleanField, Expression, F, FloatField, TextField
+from django.db.models import BooleanField, Expression, F, FloatField
 
 from ._vendor import is_postgres
 
@@ -132,28 +132,12 @@ class Relevance(_PageExpression):
         )
 
 
-class InboundAnchors(Expression):
-    """The anchor texts of (at most `limit`) links pointing at the URL in column `url_field`, space-joined:
+def inbound_anchors_sql(url_column: str, limit: int = 50) -> str:
+    """SQL for the anchor texts of (at most `limit`) links pointing at the URL in `url_column`, space-joined:
     the words other pages use for this one, read with the page for its index (one probe of the links'
     to_url index per page, bounded however many pages link to it)."""
-
-    output_field = TextField()
-
-    def __init__(self, url_field: str, limit: int = 50):
-        super().__init__()
-        self.url_field = url_field
-        self.limit = int(limit)  # formatted into the SQL: an int, never text
-
-    def resolve_expression(self, query=None, allow_joins=True, reuse=None, summarize=False, for_save=False):
-        out = super().resolve_expression(query, allow_joins, reuse, summarize, for_save)
-        out.column = F(self.url_field).resolve_expression(query, allow_joins, reuse, summarize, for_save)
-        return out
-
-    def as_sql(self, compiler, connection_, **extra):
-        column, params = compiler.compile(self.column)
-        concat = "string_agg(a.anchor_text, ' ')" if is_postgres() else "group_concat(a.anchor_text, ' ')"
-        return (
-            f"(SELECT {concat} FROM (SELECT l.anchor_text FROM crawladmin_link l WHERE l.to_url_id = {column} "
-            f"AND l.anchor_text <> '' LIMIT {self.limit}) a)",
-            params,
-        )
+    concat = "string_agg(a.anchor_text, ' ')" if is_postgres() else "group_concat(a.anchor_text, ' ')"
+    return (
+        f"(SELECT {concat} FROM (SELECT l.anchor_text FROM crawladmin_link l WHERE l.to_url_id = {url_column} "
+        f"AND l.anchor_text <> '' LIMIT {int(limit)}) a)"
+    )

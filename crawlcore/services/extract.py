@@ -11,11 +11,11 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef, TextField, Value
 from django.utils import timezone
 
 from crawlcore.db import fulltext
 from crawlcore.db.chain import Const, Input, Insert, SearchVector, Sql, Update, chain
+from crawlcore.db.raw import fetch_rows, one_of, typed
 from crawlcore.db.transactions import unflushed_commits
 from crawlcore.models import JobUrl, Link, Page, Url, page_body
 from crawler import notfollowed
@@ -91,7 +91,7 @@ class StoredPage:
     scope_mode: str
     scope_root: str
     offsite_hops: int
-    dispatched_at: datetime | None  # when its extract message was last sent (or its parse last said it is alive)
+    waited: bool  # its extract message was sent (or its parse said it is alive) over half CRAWL_REDISPATCH_AFTER ago
     of_job: bool  # a crawl job reached its URL: its links follow the jobs' rules (crawlcore.services.jobs)
     inbound: str | None  # anchor texts of links to this page, for its index
 
@@ -100,8 +100,22 @@ class StoredPage:
         return page_body(self.body_z)
 
 
-_STORED = ("id", "url_id", "body_z", "content_type", "checksum", "url__url", "url__depth", "url__scope_mode",
-           "url__scope_root", "url__offsite_hops", "extract_dispatched_at")  # fmt: skip
+def _stored_pages(page_ids: Sequence[int], *, indexing: bool) -> list[StoredPage]:
+    """The batch's pages not extracted yet, with what extraction reads of their URLs, whether a crawl job
+    reached each URL and the anchor texts of the links to it: one fixed-shape statement (prepared on
+    PostgreSQL). Built by the ORM each batch, the same read cost three times its own execution in Python."""
+    page, url, job_url = Page._meta.db_table, Url._meta.db_table, JobUrl._meta.db_table
+    ids, ids_param = one_of("p.id", page_ids, "bigint")
+    since = timezone.now() - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER / 2)
+    sql = (
+        "SELECT p.id, p.url_id, p.body_z, p.content_type, p.checksum, u.url, u.depth, u.scope_mode, u.scope_root,"
+        f" u.offsite_hops, p.extract_dispatched_at IS NULL OR p.extract_dispatched_at < {typed('timestamptz')},"
+        f" EXISTS (SELECT 1 FROM {job_url} j WHERE j.url_id = p.url_id),"
+        f" {fulltext.inbound_anchors_sql('p.url_id') if indexing else 'NULL'}"
+        f" FROM {page} p JOIN {url} u ON u.id = p.url_id WHERE {ids} AND p.extracted_at IS NULL"
+    )
+    rows = fetch_rows(sql, [since, ids_param], prepare=True)
+    return [StoredPage(*row[:10], bool(row[10]), bool(row[11]), row[12]) for row in rows]
 
 
 def _labels_clean(ex: Extracted) -> Extracted:
@@ -123,12 +137,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
     the reason (never fetched), so a site owner can see why."""
     outcome = ExtractOutcome()
     indexing = settings.SEARCH_INDEX
-    # Whether a job reached each page's URL and the anchor texts of the links to it, in the same read.
-    stored = Page.objects.filter(id__in=page_ids, extracted_at__isnull=True).annotate(
-        of_job=Exists(JobUrl.objects.filter(url_id=OuterRef("url_id"))),
-        inbound=fulltext.InboundAnchors("url_id") if indexing else Value(None, output_field=TextField()),
-    )
-    pages = [StoredPage(*row) for row in stored.values_list(*_STORED, "of_job", "inbound")]
+    pages = _stored_pages(page_ids, indexing=indexing)
     if not pages:
         return outcome
     parsed = _parse_pages(pages)
@@ -247,8 +256,7 @@ def _parse_pages(pages: list[StoredPage]) -> list[tuple[StoredPage, Extracted | 
     ids = [page.id for page in pages]
     beat = max(1.0, settings.CRAWL_REDISPATCH_AFTER / 4)
     last = time.monotonic()
-    since = timezone.now() - timedelta(seconds=settings.CRAWL_REDISPATCH_AFTER / 2)
-    if any(page.dispatched_at is None or page.dispatched_at < since for page in pages):  # it waited long
+    if any(page.waited for page in pages):
         Page.objects.filter(id__in=ids, extracted_at__isnull=True).update(extract_dispatched_at=timezone.now())
     parsed: list[tuple[StoredPage, Extracted | None]] = []
     for page in pages:
