@@ -88,7 +88,9 @@ class Insert:
     """`INSERT INTO table (columns) SELECT values FROM input` for the input rows whose `after[1]` column is an
     id returned by the earlier write `after[0]`, and whose boolean input column `where` is true. With
     `conflict` (a unique column): an upsert, each other column set to `update`'s SQL (over
-    `excluded.<column>` and `<table>.<column>`) or to the new value."""
+    `excluded.<column>` and `<table>.<column>`) or to the new value. With `ignore_conflicts`, a row that
+    would break a unique index is left out; with `conflict` too (its columns, comma-separated), only that
+    index's is: the others (a serial primary key) are not probed before each row."""
 
     name: str
     table: str
@@ -97,7 +99,7 @@ class Insert:
     where: str | None = None
     conflict: str | None = None
     update: Mapping[str, str] = field(default_factory=dict)
-    ignore_conflicts: bool = False  # ON CONFLICT DO NOTHING (with no `conflict` column)
+    ignore_conflicts: bool = False  # ON CONFLICT [(conflict)] DO NOTHING
     returning: Sequence[str] = ()
     source: str = "v"
 
@@ -162,11 +164,7 @@ def _one_statement(inputs: Mapping[str, Input], writes: Sequence[Update | Insert
                 step, col = w.after
                 source += f" JOIN {step} ON {step}.{_first(writes, step)} = {src}.{col}"
             where = f" WHERE {src}.{w.where}" if w.where else ""
-            conflict = " ON CONFLICT DO NOTHING" if w.ignore_conflicts else ""
-            if w.conflict:
-                sets = ", ".join(f"{c} = {w.update.get(c, f'excluded.{c}')}" for c in w.values if c != w.conflict)
-                conflict = f" ON CONFLICT ({w.conflict}) DO UPDATE SET {sets}"
-            sql = f"INSERT INTO {w.table} ({cols}) SELECT {picked} FROM {source}{where}{conflict}{ret}"
+            sql = f"INSERT INTO {w.table} ({cols}) SELECT {picked} FROM {source}{where}{_on_conflict(w)}{ret}"
         ctes.append(f"{w.name} AS ({sql})")
     outs = [w for w in writes if w.returning]
     select = ", ".join(
@@ -221,6 +219,16 @@ def _update(w: Update, names: list[str], rows: list[tuple]) -> list[tuple]:
     return _run(w.source, names, rows, [w.key, *_columns(values, w.source)], text)
 
 
+def _on_conflict(w: Insert) -> str:
+    """The INSERT's ON CONFLICT clause, as the write says (both databases read it)."""
+    if w.ignore_conflicts:
+        return f" ON CONFLICT ({w.conflict}) DO NOTHING" if w.conflict else " ON CONFLICT DO NOTHING"
+    if w.conflict:
+        sets = ", ".join(f"{c} = {w.update.get(c, f'excluded.{c}')}" for c in w.values if c != w.conflict)
+        return f" ON CONFLICT ({w.conflict}) DO UPDATE SET {sets}"
+    return ""
+
+
 def _insert(w: Insert, names: list[str], rows: list[tuple]) -> list[tuple]:
     """The rows' INSERT (an upsert, or ignoring conflicts, as the write says); its `returning` of each row."""
     if any(isinstance(x, SearchVector) for x in w.values.values()):
@@ -229,13 +237,10 @@ def _insert(w: Insert, names: list[str], rows: list[tuple]) -> list[tuple]:
     def text(params: list) -> str:
         src = w.source
         picked = ", ".join(_value(x, src, params) for x in w.values.values())
-        conflict = " ON CONFLICT DO NOTHING" if w.ignore_conflicts else ""
-        if w.conflict:
-            sets = ", ".join(f"{c} = {w.update.get(c, f'excluded.{c}')}" for c in w.values if c != w.conflict)
-            conflict = f" ON CONFLICT ({w.conflict}) DO UPDATE SET {sets}"
         ret = f" RETURNING {', '.join(f'{w.table}.{c}' for c in w.returning)}" if w.returning else ""
         # `WHERE true`: without a WHERE, SQLite would read the ON of ON CONFLICT as a join's.
-        return f"INSERT INTO {w.table} ({', '.join(w.values)}) SELECT {picked} FROM {src} WHERE true{conflict}{ret}"
+        cols = ", ".join(w.values)
+        return f"INSERT INTO {w.table} ({cols}) SELECT {picked} FROM {src} WHERE true{_on_conflict(w)}{ret}"
 
     return _run(w.source, names, rows, _columns(list(w.values.values()), w.source) or names[:1], text)
 

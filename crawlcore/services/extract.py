@@ -334,7 +334,15 @@ def _record(
             returning=("server_id",),
             source="lift",
         ),
-        Insert("linked", Link._meta.db_table, {c: c for c in LINK_COLUMNS}, ignore_conflicts=True, source="links"),
+        # A link already known is left out by its key (from, to) alone: the serial primary key is never probed.
+        Insert(
+            "linked",
+            Link._meta.db_table,
+            {c: c for c in LINK_COLUMNS},
+            conflict="from_url_id, to_url_id",
+            ignore_conflicts=True,
+            source="links",
+        ),
         Update(
             "extracted",
             page,
