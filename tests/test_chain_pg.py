@@ -81,17 +81,23 @@ print(json.dumps({
 """
 
 
-def _run(env: dict[str, str]) -> dict:
+def _run(env: dict[str, str], script: str = SCRIPT) -> dict:
     manage(env, "migrate", "--verbosity", "0")
-    return json.loads(manage(env, "shell", "-c", SCRIPT).stdout.strip().splitlines()[-1])
+    return json.loads(manage(env, "shell", "-c", script).stdout.strip().splitlines()[-1])
+
+
+def _both(tmp_path, script: str = SCRIPT) -> tuple[dict, dict]:
+    """What `script` prints on a fresh SQLite database and on a fresh PostgreSQL one."""
+    base = {**os.environ, "DJANGO_SECRET_KEY": "t-key-" * 9}
+    base.pop("DATABASE_URL", None)
+    lite = _run({**base, "CRAWLADMIN_DATA_DIR": str(tmp_path / "sqlite")}, script)
+    with postgres_database() as url:
+        pg = _run({**base, "DATABASE_URL": url, "CRAWLADMIN_DATA_DIR": str(tmp_path / "pg")}, script)
+    return lite, pg
 
 
 def test_a_chain_writes_the_same_rows_on_postgresql_and_on_sqlite(tmp_path):
-    base = {**os.environ, "DJANGO_SECRET_KEY": "t-key-" * 9}
-    base.pop("DATABASE_URL", None)
-    lite = _run({**base, "CRAWLADMIN_DATA_DIR": str(tmp_path / "sqlite")})
-    with postgres_database() as url:
-        pg = _run({**base, "DATABASE_URL": url, "CRAWLADMIN_DATA_DIR": str(tmp_path / "pg")})
+    lite, pg = _both(tmp_path)
     assert pg == lite
     a = "http://a.example"
     # What the chains did, said once: the URL another owner holds did not move, got no event and no page.
@@ -104,3 +110,46 @@ def test_a_chain_writes_the_same_rows_on_postgresql_and_on_sqlite(tmp_path):
     assert [u for u in pg["urls"] if u[0] == f"{a}/deep"] == [[f"{a}/deep", "init", 1, "", "", None, 0, ""]]
     assert [e[0] for e in pg["exchanges"]] == [f"{a}/logo.png"]
     assert pg["found"] == [pg["original"]]  # indexed; its duplicate is left out of a search
+
+
+CONFLICT = """
+import json
+from django.db import IntegrityError, transaction
+from crawlcore.db.chain import Input, Insert, chain
+from crawlcore.models import Link
+from crawlcore.services.urls import NewUrl, urls_insert
+
+ids = urls_insert(urls=[NewUrl(f"http://a.example/{n}", 0) for n in ("a", "b", "c")]).ids
+a, b, c = (ids[f"http://a.example/{n}"] for n in ("a", "b", "c"))
+known = Link.objects.create(from_url_id=a, to_url_id=b, anchor_text="old")
+columns = (("id", "bigint"), ("from_url_id", "bigint"), ("to_url_id", "bigint"), ("anchor_text", "text"))
+
+def insert(rows):
+    write = Insert("linked", Link._meta.db_table, {"id": "id", "from_url_id": "from_url_id", "to_url_id": "to_url_id",
+                   "anchor_text": "anchor_text"}, conflict="from_url_id, to_url_id", ignore_conflicts=True,
+                   returning=("to_url_id",), source="links")
+    return chain({"links": Input(columns, rows)}, [write])["linked"]
+
+out = {"new": insert([(known.id + 10, a, b, "again"), (known.id + 11, a, c, "new")])}
+try:
+    with transaction.atomic():
+        insert([(known.id, b, c, "same id, another key")])
+    out["same_id"] = "no error"
+except IntegrityError:
+    out["same_id"] = "refused"
+out["links"] = sorted(list(row) for row in Link.objects.values_list("from_url_id", "to_url_id", "anchor_text"))
+out["ids"] = [a, b, c]
+print(json.dumps(out))
+"""
+
+
+def test_a_known_link_is_left_out_by_its_key_and_a_clash_on_the_primary_key_is_an_error(tmp_path):
+    """A chain's INSERT that ignores conflicts on one named unique index (crawlcore.db.chain: `conflict` with
+    `ignore_conflicts`), as the extract batch writes its links: a row whose key (from, to) is known is left out,
+    on both databases, and the serial primary key is no arbiter (PostgreSQL probes no other index before each row):
+    a clash on it is an error, never a row silently dropped."""
+    for out in _both(tmp_path, CONFLICT):
+        a, b, c = out["ids"]
+        assert out["new"] == [[c]]
+        assert out["links"] == sorted([[a, b, "old"], [a, c, "new"]])
+        assert out["same_id"] == "refused"

@@ -31,10 +31,10 @@ from crawler import jobrules, notfollowed
 from crawler.jobrules import PathRules
 from crawler.lifecycle import State
 from crawler.scope import Scope, registered_domain
-from crawler.urlnorm import server_key, url_hash
+from crawler.urlnorm import server_key
 
 from .load_dispatch import servers_dispatch_with_due_work
-from .urls import NewUrl, url_ids, urls_insert
+from .urls import NewUrl, urls_insert, urls_known
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +182,7 @@ def _budget(admission: Admission) -> None:
     if not capped or not admission.joins:
         return
     urls = list(admission.joins)
-    known = url_ids(hashes=[url_hash(u) for u in urls], urls=urls)
+    known = urls_known(urls).ids
     have = set(
         JobUrl.objects.filter(job_id__in=capped, url_id__in=list(known.values())).values_list("job_id", "url_id")
     )

@@ -27,10 +27,10 @@ from crawler.fetch import FetchResult
 from crawler.robots import RobotsRules, sitemap_urls
 from crawler.scope import registered_domain
 from crawler.sitemap import MAX_DEPTH, MAX_FILES, Entry, Kind, SitemapError, parse
-from crawler.urlnorm import UrlError, canonicalize, server_key, url_hash
+from crawler.urlnorm import UrlError, canonicalize, server_key
 
 from .jobs import jobs_admit
-from .urls import Claimed, new_url_from, url_ids, urls_insert
+from .urls import Claimed, new_url_from, urls_insert, urls_known
 from .visit import ServerVisit
 
 log = logging.getLogger(__name__)
@@ -185,9 +185,9 @@ class SitemapReader:
         news = [n for n in news if not n.exclusion_reason]  # out of the crawl's scope: not added at all
         if not news:
             return 0
-        urls = [n.url for n in news]
-        before = len(url_ids(hashes=[url_hash(u) for u in urls], urls=urls))
-        inserted = urls_insert(urls=news)
+        known = urls_known(n.url for n in news)
+        before = len(known.ids)
+        inserted = urls_insert(urls=news, known=known)  # no second lookup of the same URLs
         admission.record(inserted.ids)
         rows = []
         for new in news:

@@ -106,12 +106,12 @@ def urls_insert(*, urls: Sequence[NewUrl], trusted: bool = False, known: Known |
     the new ones are built and inserted. `known`: that lookup, made by the caller over these URLs (and
     maybe more), so that it builds nothing for the URLs it finds known; its ids are in the result.
     """
-    if not urls:
-        return Inserted(dict(known.ids) if known else {}, set(), set(known.liftable) if known else set())
     by_url = {u.url: u for u in urls}
     if known is None or not known.hashes.keys() >= by_url.keys():
-        known = urls_known(by_url)
+        known = urls_known(by_url)  # none given, or one that missed some of these: no query for no URLs
     hashes, ids, liftable = known.hashes, dict(known.ids), set(known.liftable)
+    if not urls:
+        return Inserted(ids, set(), liftable)
     missing = [u for url, u in by_url.items() if url not in ids]
     if not missing and not trusted:
         return Inserted(ids, set(), liftable)
