@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 
-.PHONY: install pywb demo test unit integration chaos testweb migrate lint clean
+.PHONY: install pywb demo test unit integration chaos testweb migrate lint clean docs
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-flower.txt
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,12 @@ chaos: install
 		echo "== chaos run $$i of $(CHAOS_RUNS)"; \
 		$(PY) -m pytest -m chaos -s tests/test_chaos.py || exit 1; \
 	done
+
+# The user guide (docs/, MkDocs): the references generated from the code first, then the site, failing on any
+# warning (a broken link, a page left out of the navigation). The site is written to var/site.
+docs: install
+	$(PY) manage.py reference --out docs/reference
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 testweb: install
 	$(PY) -m testweb --port 8000
