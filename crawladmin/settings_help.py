@@ -199,6 +199,10 @@ HELP: dict[str, str] = {
     "DJANGO_CSRF_TRUSTED_ORIGINS": (
         "behind a TLS proxy: its https header (e.g. `X-Forwarded-Proto`) and the https origins allowed to POST"
     ),
+    "GUIDE_URL": (
+        "where the pages' \"?\" links find the user guide: the default `/guide/` is the site `make docs` built, "
+        "served by this app; a URL of a copy hosted elsewhere works too"
+    ),
     "OIDC_RP_CLIENT_ID": (
         "single sign-on with OpenID Connect: this application's client id at the provider; set, it turns "
         "single sign-on on"

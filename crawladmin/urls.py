@@ -8,6 +8,7 @@ from rest_framework.renderers import JSONOpenAPIRenderer
 from rest_framework.schemas import get_schema_view
 
 from crawladmin import api, api_v1
+from crawladmin.guide import guide
 from dashboard.metrics import metrics
 from dashboard.ping import ping
 from dashboard.public import status_page
@@ -41,6 +42,8 @@ urlpatterns = [
     path("ping/<str:token>", ping, name="ping"),
     path("ping/<str:token>/start", ping, {"signal": "start"}, name="ping-start"),
     path("ping/<str:token>/fail", ping, {"signal": "fail"}, name="ping-fail"),
+    path("guide/", guide, name="guide"),  # the user guide `make docs` built (crawladmin.guide)
+    path("guide/<path:path>", guide, name="guide-page"),
     path("status/<slug:slug>/", status_page, name="status-page"),  # public: opt-in per server group, no login
 ]
 if settings.OIDC_ENABLED:  # optional single sign-on (crawladmin.sso): /oidc/authenticate/ starts a login

@@ -13,6 +13,7 @@ testweb only through the demo's two commands (SEAM). Modules inside the apps tha
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,8 @@ PURE_MODULES = {
     "analyzer/language.py", "analyzer/resolve.py", "analyzer/synthetic.py",
     "archive/cdxj.py", "archive/records.py", "archive/writer.py",
     "alerts/logic.py", "alerts/recurrence.py",
+    "monitoring/kinds/__init__.py", "monitoring/kinds/dns.py", "monitoring/kinds/heartbeat.py",
+    "monitoring/kinds/tcp.py",
 }  # fmt: skip
 
 DYNAMIC = {"import_module", "__import__"}
@@ -173,3 +176,21 @@ def test_the_allowed_shapes_pass(tmp_path):
         },
     )
     assert violations(root) == []
+
+
+def _drawn_chain() -> list[set[str]]:
+    """The chain as docs/ARCHITECTURE.md draws it: the code block under "Layers", one level a numbered line
+    (siblings on it or on the indented lines below it), top level first as drawn, returned bottom first."""
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    block = text.split("## Layers", 1)[1].split("```", 2)[1]
+    levels: list[set[str]] = []
+    for line in block.splitlines():
+        if re.match(r"^\s*\d+\s", line):
+            levels.append(set())
+        if levels:
+            levels[-1] |= {name for name in re.findall(r"(?<![\w/])(\w+)/", line) if name in LEVEL}
+    return list(reversed(levels))
+
+
+def test_the_architecture_page_draws_the_chain_this_test_holds():
+    assert _drawn_chain() == [set(level) for level in CHAIN]
