@@ -39,7 +39,7 @@ unit: install pywb
 integration: install
 	$(PY) -m pytest -m "integration and not chaos"
 
-# The chaos crawl (issue 8, tests/test_chaos.py): 20,000 pages on a private PostgreSQL and Redis while the
+# The chaos crawl (tests/test_chaos.py): 20,000 pages on a private PostgreSQL and Redis while the
 # load worker is SIGKILLed three times and Redis and PostgreSQL restart; about 5 minutes a run. CI runs it
 # CHAOS_RUNS times in a row and every run must pass (any pytest exit code but 0, 5 = nothing ran included).
 CHAOS_RUNS ?= 3
