@@ -15,6 +15,8 @@ from crawler.status import CONFIRMED, Status
 from .assertions import AssertionRuleError, assertions_parse
 from .content import ContentRule, ContentRuleError, rule_check
 from .kinds import Kind
+from .kinds import shown_name as _shown_name
+from .kinds import target_text as _target_text
 from .quorum import LocationsError, locations_parse
 from .validate import monitor_problems
 
@@ -117,6 +119,17 @@ class ServerMonitor(models.Model):
 
     def __str__(self) -> str:
         return self.name or f"monitor of {self.server_id}"
+
+    @property
+    def target_text(self) -> str:
+        s = self.server
+        return _target_text(scheme=s.scheme, host=s.host, port=s.port, origin=s.origin)
+
+    @property
+    def shown_name(self) -> str:
+        """The name every reader shows (monitoring.kinds.shown_name)."""
+        s = self.server
+        return _shown_name(name=self.name, scheme=s.scheme, host=s.host, port=s.port, origin=s.origin)
 
     def clean(self) -> None:
         problems = monitor_problems(
