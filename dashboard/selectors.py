@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Case, Count, IntegerField, Model, OuterRef, Subquery, Value, When
+from django.db.models import Count, Model, OuterRef, Q, Subquery
 from django.urls import reverse
 from django.utils import timezone
 
@@ -31,6 +31,7 @@ from crawlcore.services.schedule import schedule_table
 from crawlcore.templatetags.times import ago_text, when_text
 from crawler.lifecycle import Agent, State
 from crawler.status import Category, Status
+from monitoring.kinds import CRAWLED_SCHEMES, SCHEMES, Kind, kind_of_scheme, shown_name
 from monitoring.models import HourlyRollup, ServerCertificate, ServerMonitor, StatusChange
 from monitoring.selectors import hour_floor, monitor_intervals, servers_shown, uptime_counts, uptime_of
 
@@ -39,6 +40,7 @@ from .cache import cached
 from .formats import heat_scale, ms
 from .idrange import first_id_since
 from .models import CrawlSample, ServerRollup
+from .ordering import natural_key
 
 FAILING = rollups.FAILING
 SERVER_ANSWERS = rollups.SERVER_ANSWERS
@@ -262,6 +264,7 @@ def _grid_queryset(now: datetime):
     return servers_shown(now=now, intervals=_intervals())
 
 
+TIMED = (Category.NORMAL.value, Category.DELAY.value)  # checks that were answered: their time is a latency
 TILE_BAR = 30  # the tile's bar: the server's last checks by the monitor
 
 
@@ -270,6 +273,8 @@ class Tile:
     id: int
     origin: str
     group: str
+    name: str  # monitoring.kinds.shown_name: what people called it, else its target as they write it
+    kind: str
     crawler_num: int | None
     enabled: bool
     status: str
@@ -285,6 +290,7 @@ class Tile:
     bar: list[str] = field(default_factory=list)  # the last TILE_BAR monitor checks' categories, oldest first
     cert_days: float | None = None  # days the https certificate has left (negative: expired); None: no https
     cert_error: str = ""  # the last check's TLS failure
+    named: bool = False  # people gave it a name (else `name` is its target)
 
     @property
     def cert_text(self) -> str:
@@ -302,9 +308,15 @@ class Tile:
     def uptime_text(self) -> str:
         return "–" if self.uptime_24h is None else f"{self.uptime_24h:.2f} %"
 
+    @property
+    def kind_text(self) -> str:
+        return KIND_TEXT.get(self.kind, self.kind)
+
     def as_json(self) -> dict:
         return {
             "id": self.id,
+            "name": self.name,
+            "kind": self.kind,
             "status": self.status,
             "latency_ms": None if self.latency_ms is None else round(self.latency_ms, 1),
             "last_check_at": self.last_check_at.isoformat() if self.last_check_at else None,
@@ -315,6 +327,56 @@ class Tile:
             "bar": self.bar,
             "cert": self.cert_text,
         }
+
+
+KIND_TEXT = {"http": "HTTP", "tcp": "TCP", "dns": "DNS", "heartbeat": "heartbeat"}
+GRID_KINDS = tuple(KIND_TEXT)
+MAX_QUERY = 100
+
+
+@dataclass(frozen=True)
+class GridFilter:
+    """What a grid or list page shows: by status, group, kind and a search in names and addresses."""
+
+    status: str = ""
+    group: str = ""
+    kind: str = ""
+    q: str = ""
+    groups: frozenset[str] | None = None  # the reader's scope (None: every group)
+
+
+def _kind_q(kind: str) -> Q:
+    if kind == "http":
+        return Q(scheme__in=CRAWLED_SCHEMES)
+    return Q(scheme=SCHEMES[Kind(kind)])
+
+
+def grid_rows(*, filters: GridFilter, now: datetime) -> list[dict]:
+    """Every matching server's light row, in the grid's order: problems first (GRID_STATUSES' order), then
+    by name as people sort names (dashboard.ordering). One query of small rows; at thousands of servers
+    sorting them here costs less than a page's details, which grid_tiles reads for one page only."""
+    qs = _grid_queryset(now)
+    if filters.status:
+        qs = qs.filter(shown_status=filters.status)
+    if filters.group:
+        qs = qs.filter(group=filters.group)
+    if filters.groups is not None:
+        qs = qs.filter(group__in=filters.groups)
+    if filters.kind in GRID_KINDS:
+        qs = qs.filter(_kind_q(filters.kind))
+    if filters.q:
+        qs = qs.filter(Q(host__icontains=filters.q) | Q(monitor__name__icontains=filters.q))
+    rows = list(qs.values("id", "scheme", "host", "port", "group", "shown_status", "monitor__name"))
+    severity = {s: i for i, s in enumerate(GRID_STATUSES)}
+    for r in rows:
+        origin = Server(scheme=r["scheme"], host=r["host"], port=r["port"]).origin
+        r["name"] = shown_name(
+            name=r["monitor__name"] or "", scheme=r["scheme"], host=r["host"], port=r["port"], origin=origin
+        )
+        r["origin"] = origin
+        r["sort"] = (severity.get(r["shown_status"], len(severity)), natural_key(r["name"]), r["port"], r["id"])
+    rows.sort(key=lambda r: r["sort"])
+    return rows
 
 
 def grid_groups() -> list[str]:
@@ -421,30 +483,28 @@ def grid_tiles(
     limit: int = 300,
     offset: int = 0,
     details: bool = True,
+    filters: GridFilter | None = None,
 ) -> tuple[int, list[Tile]]:
-    """One page of servers for the grid, worst status first: (matching servers, tiles). Each tile's
-    last check is the server's newest finished StatusCheck (any agent), found through the
-    (server, checked_at) index, one probe per tile; its bar and 24 h uptime come from one query each
-    for the whole page (details=False: neither, for /metrics). `groups`: only servers in these groups."""
+    """One page of servers for the grid or the list, worst status first, then by name as people sort
+    them: (matching servers, tiles). Each tile's last check is the server's newest finished StatusCheck
+    (any agent), found through the (server, checked_at) index, one probe per tile; its bar and 24 h uptime
+    come from one query each for the whole page (details=False: neither, for /metrics). `groups`: only
+    servers in these groups. `filters` (GridFilter) replaces status, group and groups when given."""
     now = timezone.now()
-    qs = _grid_queryset(now)
-    if status:
-        qs = qs.filter(shown_status=status)
-    if group:
-        qs = qs.filter(group=group)
-    if groups is not None:
-        qs = qs.filter(group__in=groups)
-    severity = Case(
-        *(When(shown_status=s, then=Value(i)) for i, s in enumerate(GRID_STATUSES)), output_field=IntegerField()
-    )
+    filters = filters or GridFilter(status=status, group=group, groups=groups)
+    ordered = grid_rows(filters=filters, now=now)
+    page = ordered[offset : offset + limit]
+    light = {r["id"]: r for r in page}
     # On a table partitioned by time the newest check is looked for in the partitions of the last
     # LAST_CHECK_WINDOW first (a probe per partition per tile otherwise), then, for the tiles with none
     # there, in every partition.
     floor = check_time_floor(now - LAST_CHECK_WINDOW)
     newest = _newest_check(floor)
-    rows = list(
-        qs.annotate(severity=severity, last_check_id=newest)
-        .order_by("severity", "host", "port", "id")
+    found = {
+        r["id"]: r
+        for r in _grid_queryset(now)
+        .filter(id__in=list(light))
+        .annotate(last_check_id=newest)
         .values(
             "id",
             "scheme",
@@ -460,8 +520,10 @@ def grid_tiles(
             "monitor__interval_s",
             "monitor__streak",
             "monitor__fail_after",
-        )[offset : offset + limit]
-    )
+        )
+    }
+    kept = ("name", "origin", "monitor__name")
+    rows = [{**found[sid], **{k: light[sid][k] for k in kept}} for sid in light if sid in found]
     recent_ids = [r["last_check_id"] for r in rows if r["last_check_id"]]
     older_ids = _older_newest_checks(rows) if floor is not None else []
     recent = StatusCheck.objects.filter(id__in=recent_ids)
@@ -479,18 +541,23 @@ def grid_tiles(
     for r in rows:
         check = checks.get(r["last_check_id"])
         up = uptime_of(uptimes.get(r["id"]))["24h"].up if r["id"] in uptimes else None
+        kind = kind_of_scheme(r["scheme"]).value
+        timed = check and check["latency_ms"] is not None and check["category"] in TIMED and kind != "heartbeat"
         tiles.append(
             Tile(
                 id=r["id"],
-                origin=Server(scheme=r["scheme"], host=r["host"], port=r["port"]).origin,
+                origin=r["origin"],
                 group=r["group"],
+                name=r["name"],
+                named=bool(r["monitor__name"]),
+                kind=kind,
                 crawler_num=r["crawler_num"],
                 enabled=r["enabled"],
                 status=r["shown_status"],
                 status_since=r["monitor__status_since"],
                 last_check_at=check["checked_at"] if check else None,
                 last_category=check["category"] if check else "",
-                latency_ms=check["latency_ms"] if check and check["status_code"] is not None else None,
+                latency_ms=check["latency_ms"] if timed else None,
                 status_code=check["status_code"] if check else None,
                 href=f"{server_href}{r['id']}/",
                 ago=ago_text(check["checked_at"], now) if check else "never checked",
@@ -501,7 +568,7 @@ def grid_tiles(
                 cert_error=certs.get(r["id"], (None, ""))[1],
             )
         )
-    return qs.count(), tiles
+    return len(ordered), tiles
 
 
 # --------------------------------------------------------------------------------------------------

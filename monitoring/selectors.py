@@ -16,6 +16,7 @@ from crawler.lifecycle import Agent
 from crawler.status import BAD, GOOD, STALE_AFTER_INTERVALS, Status
 
 from .check_stats import COUNT_FIELDS, CategoryCounts, Uptime, uptime
+from .kinds import shown_name
 from .load_profile import load_profile
 from .models import HourlyRollup, MaintenanceWindow, ServerCertificate, ServerMonitor
 
@@ -206,11 +207,13 @@ def _profile_rows(qs, now: datetime, days: int):
 
 
 def monitor_names(*, server_ids: Iterable[int]) -> dict[int, str]:
-    """What alerts and pages call each monitored server: the monitor's name, or the server's origin."""
+    """What alerts and pages call each server (monitoring.kinds.shown_name): the monitor's name, or its
+    target as people write it (``db.example.org:5432``, ``campus.test``, a web server's origin)."""
     ids = list(server_ids)
     named = dict(ServerMonitor.objects.filter(server_id__in=ids).exclude(name="").values_list("server_id", "name"))
     servers = Server.objects.filter(id__in=[i for i in ids if i not in named]).only("scheme", "host", "port")
-    return {**{s.id: s.origin for s in servers}, **named}
+    unnamed = {s.id: shown_name(name="", scheme=s.scheme, host=s.host, port=s.port, origin=s.origin) for s in servers}
+    return {**unnamed, **named}
 
 
 def servers_by_id(*, server_ids: Iterable[int]) -> dict[int, Server]:
