@@ -264,7 +264,7 @@ def _grid_queryset(now: datetime):
     return servers_shown(now=now, intervals=_intervals())
 
 
-TIMED = (Category.NORMAL.value, Category.DELAY.value)  # checks that were answered: their time is a latency
+TIMED = (Category.NORMAL.value, Category.DELAY.value)  # checks that passed: their time is a latency
 TILE_BAR = 30  # the tile's bar: the server's last checks by the monitor
 
 
@@ -306,7 +306,7 @@ class Tile:
 
     @property
     def uptime_text(self) -> str:
-        return "–" if self.uptime_24h is None else f"{self.uptime_24h:.2f} %"
+        return "–" if self.uptime_24h is None else f"{self.uptime_24h:.2f}\u00a0%"
 
     @property
     def kind_text(self) -> str:
@@ -343,6 +343,7 @@ class GridFilter:
     kind: str = ""
     q: str = ""
     groups: frozenset[str] | None = None  # the reader's scope (None: every group)
+    by_group: bool = False  # ordered by group first (the list's collapsible groups)
 
 
 def _kind_q(kind: str) -> Q:
@@ -375,8 +376,31 @@ def grid_rows(*, filters: GridFilter, now: datetime) -> list[dict]:
         )
         r["origin"] = origin
         r["sort"] = (severity.get(r["shown_status"], len(severity)), natural_key(r["name"]), r["port"], r["id"])
-    rows.sort(key=lambda r: r["sort"])
+    if filters.by_group:
+        rows.sort(key=lambda r: (natural_key(r["group"]), r["sort"]))
+    else:
+        rows.sort(key=lambda r: r["sort"])
     return rows
+
+
+@dataclass(frozen=True)
+class GroupCount:
+    name: str
+    servers: int
+    problems: int  # servers whose status is a problem (down, unconfirmed, slow, stale)
+
+
+PROBLEMS = frozenset(GRID_STATUSES[:5])
+
+
+def grid_group_counts(rows: Sequence[dict]) -> dict[str, GroupCount]:
+    """Servers and problems per group of grid_rows' rows (every match, not one page)."""
+    servers: Counter = Counter()
+    problems: Counter = Counter()
+    for r in rows:
+        servers[r["group"]] += 1
+        problems[r["group"]] += r["shown_status"] in PROBLEMS
+    return {g: GroupCount(g, n, problems[g]) for g, n in servers.items()}
 
 
 def grid_groups() -> list[str]:
@@ -493,7 +517,17 @@ def grid_tiles(
     now = timezone.now()
     filters = filters or GridFilter(status=status, group=group, groups=groups)
     ordered = grid_rows(filters=filters, now=now)
-    page = ordered[offset : offset + limit]
+    return len(ordered), _tiles_of(ordered[offset : offset + limit], now, details)
+
+
+def grid_page(*, filters: GridFilter, limit: int, offset: int) -> tuple[int, list[Tile], dict[str, GroupCount]]:
+    """grid_tiles with the counts per group of every matching server (the list's group headings)."""
+    now = timezone.now()
+    ordered = grid_rows(filters=filters, now=now)
+    return len(ordered), _tiles_of(ordered[offset : offset + limit], now, True), grid_group_counts(ordered)
+
+
+def _tiles_of(page: list[dict], now: datetime, details: bool) -> list[Tile]:
     light = {r["id"]: r for r in page}
     # On a table partitioned by time the newest check is looked for in the partitions of the last
     # LAST_CHECK_WINDOW first (a probe per partition per tile otherwise), then, for the tiles with none
@@ -542,7 +576,9 @@ def grid_tiles(
         check = checks.get(r["last_check_id"])
         up = uptime_of(uptimes.get(r["id"]))["24h"].up if r["id"] in uptimes else None
         kind = kind_of_scheme(r["scheme"]).value
-        timed = check and check["latency_ms"] is not None and check["category"] in TIMED and kind != "heartbeat"
+        timed = check and check["latency_ms"] is not None and kind != "heartbeat"
+        # HTTP: any answer's time (a 503 took 42 ms); TCP and DNS: a connect or a lookup that succeeded.
+        timed = timed and (check["status_code"] is not None if kind == "http" else check["category"] in TIMED)
         tiles.append(
             Tile(
                 id=r["id"],
@@ -568,7 +604,7 @@ def grid_tiles(
                 cert_error=certs.get(r["id"], (None, ""))[1],
             )
         )
-    return len(ordered), tiles
+    return tiles
 
 
 # --------------------------------------------------------------------------------------------------
