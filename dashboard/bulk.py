@@ -22,17 +22,13 @@ from alerts.services.mutes import mute_add
 from alerts.views import MUTE_CHOICES
 from crawlcore.access import may_read, server_groups_of
 from crawlcore.models import Server
+from crawlcore.services.health import HealthError, health_pause, health_resume
 from crawlcore.services.operator import servers_move_to_group
 from crawlcore.validate import MAX_GROUP_LENGTH, has_control
 from monitoring.services.check_dispatch import monitors_make_due
 
-try:  # the host-health service: one home for every reason a server is held, an operator's pause included
-    from crawlcore.services import health as _health
-except ImportError:  # pragma: no cover - a build without it has no pause
-    _health = None
-
 ACTIONS = ("pause", "resume", "mute", "move", "check")
-HEALTH_ACTIONS_READY = _health is not None
+HEALTH_ACTIONS_READY = True
 MAX_IDS = 5000
 
 
@@ -72,12 +68,14 @@ def bulk_apply(*, user, action: str, server_ids: Sequence[int], group: str = "",
     ids = list(server_ids)
     who = f"by {user.get_username()}"
     if action in ("pause", "resume"):
-        if _health is None:
-            raise BulkError("pausing needs the host-health service, which this build does not have")
-        if action == "pause":
-            n = _health.servers_pause(server_ids=ids, reason=f"paused {who}")
-            return f"{n} server{'s' if n != 1 else ''} paused: their crawl and checks are held until resumed"
-        n = _health.servers_resume(server_ids=ids)
+        # The host-health service owns every reason a server is held, an operator's pause included.
+        try:
+            if action == "pause":
+                n = health_pause(server_ids=ids, by=user.get_username(), note="paused from the servers list")
+                return f"{n} server{'s' if n != 1 else ''} paused: their crawl is held until resumed"
+            n = health_resume(server_ids=ids, by=user.get_username())
+        except HealthError as exc:
+            raise BulkError(str(exc)) from None
         return f"{n} server{'s' if n != 1 else ''} resumed"
     if action == "mute":
         if length not in MUTE_CHOICES:

@@ -151,3 +151,18 @@ def test_bad_bulk_input_is_one_clear_message_not_a_500(client):
     page = client.get("/dashboard/").content.decode()
     assert "no server selected" in page or "unknown action" in page
     assert client.get("/dashboard/?offset=abc").status_code == 400
+
+
+def test_a_bulk_pause_of_a_group_holds_their_crawl_through_the_health_service_and_resume_lifts_it(client):
+    from crawlcore.selectors_health import held_server_ids
+
+    lab = servers(3)
+    other = servers(1, group="physics", first=40)
+    client.force_login(user_in("operator"))
+    page = client.get("/dashboard/", {"view": "list", "group": "lab"}).content.decode()
+    assert 'value="pause"' in page
+    post_bulk(client, "pause", [s.id for s in lab])
+    held = set(held_server_ids())
+    assert {s.id for s in lab} <= held and other[0].id not in held
+    post_bulk(client, "resume", [s.id for s in lab])
+    assert not {s.id for s in lab} & set(held_server_ids())
