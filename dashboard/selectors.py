@@ -637,7 +637,7 @@ def server_latency_series(*, server_id: int, range_name: str, now: datetime | No
         return {
             "kind": "checks",
             "labels": [r["checked_at"].isoformat() for r in rows],
-            "series": {"latency": [None if r["status_code"] is None else round(r["latency_ms"], 1) for r in rows]},
+            "series": {"latency": [round(r["latency_ms"], 1) if answered(r) else None for r in rows]},
             "categories": [r["category"] for r in rows],
             "kinds": [_outcome(r) for r in rows],
         }
@@ -664,10 +664,19 @@ def server_latency_series(*, server_id: int, range_name: str, now: datetime | No
     }
 
 
+def answered(check: dict) -> bool:
+    """A check whose time is a response time: an HTTP answer, or a TCP connect or DNS lookup that passed
+    (they have no status code). A failure's time is how long we waited, never a latency."""
+    return check["status_code"] is not None or check["category"] in TIMED
+
+
 def _outcome(check: dict) -> str:
-    """What a check got: "HTTP 200", or the failure kind of one with no answer ("header_timeout")."""
+    """What a check got: "HTTP 200", "passed" (TCP, DNS, heartbeat), or the failure kind of one with no
+    answer ("header_timeout")."""
     if check["status_code"] is not None:
         return f"HTTP {check['status_code']}"
+    if check["category"] in TIMED:
+        return "passed"
     return check["failure_kind"] or "no answer"
 
 
@@ -712,7 +721,7 @@ def server_latency_chart(*, server_id: int, range_name: str, now: datetime | Non
     return ChartData("rollups", points, text.translate(_JSON_SCRIPT_ESCAPES))
 
 
-def server_recent_checks(*, server_id: int, limit: int = 60) -> list[dict]:
+def server_recent_checks(*, server_id: int, limit: int = 60, timed: bool = True) -> list[dict]:
     """The server's newest checks, oldest first (the bar reads left to right): each a dict of the check's
     fields, plus `latency` formatted and `summary`, the line its bar segment shows on hover."""
     sql = (
@@ -729,9 +738,13 @@ def server_recent_checks(*, server_id: int, limit: int = 60) -> list[dict]:
         rows = raw.fetch(sql.format(since=""), [server_id, limit], datetimes=["checked_at"])
     rows.reverse()
     for c in rows:  # formatted here once: the page shows each check twice, and template filters cost more
-        # A check with no answer has no latency (latency_ms is how long we waited): never "2003 ms".
-        c["latency"] = ms(c["latency_ms"]) if c["status_code"] is not None else "no answer"
-        outcome = c["failure_kind"] if c["status_code"] is None else c["status_code"]
+        # A check with no answer has no latency (latency_ms is how long we waited): never "2003 ms". A
+        # heartbeat (timed=False) has none at all: its check reads the last ping's time.
+        if not timed:
+            c["latency"] = "–"
+        else:
+            c["latency"] = ms(c["latency_ms"]) if answered(c) else "no answer"
+        outcome = c["status_code"] if c["status_code"] is not None else _outcome(c)
         c["summary"] = (
             f"{c['checked_at'].isoformat()} · {c['agent']} · {outcome} · {c['latency']} · {c['requested_url']}"
         )

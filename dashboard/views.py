@@ -39,7 +39,8 @@ from crawlcore.selectors import urls_orphaned, urls_orphaned_count
 from monitoring.report import COLUMNS as UPTIME_COLUMNS
 from monitoring.report import FORMATS as UPTIME_FORMATS
 from monitoring.report import MAINTENANCE_NOTE, ReportError, report_write, uptime_report
-from monitoring.selectors import server_certificate, server_load_profile
+from monitoring.selectors import monitor_kind_details, server_certificate, server_load_profile
+from monitoring.services.monitors import ping_url
 from ranking.selectors import latest_run, top_pages
 from reports.export import FORMATS, dead_links_export
 from reports.selectors import link_breaks_count, link_breaks_first, link_breaks_of_site
@@ -305,7 +306,9 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
             range_name, chart = "1h", recent
     srv, monitor = head.server, head.monitor
     profile = (monitor["load_profile"] if monitor else None) or server_load_profile(server_id=server_id)
-    checks = selectors.server_recent_checks(server_id=server_id)
+    kind = monitor_kind_details(server_id=server_id)
+    timed = kind is None or kind["kind"] != "heartbeat"
+    checks = selectors.server_recent_checks(server_id=server_id, timed=timed)
     figures = selectors.server_figures(server_id=server_id)
     status, note = selectors.server_shown_status(server_id=server_id)
     return render(
@@ -314,6 +317,12 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
         {
             "server": srv,
             "monitor": monitor,
+            "kind": kind,
+            "name": kind["name"] if kind else srv.origin,
+            "crawled": kind["crawled"] if kind else True,
+            "timed": timed,
+            # The token lets anyone ping: the URL is for those who set jobs up (operators), not every viewer.
+            "ping_url": ping_url(kind["token"]) if kind and kind.get("token") and may_operate(request.user) else "",
             "status": status,
             "note": note,
             "range": range_name,

@@ -176,6 +176,25 @@ class ServerMonitor(models.Model):
         return out
 
 
+class HeartbeatPing(models.Model):
+    """One ping a heartbeat's job sent: when, which signal, what it sent, from where. The newest
+    PINGS_KEPT of each heartbeat are kept (monitoring.services.monitors.heartbeat_ping prunes)."""
+
+    PINGS_KEPT = 50
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="heartbeat_pings")
+    at = models.DateTimeField()
+    kind = models.CharField(max_length=8)  # success, start or fail (monitoring.kinds.heartbeat)
+    body = models.TextField(blank=True)  # cut at MONITOR_PING_BODY_BYTES, control characters removed
+    source = models.GenericIPAddressField(null=True, blank=True, help_text="The address the ping came from")
+
+    class Meta:
+        indexes = [models.Index(fields=["server", "at"], name="ping_server_time_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} ping at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
 class StatusChange(models.Model):
     """One confirmed change of a server's status: the status timeline."""
 

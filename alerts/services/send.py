@@ -33,7 +33,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from crawlcore.models import Server
-from monitoring.selectors import monitor_names
+from monitoring.selectors import monitor_kinds, monitor_names
 
 from ..delivery import Outcome, deliver_all
 from ..destinations import Destination, DestinationError
@@ -143,7 +143,8 @@ def _release(ids: list[int], token: str) -> None:
 def _views(rows: Sequence[Notification]) -> list[EventView]:
     ids = {r.event.server_id for r in rows if r.event.server_id}
     servers = Server.objects.filter(id__in=ids)
-    names = monitor_names(server_ids=ids)  # a monitor is named by its name, else by its server's origin
+    names = monitor_names(server_ids=ids)  # a monitor is named by its name, else by its target
+    kinds = monitor_kinds(server_ids=ids)
     origins = {s.id: (names.get(s.id) or s.origin, s.group) for s in servers.only("scheme", "host", "port", "group")}
     views = []
     for r in rows:
@@ -160,6 +161,7 @@ def _views(rows: Sequence[Notification]) -> list[EventView]:
                 to_status=e.to_status,
                 reason=e.reason,
                 locations=dict(e.locations or {}),
+                monitor_kind=kinds.get(e.server_id, ""),
             )
         )
     return views

@@ -7,6 +7,7 @@ server (scheme http/https), a TCP one on ``tcp://host:port``, a DNS one on ``dns
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import secrets
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from ..kinds import SCHEMES, Kind
 from ..kinds.dns import DnsSpecError, dns_name_check, expected_parse, nameserver_parse, record_type_check
 from ..kinds.heartbeat import PING_KINDS, START, SUCCESS, check_interval, token_new
 from ..kinds.tcp import TcpTargetError, tcp_target_parse
-from ..models import ServerMonitor
+from ..models import HeartbeatPing, ServerMonitor
 from ..server_list import MAX_INTERVAL_S, MIN_INTERVAL_S
 
 MIN_PERIOD_S = 1.0
@@ -272,12 +273,15 @@ RATE_WINDOW_S = 60.0
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{16,64}")
 
 
-def heartbeat_ping(*, token: str, signal: str = SUCCESS, body: str = "", now: datetime | None = None) -> str:
+def heartbeat_ping(
+    *, token: str, signal: str = SUCCESS, body: str = "", source: str = "", now: datetime | None = None
+) -> str:
     """Record one ping of a heartbeat: ``ok``, ``unknown`` (no heartbeat has this token) or ``limited``
     (more than MONITOR_PING_RATE pings of this token in the last minute; nothing recorded).
 
     Rate limit: one guarded UPDATE opens a new minute's window or counts the ping in the open one, so two
-    web processes can't both let the same ping through past the limit. A success after a failure makes the
+    web processes can't both let the same ping through past the limit. Each ping counted is logged with
+    `source` (the caller's address) in HeartbeatPing, the newest PINGS_KEPT kept. A success after a failure makes the
     monitor due at once, so its recovery is seen at the next dispatch rather than a check interval later;
     a /fail does the same for the failure."""
     if signal not in PING_KINDS:
@@ -295,14 +299,29 @@ def heartbeat_ping(*, token: str, signal: str = SUCCESS, body: str = "", now: da
         )
         if not counted:
             return LIMITED if mine.exists() else UNKNOWN
+        kept = clean_text(body, settings.MONITOR_PING_BODY_BYTES) if body else ""
+        _ping_log(mine.values_list("server_id", flat=True).first(), signal, kept, source, now)
         if signal == START:
             mine.update(ping_started_at=now)
             return OK
-        kept = clean_text(body, settings.MONITOR_PING_BODY_BYTES) if body else ""
         mine.update(last_ping_at=now, last_ping_kind=signal, last_ping_body=kept)
         bad = Q(status__in=[s.value for s in BAD])
         mine.filter(bad if signal == SUCCESS else ~bad).update(next_check_at=now, dispatched_at=None)
     return OK
+
+
+def _ping_log(server_id: int | None, signal: str, body: str, source: str, now: datetime) -> None:
+    if server_id is None:
+        return
+    try:
+        ip = str(ipaddress.ip_address(source)) if source else None
+    except ValueError:
+        ip = None
+    HeartbeatPing.objects.create(server_id=server_id, at=now, kind=signal, body=body, source=ip)
+    older = HeartbeatPing.objects.filter(server_id=server_id).order_by("-at", "-id")[HeartbeatPing.PINGS_KEPT :]
+    stale = list(older.values_list("id", flat=True)[:100])
+    if stale:
+        HeartbeatPing.objects.filter(id__in=stale).delete()
 
 
 __all__ = ["LIMITED", "OK", "UNKNOWN", "Added", "MonitorError", "heartbeat_ping", "monitor_add", "ping_url"]
