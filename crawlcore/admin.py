@@ -77,7 +77,12 @@ class ServerAdmin(ReaderScopedAdmin):
     )
     list_filter = ("enabled", "group", "crawler_num", "robots_kind")
     search_fields = ("host", "ip", "group")
-    readonly_fields = ("health", "robots_txt", "robots_fetched_at", "next_request_at", "dispatched_at")
+    # What the crawler and the monitor learn (the address last resolved, robots.txt, the load profile, the
+    # schedule) is shown, not edited: an operator's value there would be overwritten at the next visit.
+    readonly_fields = (
+        "health", "ip", "robots_txt", "robots_kind", "robots_fetched_at", "crawl_delay", "sitemaps_read_at",
+        "next_request_at", "dispatched_at", "paused_until", "load_profile", "load_profile_at", "alias_of",
+    )  # fmt: skip
     actions = ["enable", "disable", "pin", "crawl_now", "revive_dead", "pause_crawl", "resume_crawl"]
     group_paths = ("group",)
 

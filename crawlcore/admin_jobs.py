@@ -17,7 +17,28 @@ from .selectors_jobs import job_progress, job_stalled
 from .services.jobs import JobError, job_pause, job_resume, job_rules_reapply, job_start, job_stop
 
 
+class LinesField(forms.CharField):
+    """A list of strings (seeds, patterns, windows) edited one a line instead of as JSON text."""
+
+    widget = forms.Textarea(attrs={"class": "one-a-line", "rows": 6, "spellcheck": "false"})
+
+    def prepare_value(self, value):
+        if isinstance(value, list | tuple):
+            return "\n".join(str(v) for v in value)
+        return value
+
+    def to_python(self, value) -> list[str]:
+        if isinstance(value, list | tuple):
+            return [str(v) for v in value]
+        return [line.strip() for line in (value or "").splitlines() if line.strip()]
+
+
 class JobForm(forms.ModelForm):
+    seeds = LinesField(help_text="Seed URLs (depth 0), one a line")
+    include = LinesField(required=False, help_text="Path patterns (regular expressions) a URL must match, one a line")
+    exclude = LinesField(required=False, help_text="Path patterns (regular expressions) that exclude a URL, one a line")
+    windows = LinesField(required=False, help_text='Time windows "HH:MM-HH:MM" in the time zone, one a line')
+
     class Meta:
         model = Job
         fields = [k for k in JOB_KEYS]

@@ -517,6 +517,10 @@ class JobRun(models.Model):
     class Meta:
         indexes = [models.Index(fields=["job", "-started_at"], name="jobrun_job_idx")]
 
+    def __str__(self) -> str:
+        # The admin's inline rows and log name a run by when it started, not "JobRun object (3)".
+        return f"run started {self.started_at:%Y-%m-%d %H:%M:%S %Z} ({self.trigger})"
+
 
 class JobUrl(models.Model):
     """A URL that a job reached, and how many links from the job's seeds (a seed: 0)."""

@@ -721,12 +721,15 @@ def server_latency_chart(*, server_id: int, range_name: str, now: datetime | Non
     return ChartData("rollups", points, text.translate(_JSON_SCRIPT_ESCAPES))
 
 
-def server_recent_checks(*, server_id: int, limit: int = 60, timed: bool = True) -> list[dict]:
+def server_recent_checks(*, server_id: int, limit: int = 60, timed: bool = True, monitored: bool = False) -> list[dict]:
     """The server's newest checks, oldest first (the bar reads left to right): each a dict of the check's
-    fields, plus `latency` formatted and `summary`, the line its bar segment shows on hover."""
+    fields, plus `latency` formatted and `summary`, the line its bar segment shows on hover. A monitored
+    server's are its monitor's checks only: a crawled page's 404 says nothing of whether the server is up."""
+    agent = f"AND agent = '{Agent.MONITOR.value}'" if monitored else ""
     sql = (
         "SELECT checked_at, status_code, category, failure_kind, detail, latency_ms, agent, requested_url"
-        f" FROM {raw.table(StatusCheck)} WHERE server_id = %s {{since}} ORDER BY checked_at DESC, id DESC LIMIT %s"
+        f" FROM {raw.table(StatusCheck)} WHERE server_id = %s {agent} {{since}}"
+        " ORDER BY checked_at DESC, id DESC LIMIT %s"
     )
     # Partitioned by time: the last LAST_CHECK_WINDOW's partitions first, every partition only when they
     # do not hold `limit` checks of the server.
@@ -866,23 +869,29 @@ NEVER_ANSWERED = "no answered check in the profile's days: a server that never a
 
 
 def load_heatmap(*, group: str = "", groups: frozenset[str] | None = None, limit: int = 200) -> list[HeatRow]:
-    """Every monitored server (of the group), with its profile's cells or the reason it has none."""
-    qs = Server.objects.filter(monitor__isnull=False, alias_of__isnull=True)
+    """Every monitored server with a response time (of the group; heartbeats have none), named as
+    everywhere, in natural order: first those with a profile (their cells), then the others with the
+    reason they have none (the page folds those into one line)."""
+    qs = Server.objects.filter(monitor__isnull=False, alias_of__isnull=True).exclude(
+        monitor__kind=Kind.HEARTBEAT.value
+    )
     if group:
         qs = qs.filter(group=group)
     if groups is not None:
         qs = qs.filter(group__in=groups)
-    rows = qs.order_by("host", "port").values_list("id", "load_profile", "scheme", "host", "port")[:limit]
+    rows = qs.values_list("id", "load_profile", "scheme", "host", "port", "monitor__name")
     out = []
-    for sid, profile, scheme, host, port in rows:
+    for sid, profile, scheme, host, port, name in rows:
         origin = Server(scheme=scheme, host=host, port=port).origin
+        label = shown_name(name=name or "", scheme=scheme, host=host, port=port, origin=origin)
         if len(profile or []) != 24:
-            out.append(HeatRow(sid, origin, [], NO_PROFILE))
+            out.append(HeatRow(sid, label, [], NO_PROFILE))
         elif all(v is None for v in profile):
-            out.append(HeatRow(sid, origin, [], NEVER_ANSWERED))
+            out.append(HeatRow(sid, label, [], NEVER_ANSWERED))
         else:
-            out.append(heat_row(sid, origin, profile))
-    return out
+            out.append(heat_row(sid, label, profile))
+    out.sort(key=lambda r: (not r.cells, r.reason, natural_key(r.origin)))
+    return out[:limit]
 
 
 # --------------------------------------------------------------------------------------------------

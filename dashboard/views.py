@@ -308,7 +308,7 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
     profile = (monitor["load_profile"] if monitor else None) or server_load_profile(server_id=server_id)
     kind = monitor_kind_details(server_id=server_id)
     timed = kind is None or kind["kind"] != "heartbeat"
-    checks = selectors.server_recent_checks(server_id=server_id, timed=timed)
+    checks = selectors.server_recent_checks(server_id=server_id, timed=timed, monitored=monitor is not None)
     figures = selectors.server_figures(server_id=server_id)
     status, note = selectors.server_shown_status(server_id=server_id)
     return render(

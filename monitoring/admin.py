@@ -15,19 +15,12 @@ from .services.checks import monitors_check
 from .services.incidents import incident_status_sync
 
 CHECK_NOW_LIMIT = 20  # checks run in the request: at most this many servers, each bounded by the timeouts
-STATUS_COLOURS = {
-    Status.NORMAL: "#3a9d4f",
-    Status.DELAY: "#e3a21a",
-    Status.DISCONNECT: "#7b3fa0",
-    Status.ERROR: "#c8352b",
-    Status.MAINTENANCE: "#4a7ab5",
-}
 
 
 def _badge(status: str) -> str:
-    colour = STATUS_COLOURS.get(status, "#999")
-    style = f"background:{colour};color:#fff;padding:1px 7px;border-radius:8px"
-    return format_html('<span style="{}">{}</span>', style, status)
+    """The dashboard's own status badge (its colours live in dashboard.css, which the admin loads too:
+    templates/admin/base_site.html), so a status reads the same in both."""
+    return format_html('<span class="badge {}">{}</span>', status, status)
 
 
 class MonitorStatusFilter(admin.SimpleListFilter):
@@ -93,7 +86,7 @@ class ServerMonitorAdmin(ReaderScopedAdmin):
         "name",
         "kind",
         "enabled",
-        "status",
+        "status_shown",
         "status_since",
         "last_category",
         "last_check_at",
@@ -103,6 +96,10 @@ class ServerMonitorAdmin(ReaderScopedAdmin):
         "next_check_at",
     )
     list_filter = ("enabled", "kind", "status", "last_category", "server__group", "server__crawler_num")
+
+    @admin.display(description="status", ordering="status")
+    def status_shown(self, obj: ServerMonitor) -> str:
+        return _badge(obj.status)
     search_fields = ("server__host", "health_url", "name")
     list_select_related = ("server",)
     raw_id_fields = ("server",)

@@ -166,3 +166,14 @@ def test_a_bulk_pause_of_a_group_holds_their_crawl_through_the_health_service_an
     assert {s.id for s in lab} <= held and other[0].id not in held
     post_bulk(client, "resume", [s.id for s in lab])
     assert not {s.id for s in lab} & set(held_server_ids())
+
+
+def test_the_crawl_pages_priority_table_lists_no_monitor_that_is_not_crawled(client):
+    from crawlcore.services.schedule import schedule_table
+
+    web = servers(2)
+    monitor_add(kind="dns", target="campus.test")
+    monitor_add(kind="tcp", target="db.uni-test.org:5432")
+    monitor_add(kind="heartbeat", target="nightly backup")
+    table = schedule_table()
+    assert set(table.servers) == {s.id for s in web}
