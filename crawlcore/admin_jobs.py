@@ -11,7 +11,7 @@ from django.utils.html import format_html, format_html_join
 
 from crawler.jobrules import JOB_KEYS, job_spec_check
 
-from .admin_base import ReaderScopedAdmin
+from .admin_base import NamedValuesFilter, ReaderScopedAdmin
 from .models import Job, JobRun
 from .selectors_jobs import job_progress, job_stalled
 from .services.jobs import JobError, job_pause, job_resume, job_rules_reapply, job_start, job_stop
@@ -120,7 +120,7 @@ class JobAdmin(ReaderScopedAdmin):
 class JobRunAdmin(ReaderScopedAdmin):
     group_paths = ("job__group",)
     list_display = ("job", "started_at", "ended_at", "trigger", "pages", "failures", "stop_reason")
-    list_filter = ("trigger", "stop_reason")
+    list_filter = ("trigger", ("stop_reason", NamedValuesFilter))
     readonly_fields = ("job", "started_at", "ended_at", "trigger", "done_at_start", "failed_at_start", "pages",
                        "failures", "stop_reason")  # fmt: skip
 

@@ -6,6 +6,7 @@ from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from crawlcore.admin import ReaderScopedAdmin, ServerAdmin, log_change
+from crawlcore.admin_base import NamedValuesFilter
 from crawlcore.models import Server
 from crawler.status import Category, Status
 
@@ -95,7 +96,10 @@ class ServerMonitorAdmin(ReaderScopedAdmin):
         "accepted_codes",
         "next_check_at",
     )
-    list_filter = ("enabled", "kind", "status", "last_category", "server__group", "server__crawler_num")
+    list_filter = (
+        "enabled", "kind", "status", ("last_category", NamedValuesFilter), ("server__group", NamedValuesFilter),
+        "server__crawler_num",
+    )  # fmt: skip
 
     @admin.display(description="status", ordering="status")
     def status_shown(self, obj: ServerMonitor) -> str:

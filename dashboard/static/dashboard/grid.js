@@ -56,13 +56,15 @@
     var c = document.getElementById("bulk-count");
     if (c) { var n = selected(); c.textContent = n ? n + " selected" : "none selected"; }
   }
-  grid.addEventListener("change", function (e) {
-    if (e.target.classList.contains("selall")) {
-      e.target.closest("table").querySelectorAll("input[name=ids]").forEach(function (b) { b.checked = e.target.checked; });
-    }
-    count();
-  });
+  grid.addEventListener("change", count);
   if (bulk) {
+    var all = bulk.querySelector("input.selall");
+    if (all) {
+      all.addEventListener("change", function () {
+        grid.querySelectorAll("input[name=ids]").forEach(function (b) { b.checked = all.checked; });
+        count();
+      });
+    }
     bulk.addEventListener("submit", function (e) {
       if (!selected()) { e.preventDefault(); var c = document.getElementById("bulk-count"); if (c) { c.textContent = "select servers first"; } }
     });
