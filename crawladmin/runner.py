@@ -181,8 +181,11 @@ class CrawlRunner:
         dispatch: bool = True,
         count_loaded: bool = False,
         timer: Callable[[], float] = time.monotonic,
+        waiting: Callable[[], bool] | None = None,
     ) -> None:
         self.started, self.t0 = started, t0
+        # While it says so (a crawl job paused, to be resumed), nothing due does not end the crawl.
+        self.waiting = waiting
         self.max_pages, self.max_seconds, self.recheck_wait = max_pages, max_seconds, recheck_wait
         # Counted only when needed: the count grows with the crawl and steps come often.
         self.count_loaded = count_loaded or max_pages is not None
@@ -207,7 +210,11 @@ class CrawlRunner:
         step.progress = self._progress(step.elapsed)
         self.idle_steps = self.idle_steps + 1 if not any(step.progress.values()) else 0
         if self.idle_steps >= IDLE_STEPS_TO_FINISH:
-            step.stopped = "done"
+            if self.waiting is not None and self.waiting():
+                self.idle_steps = 0
+                step.progress = {**step.progress, "waiting": 1}
+            else:
+                step.stopped = "done"
         return step
 
     def _progress(self, elapsed: float) -> dict[str, int]:

@@ -65,30 +65,77 @@ def job_counts(*, job_id: int, now: datetime | None = None) -> dict[str, int]:
 
 
 def job_progress(*, job: Job, now: datetime | None = None) -> dict:
-    """{done, queued, failed, excluded, eta_seconds}: the ETA is the queued URLs over the rate of the last
-    RATE_WINDOW (or of the run, when it is younger); None while nothing moves."""
+    """{done, queued, failed, excluded, fetching, rate_per_minute, eta_seconds, eta_basis, budget_left, …}.
+
+    The rate is this run's own: its last pages done (up to RATE_SAMPLE, within RATE_WINDOW of the run's
+    time let run, its pauses left out), spread over the time from the first of them to now. A job that
+    waits (a politeness turn, a slot) thus sees its rate fall and its ETA grow only by the time it waited,
+    never by a previous run's pages; while paused the ETA is not given. With fewer than RATE_MIN_PAGES of
+    this run done the ETA is not given either, and `eta_basis` says why in words."""
     now = now or timezone.now()
     c = job_counts(job_id=job.id, now=now)
     run = JobRun.objects.filter(job_id=job.id).order_by("-started_at").first()
-    window = RATE_WINDOW.total_seconds()
-    if run is not None and run.ended_at is None:
-        window = max(1.0, min(window, (now - run.started_at).total_seconds()))
-    rate = c["recent"] / window if c["recent"] else 0.0
+    live = run is not None and run.ended_at is None
+    rate, sample, span = 0.0, 0, 0.0
+    if live:
+        rate, sample, span = _run_rate(job, run, now)
+    eta: int | None = None
     if c["queued"] == 0:
-        eta: int | None = 0
-    elif rate > 0 and job.state == Job.RUNNING:
-        eta = round(c["queued"] / rate)
+        eta, basis = 0, "nothing queued"
+    elif not live:
+        basis = "not running"
+    elif job.state == Job.PAUSED:
+        basis = "paused"
+    elif sample < RATE_MIN_PAGES:
+        basis = f"too little to go on: {sample} page{'' if sample == 1 else 's'} done in this run"
     else:
-        eta = None
+        eta = round(c["queued"] / rate) if rate > 0 else None
+        basis = f"{sample} pages of this run in its last {_span_words(span)} (pauses left out)"
+    budget = job.max_pages
     return {
         "done": c["done"],
         "queued": c["queued"],
         "failed": c["failed"],
         "excluded": c["excluded"],
         "fetching": c["fetching"],
+        "known": c["done"] + c["queued"],
+        "max_pages": budget,
+        "admitted": job.admitted,
         "rate_per_minute": round(rate * 60, 1),
         "eta_seconds": eta,
+        "eta_basis": basis,
+        "run_done": (c["done"] - run.done_at_start) if live else None,
+        "set_aside": run.set_aside if run is not None else 0,
     }
+
+
+RATE_SAMPLE = 200  # the last pages of the run the rate is taken over
+RATE_MIN_PAGES = 5  # fewer done in the run: no ETA
+
+
+def _run_rate(job: Job, run: JobRun, now: datetime) -> tuple[float, int, float]:
+    """(pages a second, pages in the sample, seconds the sample spans) for the open run: its last pages done
+    since it started or was last resumed, within RATE_WINDOW, over the time from the first to the last of
+    them. Time spent waiting after the last page does not count, so the ETA does not grow while the job
+    waits (the page says since when nothing was done)."""
+    since = max(t for t in (run.started_at, run.resumed_at, now - RATE_WINDOW) if t is not None)
+    times = list(
+        _job_urls(job.id)
+        .filter(last_checked_at__gte=since)
+        .exclude(state=State.INIT.value)
+        .order_by("-last_checked_at")
+        .values_list("last_checked_at", flat=True)[:RATE_SAMPLE]
+    )
+    if len(times) < 2:
+        return 0.0, len(times), 0.0
+    span = max(1.0, (times[0] - times[-1]).total_seconds())
+    return (len(times) - 1) / span, len(times), span
+
+
+def _span_words(seconds: float) -> str:
+    if seconds < 120:
+        return f"{round(seconds)} s"
+    return f"{round(seconds / 60)} min"
 
 
 def _iso(t: datetime | None) -> str | None:
