@@ -27,6 +27,7 @@ from crawladmin import embedded
 from crawlcore.beat import beat_job
 from crawlcore.models import UrlEvent
 from crawlcore.selectors import crawl_progress, crawl_summary, due_count
+from crawlcore.services.jobs import jobs_sample
 from crawlcore.services.load_dispatch import dispatch_due, leases_release_all, reconcile
 from crawlcore.services.sweep import scan_sweep
 from crawlcore.services.urls import NewUrl, urls_insert
@@ -37,6 +38,7 @@ from dashboard import rollups
 
 RECONCILE_EVERY = 30.0  # beat's is a minute: a lease lost in a short crawl is picked up sooner
 SWEEP_EVERY = 2.0  # seconds between the scans' sweeps (beat's are a minute apart)
+JOB_SAMPLE_EVERY = 5.0
 # The crawl page's "URLs by state over time": a sample every second at the start, where a short crawl
 # does all its work, then every minute as beat takes them; each costs a grouped count of the URLs
 # (about a second at a million), so never more often than COST_SHARE of the time allows.
@@ -151,6 +153,8 @@ def crawl_jobs(*, dispatch: bool = True) -> list[Job]:
         Job(
             beat_job("tasks.scan.sweep_active").name, lambda: scan_sweep(agent=Agent.ACTIVE_SCAN), _every(SWEEP_EVERY)
         ),
+        # The crawl jobs' progress for their pages' charts (beat's jobs tick takes them in a cluster).
+        Job("crawl jobs' samples", jobs_sample, _every(JOB_SAMPLE_EVERY)),
         sample,
     ]
 

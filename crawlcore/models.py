@@ -515,6 +515,9 @@ class JobRun(models.Model):
     # Each told once a run: the guarded write that sets one decides who tells it.
     stalled_at = models.DateTimeField(null=True, blank=True, help_text="When the run was told stalled")
     budget_reached_at = models.DateTimeField(null=True, blank=True, help_text="When the run used up max_pages")
+    samples = models.JSONField(
+        default=list, blank=True, help_text="[seconds since the start, done, queued] now and then (the job's chart)"
+    )
 
     class Meta:
         indexes = [models.Index(fields=["job", "-started_at"], name="jobrun_job_idx")]

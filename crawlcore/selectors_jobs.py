@@ -4,18 +4,19 @@ API show."""
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db.models import Count, Min, Q
+from django.db.models import Avg, Count, Min, Q
 from django.utils import timezone
 
 from crawler import jobrules
 from crawler.lifecycle import State
 from crawler.politeness import crawl_delay
 
-from .models import Job, JobRun, JobUrl, Page, Server, ServerLease, Url
+from .models import Job, JobRun, JobUrl, Page, Server, ServerLease, StatusCheck, Url
 
 HELD = (jobrules.JOB_PAUSED, jobrules.JOB_STOPPED, jobrules.OUTSIDE_WINDOW)
 FAILED = (State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value, State.DEAD.value)
@@ -214,28 +215,125 @@ def _window_opens(job: Job, now: datetime) -> datetime | None:
     return None
 
 
-def job_detail(*, job: Job, now: datetime | None = None) -> dict:
-    """The job as every reader shows it: its definition, state, progress, stalls and last runs."""
+ERRORS_SHOWN = 20
+RUNS_SHOWN = 10
+
+
+def job_held(stalled: list[dict]) -> dict:
+    """{servers, reason}: how many of the job's servers are not moving, and the commonest reason why."""
+    reasons = Counter(s["reason"] for s in stalled)
+    return {"servers": len(stalled), "reason": reasons.most_common(1)[0][0] if reasons else ""}
+
+
+def job_servers(*, job: Job, stalled: list[dict], now: datetime) -> list[dict]:
+    """Per server of the job (most queued first, at most MAX_STALLED): its pages done and queued, its mean
+    response time in the run, and why it waits (stalled), where it does."""
+    rows = list(
+        _job_urls(job.id)
+        .values("server_id")
+        .annotate(
+            done=Count("id", filter=~Q(state=State.INIT.value)),
+            queued=Count("id", filter=_queued()),
+            failed=Count("id", filter=Q(state__in=FAILED)),
+        )
+        .order_by("-queued", "server_id")[:MAX_STALLED]
+    )
+    servers = Server.objects.in_bulk([r["server_id"] for r in rows])
+    run = JobRun.objects.filter(job_id=job.id).order_by("-started_at").first()
+    since = run.started_at if run is not None else now - RATE_WINDOW
+    latency = dict(
+        StatusCheck.objects.filter(server_id__in=list(servers), checked_at__gte=since, latency_ms__gt=0)
+        .exclude(category__in=StatusCheck.NOT_SERVER_ANSWERS)
+        .values("server_id")
+        .annotate(ms=Avg("latency_ms"))
+        .values_list("server_id", "ms")
+    )
+    waiting = {s["server"]: s for s in stalled}
+    out = []
+    for r in rows:
+        server = servers.get(r["server_id"])
+        if server is None:
+            continue
+        wait = waiting.get(server.origin, {})
+        ms = latency.get(server.id)
+        out.append({
+            "server_id": server.id, "server": server.origin, "group": server.group,
+            "done": r["done"], "queued": r["queued"], "failed": r["failed"],
+            "response_ms": round(ms) if ms is not None else None,
+            "state": "waiting" if wait else ("fetching" if r["queued"] else "done"),
+            "reason": wait.get("reason", ""), "until": wait.get("until"),
+        })  # fmt: skip
+    return out
+
+
+def job_errors(*, job: Job, limit: int = ERRORS_SHOWN) -> list[dict]:
+    """The job's last failed URLs (no answer, Dead, or an error status), newest first."""
+    rows = (
+        _job_urls(job.id)
+        .filter(Q(state__in=FAILED) | Q(last_status__gte=400))
+        .exclude(last_checked_at__isnull=True)
+        .order_by("-last_checked_at")
+        .values("url", "state", "last_status", "failure_kind", "last_checked_at")[:limit]
+    )
+    return [
+        {"url": r["url"], "state": r["state"], "status": r["last_status"], "failure": r["failure_kind"],
+         "at": _iso(r["last_checked_at"])}  # fmt: skip
+        for r in rows
+    ]
+
+
+def _run(r: JobRun, now: datetime) -> dict:
+    return {
+        "started_at": _iso(r.started_at),
+        "ended_at": _iso(r.ended_at),
+        "trigger": r.trigger,
+        "pages": r.pages,  # written when the run ends (the open run's so far: progress.run_done)
+        "failures": r.failures,
+        "stop_reason": r.stop_reason,
+        "seconds": round(r.active_seconds(now)),
+        "set_aside": r.set_aside,
+    }
+
+
+def job_summary(*, job: Job, now: datetime | None = None) -> dict:
+    """One job as the jobs list shows it: state, progress, rate and ETA, servers held and why, last run."""
     now = now or timezone.now()
-    runs = JobRun.objects.filter(job_id=job.id).order_by("-started_at")[:10]
+    stalled = job_stalled(job=job, now=now)
+    last = JobRun.objects.filter(job_id=job.id).order_by("-started_at").first()
+    return {
+        "name": job.name,
+        "group": job.group,
+        "enabled": job.enabled,
+        "state": job.state,
+        "progress": job_progress(job=job, now=now),
+        "held": job_held(stalled),
+        "last_run": _run(last, now) if last is not None else None,
+    }
+
+
+def job_detail(*, job: Job, now: datetime | None = None) -> dict:
+    """The job as every reader shows it (the job command, the API, the job's page): its definition, state,
+    progress with the ETA and what it rests on, stalls, servers held, servers, last errors and last runs."""
+    now = now or timezone.now()
+    runs = list(JobRun.objects.filter(job_id=job.id).order_by("-started_at")[:RUNS_SHOWN])
+    stalled = job_stalled(job=job, now=now)
     return {
         **job_definition(job),
         "state": job.state,
         "next_run_at": _iso(job.next_run_at),
         "progress": job_progress(job=job, now=now),
-        "stalled": job_stalled(job=job, now=now),
-        "runs": [
-            {
-                "started_at": _iso(r.started_at),
-                "ended_at": _iso(r.ended_at),
-                "trigger": r.trigger,
-                "pages": r.pages,
-                "failures": r.failures,
-                "stop_reason": r.stop_reason,
-            }
-            for r in runs
-        ],
+        "stalled": stalled,
+        "held": job_held(stalled),
+        "servers": job_servers(job=job, stalled=stalled, now=now),
+        "errors": job_errors(job=job),
+        "runs": [_run(r, now) for r in runs],
     }
+
+
+def job_chart(*, job: Job) -> dict:
+    """The job page's chart: per run (newest first), its samples [seconds since its start, done, queued]."""
+    runs = JobRun.objects.filter(job_id=job.id).order_by("-started_at")[:RUNS_SHOWN]
+    return {"runs": [{"started_at": _iso(r.started_at), "samples": r.samples or []} for r in runs]}
 
 
 def job_definition(job: Job) -> dict:

@@ -390,8 +390,17 @@ def job_start(*, name: str, trigger: str = "manual") -> JobRun:
     servers = job_seeds_insert(job=job) | job_unhold(job_id=job.id)
     if not jobrules.in_windows(job.windows, timezone.now().astimezone(ZoneInfo(job.time_zone))):
         job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
-    servers_dispatch_with_due_work(server_ids=servers)
+    _dispatch_soon(servers)
     return run
+
+
+def _dispatch_soon(server_ids: set[int]) -> None:
+    """Send the servers the job just gave due URLs, in a cluster. In the embedded mode the crawl command's
+    runner dispatches at every step, and a dispatch sent from another process (`job resume` in a second
+    shell, the dashboard) would go to that process's own in-memory broker, where no worker takes it, while
+    stamping the servers dispatched, which keeps the runner from sending them for CRAWL_REDISPATCH_AFTER."""
+    if not settings.CELERY_EMBEDDED:
+        servers_dispatch_with_due_work(server_ids=server_ids)
 
 
 def _transition(name: str, *, from_states: Sequence[str], to: str) -> Job:
@@ -438,7 +447,7 @@ def job_resume(*, name: str) -> Job:
         servers = job_unhold(job_id=job.id, reasons=[jobrules.JOB_PAUSED])
         if not jobrules.in_windows(job.windows, timezone.now().astimezone(ZoneInfo(job.time_zone))):
             job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
-    servers_dispatch_with_due_work(server_ids=servers)
+    _dispatch_soon(servers)
     return job
 
 
@@ -468,6 +477,7 @@ def job_run_end(*, job_id: int, reason: str) -> None:
     if run is None:
         return
     _paused_time_close(job_id)
+    job_sample_record(job_id=job_id, force=True)
     run.refresh_from_db()
     done, failed = _counts(job_id)
     now = timezone.now()
@@ -481,6 +491,35 @@ def job_run_end(*, job_id: int, reason: str) -> None:
             "pages": pages, "failures": failures, "seconds": round((now - run.started_at).total_seconds()),
             "stop_reason": reason[:100],
         })  # fmt: skip
+
+
+SAMPLES_MAX = 400  # a run's chart points; past it, every other older one is dropped
+SAMPLE_EVERY = 5.0  # seconds between two of a run's samples at least
+
+
+def job_sample_record(*, job_id: int, now: datetime | None = None, force: bool = False) -> bool:
+    """Add [seconds since the start, done, queued] to the open run's samples (the job page's chart), at most
+    every SAMPLE_EVERY seconds unless `force` (the run's last). True when added."""
+    now = now or timezone.now()
+    run = _open_run(job_id)
+    if run is None:
+        return False
+    t = round((now - run.started_at).total_seconds(), 1)
+    samples = list(run.samples or [])
+    if samples and not force and t - samples[-1][0] < SAMPLE_EVERY:
+        return False
+    c = job_counts(job_id=job_id, now=now)
+    samples.append([t, c["done"] - run.done_at_start, c["queued"]])
+    if len(samples) > SAMPLES_MAX:
+        samples = samples[:-1][::2] + samples[-1:]
+    JobRun.objects.filter(id=run.id).update(samples=samples)
+    return True
+
+
+def jobs_sample(*, now: datetime | None = None) -> int:
+    """A sample of every running or paused job's run; how many were taken."""
+    ids = Job.objects.filter(state__in=[Job.RUNNING, Job.PAUSED]).values_list("id", flat=True)
+    return sum(job_sample_record(job_id=i, now=now) for i in ids)
 
 
 def job_stall_check(*, job: Job, now: datetime) -> bool:
@@ -537,11 +576,12 @@ def jobs_tick(*, now: datetime | None = None) -> dict[str, int]:
                     out["started"] += 1
                 except JobError as exc:
                     log.info("scheduled start of %s skipped: %s (next %s)", job.name, exc, nxt)
+    jobs_sample(now=now)
     for job in Job.objects.filter(state=Job.RUNNING):
         inside = jobrules.in_windows(job.windows, now.astimezone(ZoneInfo(job.time_zone)))
         if inside:
             servers = job_unhold(job_id=job.id, reasons=[jobrules.OUTSIDE_WINDOW])
-            servers_dispatch_with_due_work(server_ids=servers)
+            _dispatch_soon(servers)
         else:
             job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
         c = job_counts(job_id=job.id, now=now)
