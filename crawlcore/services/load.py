@@ -128,7 +128,9 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         if not self.of_jobs or time.monotonic() - self.set_aside_at < SET_ASIDE_LOOK_EVERY:
             return False
         self.set_aside_at = time.monotonic()
-        aside = set(Url.objects.filter(id__in=list(self.pending)).exclude(exclusion_reason="")
+        # Fetched pages waiting for flush() are still Init and ours: they are written, not handed back.
+        waiting = set(self.pending) - {u.id for u, _ in self.fetched}
+        aside = set(Url.objects.filter(id__in=list(waiting)).exclude(exclusion_reason="")
                     .values_list("id", flat=True))  # fmt: skip
         if aside:
             urls_release(ids=sorted(aside), owner=self.owner)
