@@ -355,3 +355,25 @@ def job_definition(job: Job) -> dict:
         "schedule": job.schedule,
         "enabled": job.enabled,
     }
+
+
+def jobs_of_server(*, server: Server, groups: frozenset[str] | None = None) -> list[dict]:
+    """The jobs whose scope takes in this server and that reached it ({name, state}), of the reader's groups
+    (`groups`; None: all). The scope is asked first (no query), the job's URLs only for a job that may."""
+    from .services.jobs import JobRules  # the job's scope rule lives with the service that applies it
+
+    jobs = Job.objects.order_by("name")
+    if groups is not None:
+        jobs = jobs.filter(group__in=sorted(groups))
+    out = []
+    for job in jobs:
+        if not JobRules.of(job).in_scope(server.host):
+            continue
+        if JobUrl.objects.filter(job_id=job.id, url__server_id=server.id).exists():
+            out.append({"name": job.name, "state": job.state})
+    return out
+
+
+def jobs_states() -> list[dict]:
+    """Every job's name and state, for the crawl page's links."""
+    return [{"name": n, "state": s} for n, s in Job.objects.order_by("name").values_list("name", "state")]

@@ -120,3 +120,13 @@ def test_an_operator_pauses_edits_patterns_and_stops_with_confirmation_each_in_t
     history = list(LogEntry.objects.filter(object_id=str(physics.id)).order_by("action_time"))
     assert [e.user.username for e in history] == ["olga"] * 4
     assert [e.change_message.split(" ")[0] for e in history] == ["pause", "resume", "patterns", "stop"]
+
+
+def test_the_crawl_page_and_the_server_page_link_their_jobs(physics):
+    server = Url.objects.get(url="http://a.example/").server
+    own = _client("viewer", "servers:physics")
+    server.group = "physics"
+    server.save()
+    assert '/dashboard/jobs/docs/">docs</a> (running)' in own.get(f"/dashboard/servers/{server.id}/").content.decode()
+    crawl = _client("viewer", name="all").get("/dashboard/crawl/").content.decode()
+    assert '/dashboard/jobs/docs/">docs</a> (running)' in crawl and '/dashboard/jobs/chem/">chem</a>' in crawl

@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from crawlcore.db.bulk import insert_ignore
 from crawlcore.models import Job, JobRun, JobUrl, Link, Page, Server, Url
-from crawlcore.selectors_jobs import job_counts
+from crawlcore.selectors_jobs import job_counts, job_stalled
 from crawler import jobrules, notfollowed
 from crawler.jobrules import PathRules
 from crawler.lifecycle import State
@@ -537,8 +537,6 @@ def job_stall_check(*, job: Job, now: datetime) -> bool:
     since = max(t for t in (last, run.started_at, job.updated_at) if t is not None)
     if now - since < quiet or job_counts(job_id=job.id, now=now)["queued"] == 0:
         return False
-    from crawlcore.selectors_jobs import job_stalled
-
     reasons = job_stalled(job=job, now=now)
     with transaction.atomic():
         if not JobRun.objects.filter(id=run.id, stalled_at__isnull=True).update(stalled_at=now):
