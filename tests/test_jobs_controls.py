@@ -123,3 +123,16 @@ def test_editing_patterns_of_a_running_job_counts_what_it_set_aside_on_the_run()
     job_save(spec=spec)
     assert JobRun.objects.get(id=run.id).set_aside == 2
     assert job_progress(job=Job.objects.get(id=job.id))["set_aside"] == 2
+
+
+@pytest.mark.django_db
+def test_an_exclude_added_while_paused_keeps_its_urls_aside_after_resume():
+    job = _job("docs", seeds=["http://a.example/", "http://a.example/cal/1"])
+    job_start(name="docs")
+    job_pause(name="docs")
+    spec, _ = job_spec_check({**job_definition(job), "exclude": ["^/cal/"]})
+    job_save(spec=spec)
+    job_resume(name="docs")
+    assert Url.objects.get(url="http://a.example/cal/1").exclusion_reason == jobrules.EXCLUDED_BY_PATTERN
+    assert Url.objects.get(url="http://a.example/").exclusion_reason == ""
+    assert job_progress(job=Job.objects.get(id=job.id))["set_aside"] == 1

@@ -43,8 +43,8 @@ def _client(*groups: str, name: str = "u", csrf: bool = False) -> Client:
 
 @pytest.fixture
 def physics():
-    spec, problems = job_spec_check({"name": "docs", "group": "physics", "max_pages": 50,
-                                     "seeds": ["http://a.example/", "http://a.example/cal/1", "http://a.example/x"]})  # fmt: skip
+    seeds = ["http://a.example/", "http://a.example/cal/1", "http://a.example/x"]
+    spec, problems = job_spec_check({"name": "docs", "group": "physics", "max_pages": 50, "seeds": seeds})
     assert not problems
     job_save(spec=spec)
     spec, _ = job_spec_check({"name": "chem", "group": "chemistry", "seeds": ["http://c.example/"]})

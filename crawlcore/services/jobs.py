@@ -623,7 +623,8 @@ def job_rules_reapply(*, job: Job, chunk: int = 1000) -> int:
     rules = JobRules.of(job)
     others = JobUrl.objects.filter(url_id=OuterRef("url_id"), job__state=Job.RUNNING).exclude(job_id=job.id)
     queued = (
-        JobUrl.objects.filter(job_id=job.id, url__state=State.INIT.value, url__exclusion_reason="")
+        # Those held while the job pauses (or waits for its window) too: else its resume would make them due.
+        JobUrl.objects.filter(job_id=job.id, url__state=State.INIT.value, url__exclusion_reason__in=["", *HELD])
         .exclude(Exists(others))
         .order_by("url_id")
         .values_list("url_id", "url__url", "depth")
@@ -643,7 +644,7 @@ def job_rules_reapply(*, job: Job, chunk: int = 1000) -> int:
             if reason:
                 by_reason.setdefault(reason, []).append(url_id)
         for reason, ids in by_reason.items():
-            set_aside += Url.objects.filter(id__in=ids, exclusion_reason="").update(
+            set_aside += Url.objects.filter(id__in=ids, exclusion_reason__in=["", *HELD]).update(
                 exclusion_reason=reason, next_check_at=None
             )
 
