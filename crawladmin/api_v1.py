@@ -16,7 +16,11 @@ stored pages (read only).
 
 from __future__ import annotations
 
+import zoneinfo
+
+from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -26,8 +30,11 @@ from crawladmin.config import CHANNEL_KEYS, MONITOR_KEYS, SERVER_KEYS, SUPERUSER
 from crawlcore import access
 from crawlcore.access import server_groups_of
 from crawlcore.models import Job, Server
+from crawlcore.selectors_health import server_health
 from crawlcore.selectors_jobs import job_definition, job_detail, job_progress
+from crawlcore.services.health import HealthError, health_pause, health_resume
 from crawlcore.services.jobs import JobError, job_delete, job_pause, job_resume, job_save, job_start, job_stop
+from crawler.hosthealth import until_parse
 from crawler.jobrules import job_spec_check
 from crawler.urlnorm import canonicalize, server_key
 from monitoring.models import ServerMonitor
@@ -217,7 +224,8 @@ def _by_origin(origin: str) -> Server:
 
 class ServerDetail(APIView):
     def get(self, request, pk: int):
-        return Response(_server_values(_server(request, pk)))
+        server = _server(request, pk)
+        return Response({**_server_values(server), "health": server_health(server=server)})
 
     def patch(self, request, pk: int):
         server = _server(request, pk)
@@ -238,6 +246,37 @@ class ServerDetail(APIView):
             raise exceptions.PermissionDenied("removing a server (and its URLs) is for a superuser")
         server.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ServerAction(APIView):
+    """POST /api/v1/servers/ID/pause/ (`{"until": "2026-05-01T18:00" | "2h", "note": "…"}`, both optional:
+    no `until` holds it until resumed) and /resume/: an operator holds the server's crawl or lets it go. The
+    answer is the server with its `health`."""
+
+    def post(self, request, pk: int, action: str):
+        server = _server(request, pk)
+        if action not in ("pause", "resume"):
+            raise exceptions.NotFound(f"no action {action!r} (pause, resume)")
+        data = _body(request)
+        by = request.user.get_username() or "api"
+        now = timezone.now()
+        if action == "pause":
+            until = None
+            if data.get("until") not in (None, ""):
+                try:
+                    until = until_parse(str(data["until"]), now, zoneinfo.ZoneInfo(settings.TIME_ZONE))
+                except ValueError as exc:
+                    raise Invalid({"until": str(exc)}) from None
+            note = data.get("note", "")
+            if not isinstance(note, str):
+                raise Invalid({"note": "a few words of text"})
+            try:
+                health_pause(server_ids=[server.id], by=by, until=until, note=note, now=now)
+            except HealthError as exc:
+                raise Invalid({"until": str(exc)}) from None
+        else:
+            health_resume(server_ids=[server.id], by=by, now=now)
+        return Response({**_server_values(server), "health": server_health(server=server)})
 
 
 def _monitor_values(m: ServerMonitor) -> dict:

@@ -13,10 +13,11 @@ from django.db.models import Avg, Count, Min, Q
 from django.utils import timezone
 
 from crawler import jobrules
+from crawler.hosthealth import Summary
 from crawler.lifecycle import State
-from crawler.politeness import crawl_delay
 
 from .models import Job, JobRun, JobUrl, Page, Server, ServerLease, StatusCheck, Url
+from .selectors_health import servers_health_summaries
 
 HELD = (jobrules.JOB_PAUSED, jobrules.JOB_STOPPED, jobrules.OUTSIDE_WINDOW)
 FAILED = (State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value, State.DEAD.value)
@@ -28,12 +29,8 @@ PAUSED = "paused"
 STOPPED = "stopped"
 OUTSIDE_WINDOW = "outside its time window"
 POLITENESS_WAIT = "politeness wait"
-RETRY_AFTER = "Retry-After / back-off"
-ROBOTS_UNREACHABLE = "robots.txt unreachable"
 NO_FREE_SLOT = "no free slot"
 NO_DUE_URLS = "no due URLs"
-SERVER_PAUSED = "server paused by the hourly schedule"
-SERVER_OFF = "server disabled or excluded"
 
 
 def _job_urls(job_id: int):
@@ -167,37 +164,35 @@ def job_stalled(*, job: Job, now: datetime | None = None) -> list[dict]:
         .annotate(n=Count("id"))
         .values_list("server_id", "n")
     )
+    health = servers_health_summaries(server_ids=list(servers), now=now)
     out = []
     for row in rows:
         server = servers.get(row["server_id"])
         if server is None or row["leased"]:
             continue  # being fetched now: it moves
-        reason, until = _why(job, server, row, held_slots.get(server.id, 0), now)
+        reason, until = _why(job, server, row, held_slots.get(server.id, 0), health[server.id], now)
         if reason:
             out.append({"server": server.origin, "reason": reason, "until": _iso(until)})
     return out
 
 
-def _why(job: Job, server: Server, row: dict, slots_held: int, now: datetime) -> tuple[str, datetime | None]:
+def _why(
+    job: Job, server: Server, row: dict, slots_held: int, health: Summary, now: datetime
+) -> tuple[str, datetime | None]:
     if row["held"] and not row["due"]:
         if job.state == Job.PAUSED:
             return PAUSED, None
         if job.state in (Job.STOPPED, Job.IDLE):
             return STOPPED, None
         return OUTSIDE_WINDOW, _window_opens(job, now)
-    if not server.enabled or server.excluded_reason:
-        return SERVER_OFF, None
-    if server.paused_until is not None and server.paused_until > now:
-        return SERVER_PAUSED, server.paused_until
-    if server.robots_kind == "unreachable":
-        return ROBOTS_UNREACHABLE, None
+    # Whatever holds the server itself (an operator, the monitor, robots.txt, a back-off, the schedule, an
+    # exclusion) is its health's to say (crawlcore.selectors_health).
+    if health.held:
+        return health.reason, health.until
     if not row["due"]:
         return NO_DUE_URLS, row["next_due"]
     if server.next_request_at is not None and server.next_request_at > now:
-        delay = crawl_delay(server.crawl_delay, default=settings.CRAWL_DEFAULT_DELAY, cap=settings.CRAWL_MAX_DELAY)
-        delay = max(delay, server.min_delay or 0.0)
-        wait = (server.next_request_at - now).total_seconds()
-        return (POLITENESS_WAIT if wait <= delay + 1 else RETRY_AFTER), server.next_request_at
+        return POLITENESS_WAIT, server.next_request_at
     cap = min(settings.CRAWL_SERVER_CONCURRENCY, server.max_concurrency or settings.CRAWL_SERVER_CONCURRENCY)
     if slots_held >= cap:
         return NO_FREE_SLOT, None
@@ -249,6 +244,7 @@ def job_servers(*, job: Job, stalled: list[dict], now: datetime) -> list[dict]:
         .values_list("server_id", "ms")
     )
     waiting = {s["server"]: s for s in stalled}
+    health = servers_health_summaries(server_ids=list(servers), now=now)
     out = []
     for r in rows:
         server = servers.get(r["server_id"])
@@ -256,12 +252,17 @@ def job_servers(*, job: Job, stalled: list[dict], now: datetime) -> list[dict]:
             continue
         wait = waiting.get(server.origin, {})
         ms = latency.get(server.id)
+        h = health[server.id].as_dict()
+        # The server's own state is its health's (crawlcore.selectors_health); the reason and until are its
+        # health's when it is held, else why this job's URLs there wait, if they do.
+        held = health[server.id].held
         out.append({
             "server_id": server.id, "server": server.origin, "group": server.group,
             "done": r["done"], "queued": r["queued"], "failed": r["failed"],
             "response_ms": round(ms) if ms is not None else None,
-            "state": "waiting" if wait else ("fetching" if r["queued"] else "done"),
-            "reason": wait.get("reason", ""), "until": wait.get("until"),
+            "state": h["state"], "source": h["source"] if held else "",
+            "reason": h["reason"] if held else wait.get("reason", ""),
+            "until": h["until"] if held else wait.get("until"),
         })  # fmt: skip
     return out
 
