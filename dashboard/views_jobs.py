@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from django.contrib import messages
 from django.contrib.admin.models import CHANGE, LogEntry
-from django.core.exceptions import BadRequest, PermissionDenied
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -24,7 +24,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST
 
-from crawlcore import access
+from crawlcore import access, roles
 from crawlcore.models import Job, JobUrl, Server
 from crawlcore.selectors_jobs import job_chart, job_definition, job_detail, job_summary
 from crawlcore.services.jobs import JobError, job_pause, job_resume, job_save, job_start, job_stop
@@ -52,10 +52,8 @@ def _job(request: HttpRequest, name: str) -> Job:
 
 
 def may_control(user, job: Job) -> bool:
-    """Start, pause, resume, stop and edit: an operator who sees the job's group, or a superuser."""
-    if user.is_superuser:
-        return True
-    return user.groups.filter(name="operator").exists() and access.sees_server_group(user, job.group)
+    """Start, pause, resume, stop and edit: the roles' rule (crawlcore.roles), as in the admin and the API."""
+    return roles.may(user, "run", "job", group=job.group) and roles.may(user, "update", "job", group=job.group)
 
 
 def _sort_key(sort: str):
@@ -185,8 +183,7 @@ def job_action(request: HttpRequest, name: str) -> HttpResponse:
     """An operator's control (CSRF-checked by the middleware, rights here): start, pause, resume, stop (with
     `confirm=yes`), patterns (include/exclude, one a line), server_pause (server, minutes)."""
     job = _job(request, name)
-    if not may_control(request.user, job):
-        raise PermissionDenied("only an operator of the job's group controls it")
+    roles.check(request.user, "run", "job", group=job.group)
     action = request.POST.get("action", "")
     here = reverse("dashboard:job", args=[job.name])
     if action in ACTIONS:
@@ -207,6 +204,7 @@ def job_action(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def _patterns_save(request: HttpRequest, job: Job, here: str) -> HttpResponse:
+    roles.check(request.user, "update", "job", group=job.group)
     include, exclude = _patterns(request.POST.get("include", "")), _patterns(request.POST.get("exclude", ""))
     spec, problems = job_spec_check({**job_definition(job), "include": include, "exclude": exclude})
     if problems:
@@ -234,6 +232,7 @@ def _server_pause(request: HttpRequest, job: Job, here: str) -> HttpResponse:
     server = Server.objects.filter(id=int(raw)).first()
     if server is None or not JobUrl.objects.filter(job_id=job.id, url__server_id=server.id).exists():
         return _bad(request, job, "that server is not one of the job's")
+    roles.check(request.user, "run", "server", group=server.group)
     if not (minutes.isascii() and minutes.isdigit() and len(minutes) < 7 and 0 < int(minutes) <= MAX_PAUSE_MINUTES):
         return _bad(request, job, f"minutes must be a whole number from 1 to {MAX_PAUSE_MINUTES}")
     until = timezone.now() + timedelta(minutes=int(minutes))
