@@ -130,3 +130,22 @@ def test_the_crawl_page_and_the_server_page_link_their_jobs(physics):
     assert '/dashboard/jobs/docs/">docs</a> (running)' in own.get(f"/dashboard/servers/{server.id}/").content.decode()
     crawl = _client("viewer", name="all").get("/dashboard/crawl/").content.decode()
     assert '/dashboard/jobs/docs/">docs</a> (running)' in crawl and '/dashboard/jobs/chem/">chem</a>' in crawl
+
+
+def test_an_operator_pauses_one_server_of_the_job_through_the_host_health_state(physics):
+    from crawlcore.selectors_health import server_health
+
+    server = Url.objects.get(url="http://a.example/").server
+    server.group = "physics"
+    server.save()
+    op = _client("operator", "servers:physics", name="olga")
+    assert op.post("/dashboard/jobs/docs/action/", {"action": "server_pause", "server": server.id,
+                                                    "minutes": "abc"}).status_code == 400  # fmt: skip
+    reply = op.post("/dashboard/jobs/docs/action/", {"action": "server_pause", "server": server.id, "minutes": "30"})
+    assert reply.status_code == 302
+    health = server_health(server=server)
+    assert health["state"] == "paused" and health["until"] is not None
+    row = next(s for s in json.loads(op.get("/dashboard/jobs/docs/job.json").content)["job"]["servers"]
+               if s["server_id"] == server.id)  # fmt: skip
+    assert row["state"] == "paused" and row["until"] == health["until"]
+    assert LogEntry.objects.filter(object_id=str(physics.id), change_message__startswith="paused server").exists()
