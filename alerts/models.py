@@ -78,7 +78,7 @@ class Rule(models.Model):
     kinds = models.CharField(max_length=200, default="down,up,delay,cert,content", help_text="Comma list")
     group = models.CharField(max_length=100, blank=True, help_text="Only servers (and crawl jobs) of this group")
     server = models.ForeignKey(Server, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
-    job = models.CharField(max_length=100, blank=True, db_default="", help_text="Only this crawl job's events")
+    job = models.CharField(max_length=100, blank=True, default="", help_text="Only this crawl job's events")
 
     class Meta:
         constraints = [

@@ -114,3 +114,25 @@ def test_a_messages_title_names_the_job_and_the_event():
     two = views + [EventView(2, "job.started", "job news", "", "2026-01-01T00:00:01+00:00")]
     title = message_compose(two, key="k").title
     assert "job docs job.finished" in title and "job news job.started" in title
+
+
+@pytest.mark.django_db
+def test_a_yaml_channel_rule_takes_the_job_events_for_a_group():
+    from crawladmin.config import config_apply
+
+    text = """\
+servers:
+  - url: http://a.example/
+    group: physics
+channels:
+  - name: hook
+    url: json://127.0.0.1:9/jobs
+    rules:
+      - kinds: job.started,job.finished,job.stalled,job.budget_reached
+        group: physics
+"""
+    assert ("created", "channel", "hook") in config_apply(text)
+    _job("docs", seeds=["http://a.example/"], group="physics")
+    job_start(name="docs")
+    (started,) = _told("job.started")
+    assert Notification.objects.filter(event=started, channel__name="hook").count() == 1
