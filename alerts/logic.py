@@ -36,7 +36,9 @@ class Kind(enum.StrEnum):
 
 
 JOB_KINDS = (Kind.JOB_STARTED, Kind.JOB_FINISHED, Kind.JOB_STALLED, Kind.JOB_BUDGET_REACHED)
-ROUTABLE = (Kind.DOWN, Kind.UP, Kind.DELAY, Kind.CERT, Kind.CONTENT, Kind.DOMAIN, Kind.BEAT, *JOB_KINDS)
+# What a rule with no kinds named takes: the servers' (and beat's) events. A crawl job's are asked for by
+# name (or by a rule for one job, which takes all of them: alerts.services.channels).
+ROUTABLE = (Kind.DOWN, Kind.UP, Kind.DELAY, Kind.CERT, Kind.CONTENT, Kind.DOMAIN, Kind.BEAT)
 _FIXABLE = ("cert", "content", "beat")  # kinds told again, with to_status good, when the problem goes away
 GOOD = frozenset({"normal", "delay"})
 BAD = frozenset({"disconnect", "error"})
@@ -51,11 +53,12 @@ def kinds_parse(text: str) -> tuple[str, ...]:
     names = [p.strip().lower() for p in text.split(",") if p.strip()]
     if not names:
         return tuple(k.value for k in ROUTABLE)
-    known = {k.value for k in ROUTABLE}
+    every = (*ROUTABLE, *JOB_KINDS)
+    known = {k.value for k in every}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise KindsError(f"unknown event kind {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
-    return tuple(k.value for k in ROUTABLE if k.value in names)
+        raise KindsError(f"unknown event kind {', '.join(unknown)}; choose from {', '.join(k.value for k in every)}")
+    return tuple(k.value for k in every if k.value in names)
 
 
 _FAILURE_KINDS = {"tls": Kind.CERT.value, "content": Kind.CONTENT.value}

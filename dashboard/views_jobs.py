@@ -11,6 +11,7 @@ figures through the scripts' textContent.
 
 from __future__ import annotations
 
+import copy
 import json
 from datetime import datetime, timedelta
 
@@ -31,6 +32,7 @@ from crawlcore.services.jobs import JobError, job_pause, job_resume, job_save, j
 from crawler.jobrules import job_spec_check
 
 from . import selectors
+from .cache import cached
 from .views import dashboard_view
 
 SORTS = ("name", "state", "done", "rate", "eta", "held")
@@ -73,12 +75,19 @@ def _sort_key(sort: str):
 
 
 def _rows(request: HttpRequest) -> tuple[list[dict], str]:
+    """The jobs the reader may see, sorted: the same for every reader of one scope, so kept SHARED_VIEW_TTL
+    seconds per process (each row counts the job's URLs; twenty open lists cost one count a few seconds)."""
     sort = request.GET.get("sort", "name")
     if sort not in SORTS:
         raise BadRequest(f"sort must be one of {', '.join(SORTS)}")
-    now = timezone.now()
-    rows = sorted((job_summary(job=j, now=now) for j in _visible(request.user)), key=_sort_key(sort))
-    return rows, sort
+    scope = access.server_groups_of(request.user)
+
+    def compute() -> list[dict]:
+        now = timezone.now()
+        return sorted((job_summary(job=j, now=now) for j in _visible(request.user)), key=_sort_key(sort))
+
+    key = json.dumps(["jobs", sort, None if scope is None else sorted(scope)])
+    return copy.deepcopy(cached(key, selectors.SHARED_VIEW_TTL, compute)), sort
 
 
 @dashboard_view

@@ -17,6 +17,7 @@ DISPATCH = beat_job("tasks.housekeeping.dispatch").name
 RECONCILE = beat_job("tasks.housekeeping.reconcile").name
 SWEEPS = [beat_job("tasks.scan.sweep_inactive").name, beat_job("tasks.scan.sweep_active").name]
 SAMPLE = "crawl sample"
+JOBS = "crawl jobs' samples"
 
 
 def _runner(**kwargs) -> CrawlRunner:
@@ -26,7 +27,7 @@ def _runner(**kwargs) -> CrawlRunner:
 
 def test_the_first_step_runs_every_job_but_the_reconciler():
     step = _runner().step(100.0)
-    assert step.ran == [DISPATCH, *SWEEPS, SAMPLE]
+    assert step.ran == [DISPATCH, *SWEEPS, JOBS, SAMPLE]
     assert step.stopped is None  # one quiet look is not enough
 
 
@@ -38,6 +39,8 @@ def test_later_steps_run_each_job_at_its_own_cadence():
     assert runner.step(101.0).ran == [DISPATCH, SAMPLE]  # a sample a second at the start
     runner.idle_steps = 0
     assert runner.step(100.0 + SWEEP_EVERY + 0.5).ran == [DISPATCH, *SWEEPS, SAMPLE]
+    runner.idle_steps = 0
+    assert JOBS in runner.step(100.0 + 5.0 + 0.5).ran  # the crawl jobs' samples every 5 s
     runner.idle_steps = 0
     assert RECONCILE in runner.step(100.0 + RECONCILE_EVERY).ran
 

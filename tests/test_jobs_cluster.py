@@ -137,7 +137,8 @@ def test_an_operator_steers_a_job_from_the_dashboard_in_the_cluster(tmp_path, br
     with (postgres_database() as db, redis_server(tmp_path) as broker, webhook_receiver() as hook,
           JobWeb(variant=83, fanout=2, depth=3, pages=40, links=3) as web):  # fmt: skip
         env = clean_env(DATABASE_URL=db, CELERY_BROKER_URL=broker, DJANGO_SECRET_KEY="integration-test-only-" * 3,
-                        CRAWLADMIN_DATA_DIR=str(tmp_path), ALERTS_GROUP_WINDOW="1")  # fmt: skip
+                        CRAWLADMIN_DATA_DIR=str(tmp_path), ALERTS_GROUP_WINDOW="1",
+                        DJANGO_SECURE="false")  # fmt: skip  (plain http on loopback)
         manage(env, "migrate", "--noinput", timeout=300)
         (tmp_path / "jobs.yaml").write_text(FILE.format(tree=web.tree, wide=web.wide, hook=hook.base))
         manage(env, "apply", str(tmp_path / "jobs.yaml"), timeout=120)

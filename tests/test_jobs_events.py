@@ -50,7 +50,8 @@ def test_a_runs_start_and_finish_are_told_once_each_to_the_channels_that_route_t
     _job("docs", seeds=["http://a.example/"], group="physics")
     _job("other", seeds=["http://b.example/"], group="chemistry")
     every = channel_add(name="all", url="json://127.0.0.1:9/", events="job.started,job.finished").channel
-    physics = channel_add(name="physics", url="json://127.0.0.1:9/p", group="physics", events="").channel
+    physics = channel_add(name="physics", url="json://127.0.0.1:9/p", group="physics",
+                          events="job.started,job.finished,down").channel
     only = channel_add(name="one", url="json://127.0.0.1:9/o", job="other", events="job.finished").channel
     servers = channel_add(name="servers", url="json://127.0.0.1:9/s", events="down,up").channel
     job_start(name="docs")

@@ -12,7 +12,7 @@ from crawlcore.models import Job, Server
 
 from ..delivery import Outcome, deliver_all
 from ..destinations import DestinationError
-from ..logic import EventView, Kind, idempotency_key, kinds_parse, message_compose
+from ..logic import JOB_KINDS, EventView, Kind, idempotency_key, kinds_parse, message_compose
 from ..models import Channel, Event, Notification, Rule
 
 
@@ -50,7 +50,8 @@ def channel_add(
     if job and not Job.objects.filter(name=job).exists():
         raise ChannelError(f"no crawl job named {job!r}")
     try:
-        kinds = ",".join(kinds_parse(events))
+        # A rule for one job with no kinds named takes every event of the job.
+        kinds = ",".join(kinds_parse(events or ",".join(k.value for k in JOB_KINDS) if job.strip() else events))
     except ValueError as exc:
         raise ChannelError(str(exc)) from None
     server = None
