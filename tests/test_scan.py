@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from crawlcore.models import Exchange, Page, Server, StatusCheck, Url, UrlEvent
+from crawlcore.models import Exchange, Page, Server, ServerHealth, StatusCheck, Url, UrlEvent
 from crawlcore.selectors import crawl_progress
+from crawlcore.selectors_health import server_health
 from crawlcore.services.load import load_server_batch
 from crawlcore.services.scan import ScanOutcome, scan_server_batch
 from crawlcore.services.sweep import scan_sweep
@@ -31,6 +32,9 @@ def sent(settings, monkeypatch) -> list[dict]:
     settings.CRAWL_DEFAULT_DELAY = 0
     settings.CRAWL_REVISIT_AFTER = 0
     settings.CRAWL_CONNECT_TIMEOUT = settings.CRAWL_HEADER_TIMEOUT = 2
+    # A header-less 503 backs its server off (crawlcore.services.health): these tests step through time by
+    # hand, as if each such back-off were over at once.
+    settings.CRAWL_BACKOFF_BASE = 0
     messages: list[dict] = []
     monkeypatch.setattr("crawlcore.services.sweep.enqueue_scan_on_commit", lambda **kw: messages.append(kw))
     monkeypatch.setattr("crawlcore.services.agent.servers_dispatch_with_due_work", lambda **kw: 0)
@@ -226,23 +230,22 @@ def test_never_loaded_url_that_answers_again_is_reloaded(sent, web, settings):
     assert web.requests("/p.html") == [("HEAD", 200)]  # the load agent does the GET
 
 
-def test_inactive_scan_obeys_robots_txt_it_could_not_read_before(sent, web, settings):
+def test_robots_txt_unanswered_holds_the_server_and_its_rules_are_obeyed_once_it_answers(sent, web, settings):
     settings.CRAWL_NR1_BACKOFF = settings.CRAWL_ROBOTS_RETRY = 0
-    web.pages["/robots.txt"].status = 500  # robots.txt fails: the load agent requests nothing else
-    url = _loaded(web, "/private/p.html", Resource(), state="noresponse1")
-    assert url.failure_kind == "http_status"
+    settings.CRAWL_BACKOFF_BASE = 60  # the probe window
+    web.pages["/robots.txt"].status = 500  # robots.txt fails: nothing else is requested, nothing fails for it
+    url = _loaded(web, "/private/p.html", Resource(), state="init")
+    assert url.failure_count == 0 and url.lease_owner == ""
+    health = server_health(server=url.server_id)
+    assert (health["state"], health["source"]) == ("down", "robots") and "HTTP 500" in health["reason"]
+    assert load_server_batch(server_id=url.server_id, owner="loader") is None  # held until its probe
     web.pages["/robots.txt"] = Resource(b"User-agent: *\nDisallow: /private/\n", headers={"Content-Type": "text/plain"})
-    events = UrlEvent.objects.count()
-    _scan(sent, INACTIVE)
+    ServerHealth.objects.filter(server_id=url.server_id).update(probe_at=timezone.now())  # the window is over
+    load_server_batch(server_id=url.server_id, owner="loader")  # the probe: robots.txt, asked again
     url.refresh_from_db()
-    assert (url.state, url.exclusion_reason, url.next_check_at, url.lease_owner) == (
-        "noresponse1",
-        "robots.txt",
-        None,
-        "",
-    )
-    assert web.requests("/private/p.html") == [] and UrlEvent.objects.count() == events
-    assert _scan(sent, INACTIVE) == []  # excluded: never due again
+    assert (url.state, url.exclusion_reason, url.next_check_at, url.lease_owner) == ("init", "robots.txt", None, "")
+    assert web.requests("/private/p.html") == []
+    assert server_health(server=url.server_id)["state"] == "healthy"
 
 
 def test_operator_revives_a_dead_url_and_only_dead_ones(sent, web):
