@@ -270,10 +270,12 @@ def health_rate_limited(
 
     _write([server_id], change, now)
     until = out[0] if out else now
-    # The politeness turn too: a visit already under way on another slot waits for it as well.
-    Server.objects.filter(id=server_id).filter(Q(next_request_at__isnull=True) | Q(next_request_at__lt=until)).update(
-        next_request_at=until
-    )
+    # The politeness turn too, of every server on its host and port (their turns are one: server_politeness_id):
+    # a visit already under way on another slot waits for it as well.
+    host, port = Server.objects.filter(id=server_id).values_list("host", "port").get()
+    Server.objects.filter(scheme__in=("http", "https"), host=host, port=port).filter(
+        Q(next_request_at__isnull=True) | Q(next_request_at__lt=until)
+    ).update(next_request_at=until)
     return until
 
 
