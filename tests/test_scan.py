@@ -231,21 +231,43 @@ def test_never_loaded_url_that_answers_again_is_reloaded(sent, web, settings):
 
 
 def test_robots_txt_unanswered_holds_the_server_and_its_rules_are_obeyed_once_it_answers(sent, web, settings):
-    settings.CRAWL_NR1_BACKOFF = settings.CRAWL_ROBOTS_RETRY = 0
+    settings.CRAWL_ROBOTS_RETRY = 0
     settings.CRAWL_BACKOFF_BASE = 60  # the probe window
-    web.pages["/robots.txt"].status = 500  # robots.txt fails: nothing else is requested, nothing fails for it
-    url = _loaded(web, "/private/p.html", Resource(), state="init")
-    assert url.failure_count == 0 and url.lease_owner == ""
+    web.pages["/robots.txt"].status = 500  # robots.txt fails: the load agent requests nothing else
+    url = _loaded(web, "/private/p.html", Resource(), state="noresponse1")
+    assert url.failure_kind == "http_status" and url.next_check_at > timezone.now() + timedelta(seconds=3000)
     health = server_health(server=url.server_id)
     assert (health["state"], health["source"]) == ("down", "robots") and "HTTP 500" in health["reason"]
-    assert load_server_batch(server_id=url.server_id, owner="loader") is None  # held until its probe
     web.pages["/robots.txt"] = Resource(b"User-agent: *\nDisallow: /private/\n", headers={"Content-Type": "text/plain"})
+    assert _scan(sent, INACTIVE) == []  # held: not even its NoResponse re-checks go, until the probe
     ServerHealth.objects.filter(server_id=url.server_id).update(probe_at=timezone.now())  # the window is over
-    load_server_batch(server_id=url.server_id, owner="loader")  # the probe: robots.txt, asked again
+    Url.objects.filter(id=url.id).update(next_check_at=timezone.now())
+    events = UrlEvent.objects.count()
+    _scan(sent, INACTIVE)  # the probe: robots.txt, asked again, answers; its rules hold from now on
     url.refresh_from_db()
-    assert (url.state, url.exclusion_reason, url.next_check_at, url.lease_owner) == ("init", "robots.txt", None, "")
-    assert web.requests("/private/p.html") == []
+    assert (url.state, url.exclusion_reason, url.next_check_at, url.lease_owner) == (
+        "noresponse1",
+        "robots.txt",
+        None,
+        "",
+    )
+    assert web.requests("/private/p.html") == [] and UrlEvent.objects.count() == events
     assert server_health(server=url.server_id)["state"] == "healthy"
+
+
+def test_the_monitors_recovery_brings_the_urls_failed_in_the_outage_due_again(sent, web, settings):
+    from crawlcore.services.health import health_hold, health_release
+
+    settings.CRAWL_BACKOFF_BASE = 60
+    web.pages["/robots.txt"].status = 503
+    url = _loaded(web, "/p.html", Resource(), state="noresponse1")
+    health_hold(server_ids=[url.server_id], source="monitor", reason="2 checks in a row: error")
+    web.pages["/robots.txt"] = Resource(b"User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"})
+    assert _scan(sent, INACTIVE) == []
+    health_release(server_ids=[url.server_id], source="monitor")  # confirmed up
+    _scan(sent, INACTIVE)
+    url.refresh_from_db()
+    assert url.state == "init"  # answers again, never loaded: for the load agent, at once
 
 
 def test_operator_revives_a_dead_url_and_only_dead_ones(sent, web):
