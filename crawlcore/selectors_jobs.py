@@ -141,8 +141,9 @@ def _iso(t: datetime | None) -> str | None:
 
 
 def job_stalled(*, job: Job, now: datetime | None = None) -> list[dict]:
-    """Per server with queued URLs of the job that are not being fetched now: {server, reason, until}
-    (until: when the wait ends, where it is known)."""
+    """Per server with queued URLs of the job that are not being fetched now: {server, reason, until, health,
+    source} (until: when the wait ends, where it is known; health: the server's state, and what holds it when
+    its health does: crawlcore.selectors_health)."""
     now = now or timezone.now()
     rows = list(
         _job_urls(job.id)
@@ -172,7 +173,9 @@ def job_stalled(*, job: Job, now: datetime | None = None) -> list[dict]:
             continue  # being fetched now: it moves
         reason, until = _why(job, server, row, held_slots.get(server.id, 0), health[server.id], now)
         if reason:
-            out.append({"server": server.origin, "reason": reason, "until": _iso(until)})
+            h = health[server.id]
+            out.append({"server": server.origin, "reason": reason, "until": _iso(until), "health": h.state.value,
+                        "source": h.source if h.held else ""})  # fmt: skip
     return out
 
 
