@@ -33,6 +33,7 @@ if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
     pytest.skip(f"{CHROMIUM} or {CHROMEDRIVER} missing: apt-get install -y chromium chromium-driver",
                 allow_module_level=True)  # fmt: skip
 
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -95,6 +96,14 @@ def log_in(driver, base: str, user: str) -> None:
     WebDriverWait(driver, 20).until(lambda d: "/login/" not in d.current_url)
 
 
+def text_of(driver, element_id: str) -> str:
+    """The element's text, "" while the page is being replaced (a form posted, a redirect followed)."""
+    try:
+        return driver.find_element(By.ID, element_id).text
+    except (NoSuchElementException, StaleElementReferenceException):
+        return ""
+
+
 def console_errors(driver) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
@@ -150,25 +159,27 @@ def test_an_operator_pauses_edits_and_stops_and_a_viewer_sees_no_control(browser
     page = f"{live_server.url}/dashboard/jobs/docs/"
     browser.get(page)
     browser.find_element(By.ID, "job-pause").click()
-    WebDriverWait(browser, 20).until(lambda d: d.find_element(By.ID, "job-state").text == "paused")
+    WebDriverWait(browser, 20).until(lambda d: text_of(d, "job-state") == "paused")
     assert Job.objects.get(name="docs").state == Job.PAUSED
     assert browser.find_element(By.ID, "eta-basis").text == "paused"
     exclude = browser.find_element(By.ID, "exclude")
     exclude.clear()
     exclude.send_keys("^/cal/")
     browser.find_element(By.ID, "patterns-save").click()
-    WebDriverWait(browser, 20).until(lambda d: "set aside" in d.find_element(By.CSS_SELECTOR, "ul.messages").text)
+    WebDriverWait(browser, 20, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(
+        lambda d: "set aside" in d.find_element(By.CSS_SELECTOR, "ul.messages").text
+    )
     assert "2 queued URLs set aside" in browser.find_element(By.CSS_SELECTOR, "ul.messages").text
     assert browser.find_element(By.ID, "set-aside").text == "2"
     browser.find_element(By.ID, "job-resume").click()
-    WebDriverWait(browser, 20).until(lambda d: d.find_element(By.ID, "job-state").text == "running")
+    WebDriverWait(browser, 20).until(lambda d: text_of(d, "job-state") == "running")
     browser.find_element(By.CSS_SELECTOR, "details.confirm summary").click()
     browser.find_element(By.ID, "job-stop").click()
     # The confirmation is required: the browser does not send the form without it.
     assert Job.objects.get(name="docs").state == Job.RUNNING
     browser.find_element(By.ID, "job-stop-confirm").click()
     browser.find_element(By.ID, "job-stop").click()
-    WebDriverWait(browser, 20).until(lambda d: d.find_element(By.ID, "job-state").text == "stopped")
+    WebDriverWait(browser, 20).until(lambda d: text_of(d, "job-state") == "stopped")
     assert not console_errors(browser)
     log_in(browser, live_server.url, "vera")
     browser.get(page)

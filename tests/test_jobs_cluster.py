@@ -35,6 +35,7 @@ webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not in
 if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
     pytest.skip(f"{CHROMIUM} or {CHROMEDRIVER} missing", allow_module_level=True)
 
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
 PASSWORD = "pw-not-secret"
@@ -108,13 +109,21 @@ def _log_in(driver, base: str, user: str) -> None:
     _until(lambda: "/login/" not in driver.current_url, 30, f"{user} could not log in")
 
 
+def _text(driver, element_id: str) -> str:
+    """The element's text, "" while the page is being replaced (a form posted, a redirect followed)."""
+    try:
+        return driver.find_element(By.ID, element_id).text
+    except (NoSuchElementException, StaleElementReferenceException):
+        return ""
+
+
 def _pages(web: JobWeb) -> list[str]:
     return [h.path for h in web.hits if h.path not in ("/robots.txt", "/sitemap.xml")]
 
 
 def _state(driver, page: str) -> str:
     driver.get(page)
-    return driver.find_element(By.ID, "job-state").text
+    return _text(driver, "job-state")
 
 
 def _web_app(env: dict[str, str], port: int) -> subprocess.Popen:
@@ -184,11 +193,11 @@ def _steer(browser, base: str, page: str, web: JobWeb) -> int:
     browser.get(page)
     browser.find_element(By.ID, "job-start").click()
     # Running, with an ETA resting on this run's pages.
-    _until(lambda: _state(browser, page) == "running" and browser.find_element(By.ID, "eta").text not in ("", "–"),
+    _until(lambda: _state(browser, page) == "running" and _text(browser, "eta") not in ("", "–"),
            120, "no ETA shown within 120 s of the start", every=2)  # fmt: skip
     assert "pages of this run" in browser.find_element(By.ID, "eta-basis").text
     browser.find_element(By.ID, "job-pause").click()
-    _until(lambda: browser.find_element(By.ID, "job-state").text == "paused", 30, "the pause was not shown")
+    _until(lambda: _text(browser, "job-state") == "paused", 30, "the pause was not shown")
     time.sleep(GRACE)
     at_pause = len(_pages(web))
     time.sleep(QUIET)
@@ -197,13 +206,20 @@ def _steer(browser, base: str, page: str, web: JobWeb) -> int:
     exclude = browser.find_element(By.ID, "exclude")
     exclude.send_keys("\n^/w/1")
     browser.find_element(By.ID, "patterns-save").click()
-    message = browser.find_element(By.CSS_SELECTOR, "ul.messages").text
+    def saved() -> str:
+        try:
+            text = browser.find_element(By.CSS_SELECTOR, "ul.messages").text
+        except (NoSuchElementException, StaleElementReferenceException):
+            return ""
+        return text if "set aside" in text else ""
+
+    message = _until(saved, 30, "the patterns were not saved")
     set_aside = int(re.search(r"(\d+) queued URLs? set aside", message).group(1))
     assert set_aside > 0, message
     assert browser.find_element(By.ID, "set-aside").text == str(set_aside)
     resumed_at = len(web.hits)
     browser.find_element(By.ID, "job-resume").click()
-    _until(lambda: browser.find_element(By.ID, "job-state").text == "running", 30, "the resume was not shown")
+    _until(lambda: _text(browser, "job-state") == "running", 30, "the resume was not shown")
     _until(lambda: len(_pages(web)) > at_pause, 60, "nothing fetched after the resume")
     return resumed_at
 
