@@ -148,3 +148,14 @@ def test_why_a_job_is_not_moving_asks_the_servers_health(server):
     (stalled,) = job_stalled(job=job)
     assert (stalled["health"], stalled["source"]) == ("down", "monitor")
     assert "the monitor confirmed it down (2 checks in a row: disconnect)" in stalled["reason"]
+
+
+def test_the_server_page_and_the_grid_tile_show_the_health(server, admin_client):
+    from django.urls import reverse
+
+    health.health_pause(server_ids=[server.id], by="alice", note="moving racks")
+    page = admin_client.get(reverse("dashboard:server", args=[server.id])).content.decode()
+    assert 'id="health"' in page and "paused" in page and "moving racks" in page and "(operator)" in page
+    assert "health history" in page
+    grid = admin_client.get(reverse("dashboard:grid")).content.decode()
+    assert 'title="crawl paused (operator): paused by alice' in grid
