@@ -90,6 +90,8 @@ def _load() -> dict:
         ),
         # Not in the §12 table; ours, with defaults that suit the embedded mode.
         "CRAWL_MAX_DEPTH": env.integer("CRAWL_MAX_DEPTH", 25, minimum=0, maximum=10_000),
+        # A running job that does no page for this many minutes (not paused, inside its window) is told stalled.
+        "JOBS_STALL_MINUTES": env.number("JOBS_STALL_MINUTES", 15.0, minimum=0.1, maximum=10080.0),
         "CRAWL_SCOPE": env.choice("CRAWL_SCOPE", "any", ("host", "domain", "any")),
         "CRAWL_OFFSITE_DEPTH": env.integer("CRAWL_OFFSITE_DEPTH", 25, minimum=0, maximum=10_000),
         "CRAWL_MAX_URL_LENGTH": env.integer("CRAWL_MAX_URL_LENGTH", 2048, minimum=64, maximum=65536),
@@ -348,7 +350,9 @@ globals().update(
     {
         name: value
         for name, value in _cfg.items()
-        if name.startswith(("CRAWL", "MONITOR_", "CHECK_", "RANK_", "ANALYZER_", "ALERTS_", "EMAIL_", "SEARCH_"))
+        if name.startswith(
+            ("CRAWL", "MONITOR_", "CHECK_", "RANK_", "ANALYZER_", "ALERTS_", "EMAIL_", "SEARCH_", "JOBS_")
+        )
     }
 )
 

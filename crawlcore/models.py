@@ -5,6 +5,7 @@ every unit of work is a row, claimed with a lease, so a lost message or a killed
 from __future__ import annotations
 
 import zlib
+from datetime import datetime
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -513,6 +514,19 @@ class JobRun(models.Model):
     pages = models.PositiveIntegerField(default=0, help_text="URLs fetched in the run")
     failures = models.PositiveIntegerField(default=0)
     stop_reason = models.CharField(max_length=100, blank=True)
+    # The time the run spent paused, so its rate (and ETA) counts only the time it was let run.
+    paused_at = models.DateTimeField(null=True, blank=True, help_text="Paused since (while paused)")
+    paused_seconds = models.FloatField(default=0.0, help_text="Seconds paused before paused_at")
+    resumed_at = models.DateTimeField(null=True, blank=True, help_text="Last resumed (its rate is taken since)")
+    set_aside = models.PositiveIntegerField(
+        default=0, help_text="Queued URLs set aside by the job's patterns edited during the run"
+    )
+    # Each told once a run: the guarded write that sets one decides who tells it.
+    stalled_at = models.DateTimeField(null=True, blank=True, help_text="When the run was told stalled")
+    budget_reached_at = models.DateTimeField(null=True, blank=True, help_text="When the run used up max_pages")
+    samples = models.JSONField(
+        default=list, blank=True, help_text="[seconds since the start, done, queued] now and then (the job's chart)"
+    )
 
     class Meta:
         indexes = [models.Index(fields=["job", "-started_at"], name="jobrun_job_idx")]
@@ -520,6 +534,12 @@ class JobRun(models.Model):
     def __str__(self) -> str:
         # The admin's inline rows and log name a run by when it started, not "JobRun object (3)".
         return f"run started {self.started_at:%Y-%m-%d %H:%M:%S %Z} ({self.trigger})"
+
+    def active_seconds(self, now: datetime) -> float:
+        """Seconds the run was let run up to `now` (its paused time left out)."""
+        end = self.ended_at or now
+        paused = self.paused_seconds + ((end - self.paused_at).total_seconds() if self.paused_at else 0.0)
+        return max(0.0, (end - self.started_at).total_seconds() - paused)
 
 
 class JobUrl(models.Model):

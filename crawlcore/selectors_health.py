@@ -51,6 +51,12 @@ def health_summary(*, server: Server, row: ServerHealth | None = None, now: date
     return summary(parts_of(server, row), now or timezone.now())
 
 
+def server_health_summary(*, server_id: int, now: datetime | None = None) -> Summary | None:
+    """The Summary of one server, read by id (None: no such server)."""
+    server = Server.objects.only(*SERVER_FIELDS).filter(id=server_id).first()
+    return None if server is None else health_summary(server=server, now=now)
+
+
 def server_health(*, server: Server | int, now: datetime | None = None) -> dict:
     """`{state, reason, source, since, until}` of one server (what the API's `health` shows)."""
     if not isinstance(server, Server):
@@ -111,15 +117,6 @@ def health_counts(*, now: datetime | None = None) -> dict[str, int]:
 
 
 def server_health_history(*, server_id: int, limit: int = 20) -> list[dict]:
-    """The server's last changes of health, newest first."""
+    """The server's last changes of health, newest first: {at, state, source, reason, until} (datetimes)."""
     events = ServerHealthEvent.objects.filter(server_id=server_id).order_by("-at", "-id")[:limit]
-    return [
-        {
-            "at": e.at.isoformat(),
-            "state": e.state,
-            "source": e.source,
-            "reason": e.reason,
-            "until": e.until.isoformat() if e.until else None,
-        }
-        for e in events
-    ]
+    return [{"at": e.at, "state": e.state, "source": e.source, "reason": e.reason, "until": e.until} for e in events]

@@ -164,3 +164,35 @@ def test_slow_shows_its_figures_and_counts_per_state(server):
     assert h["state"] == "slow" and "p95 2000 ms" in h["reason"] and "4.00 s" in h["reason"]
     Server.objects.create(scheme="http", host="p.example", port=80)
     assert health_counts() == {"healthy": 1, "slow": 1, "rate_limited": 0, "down": 0, "paused": 0}
+
+
+# -- politeness per host and port, credentials never part of a URL ----------------------------------------
+
+
+@pytest.mark.django_db
+def test_http_and_https_on_one_host_and_port_share_the_slots_and_the_turns(settings):
+    from crawlcore.services.servers import server_take_turn
+    from crawlcore.services.visit import ServerVisit
+    from crawler.lifecycle import Agent
+
+    settings.CRAWL_SERVER_CONCURRENCY = 1
+    settings.CRAWL_DEFAULT_DELAY = 30
+    plain = Server.objects.create(scheme="http", host="127.0.0.1", port=8443, trusted=True)
+    tls = Server.objects.create(scheme="https", host="127.0.0.1", port=8443, trusted=True)
+    visit = ServerVisit.open(server_id=plain.id, owner="a", agent=Agent.LOAD)
+    assert visit is not None
+    assert ServerVisit.open(server_id=tls.id, owner="b", agent=Agent.LOAD) is None  # one connection at a time
+    assert visit.wait_turn()  # the http visit's request starts now; the next one on host:port in 30 s
+    visit.close()
+    other = ServerVisit.open(server_id=tls.id, owner="b", agent=Agent.LOAD)
+    assert other is not None and other.turn_id == plain.id
+    assert server_take_turn(server_id=other.turn_id, delay=30) > 25  # the https request waits that turn
+    other.close()
+
+
+def test_credentials_in_a_link_are_no_part_of_its_identity():
+    from crawler.urlnorm import canonicalize
+
+    assert canonicalize("http://user:pass@h.example/x") == "http://h.example/x"
+    assert canonicalize("/y", base="http://user:pass@h.example/x") == "http://h.example/y"
+    assert canonicalize("HTTP://u@H.example:80/") == "http://h.example/"

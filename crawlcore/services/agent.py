@@ -174,8 +174,9 @@ class AgentBatch(Generic[UrlT, OutcomeT]):
             if rules.failure == FailureKind.FORBIDDEN_ADDRESS:
                 self.exclude_forbidden(rules)
             else:
-                # robots.txt did not answer: the server is held (its health, source robots) and asked again
-                # at the monitor's recovery or the next probe. The URLs, never asked for, go back as they were.
+                # robots.txt did not answer: the server is held (its health, source robots) and asked again at
+                # the monitor's recovery or the next probe, which bring these URLs due again at once.
+                self.fail_unanswered(rules)
                 self.outcome.backed_off = True
             return
         try:
@@ -235,6 +236,14 @@ class AgentBatch(Generic[UrlT, OutcomeT]):
         new = next_state(self.state_of(url), event, self.agent)
         fields = failure_fields(result, state=new, failure_count=url.failure_count + 1, now=now)
         return self.move(url, event, http_status=result.status, latency_ms=latency_ms, reason=reason, now=now, **fields)
+
+    def fail_unanswered(self, result: FetchResult) -> None:
+        """robots.txt did not answer: the server's URLs are not responding either. No request is made for
+        them (each would wait out the same timeout); each takes a step towards Dead with the reason, and
+        its event no latency of its own."""
+        for url in self.urls:
+            with transaction.atomic():
+                self.fail(url, Event.NO_RESPONSE, result, reason=f"robots.txt: {result.detail}", latency_ms=None)
 
     def exclude(self, url: UrlT) -> None:
         """Disallowed by robots.txt: set aside in the state it is in (there is no transition for this)."""

@@ -24,9 +24,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from crawlcore.models import Server, ServerHealth, ServerHealthEvent
+from crawlcore.models import Server, ServerHealth, ServerHealthEvent, Url
 from crawlcore.selectors_health import SERVER_FIELDS, parts_of
 from crawler.hosthealth import BackoffRule, HealthSource, HealthState, Pace, PaceRule, pace, probe_window, summary
+from crawler.lifecycle import State
 
 log = logging.getLogger(__name__)
 
@@ -162,8 +163,11 @@ def health_release(*, server_ids: Iterable[int], source: str, now: datetime | No
     ids = list(server_ids)
     lifted: list[int] = []
 
+    held: dict[int, datetime] = {}
+
     def change(row: ServerHealth, server: Server, now: datetime) -> bool:
         before = (row.down_since, row.robots_since, row.limited_until)
+        started = [t for t in (row.down_since, row.robots_since) if t is not None]
         if source == HealthSource.MONITOR:
             row.down_since, row.down_reason = None, ""
             row.robots_since, row.robots_reason = None, ""
@@ -177,6 +181,8 @@ def health_release(*, server_ids: Iterable[int], source: str, now: datetime | No
             return False
         if row.down_since is None and row.robots_since is None:
             row.probe_at, row.probe_strikes = None, 0
+            if started:
+                held[server.id] = min(started)
         lifted.append(server.id)
         return True
 
@@ -186,6 +192,28 @@ def health_release(*, server_ids: Iterable[int], source: str, now: datetime | No
         # spaced the next request is over.
         Server.objects.filter(id__in=lifted, robots_kind="unreachable").update(robots_fetched_at=None)
         Server.objects.filter(id__in=lifted, next_request_at__gt=now).update(next_request_at=now)
+    _failed_urls_due(held, now)
+    return n
+
+
+# URLs that failed this long before a hold began are taken as failed by the outage too: the monitor confirms an
+# outage some checks after it began.
+OUTAGE_LEAD = timedelta(minutes=10)
+
+
+def _failed_urls_due(held: dict[int, datetime], now: datetime) -> int:
+    """The URLs of these servers that failed since their hold began (`held`: server → the hold's start) are
+    due again now: they failed for the outage, not for themselves, and the server answers again; left on
+    their NoResponse back-off, most of a site that was down for a minute would wait an hour or more."""
+    n = 0
+    for server_id, since in held.items():
+        n += Url.objects.filter(
+            server_id=server_id,
+            state__in=(State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value),
+            exclusion_reason="",
+            last_checked_at__gte=since - OUTAGE_LEAD,
+            next_check_at__gt=now,
+        ).update(next_check_at=now)
     return n
 
 
@@ -230,6 +258,7 @@ def health_probe_done(*, server_id: int, answered: bool, now: datetime | None = 
         if row.down_since is None and row.robots_since is None:
             return False
         if answered:
+            held[server.id] = min(t for t in (row.down_since, row.robots_since) if t is not None)
             row.down_since, row.down_reason, row.robots_since, row.robots_reason = None, "", None, ""
             row.probe_at, row.probe_strikes = None, 0
         else:
@@ -237,7 +266,9 @@ def health_probe_done(*, server_id: int, answered: bool, now: datetime | None = 
             row.probe_at = now + probe_window(backoff_rule(), row.probe_strikes)
         return True
 
+    held: dict[int, datetime] = {}
     _write([server_id], change, now, create=False)
+    _failed_urls_due(held, now)
 
 
 def health_rate_limited(
@@ -270,10 +301,12 @@ def health_rate_limited(
 
     _write([server_id], change, now)
     until = out[0] if out else now
-    # The politeness turn too: a visit already under way on another slot waits for it as well.
-    Server.objects.filter(id=server_id).filter(Q(next_request_at__isnull=True) | Q(next_request_at__lt=until)).update(
-        next_request_at=until
-    )
+    # The politeness turn too, of every server on its host and port (their turns are one: server_politeness_id):
+    # a visit already under way on another slot waits for it as well.
+    host, port = Server.objects.filter(id=server_id).values_list("host", "port").get()
+    Server.objects.filter(scheme__in=("http", "https"), host=host, port=port).filter(
+        Q(next_request_at__isnull=True) | Q(next_request_at__lt=until)
+    ).update(next_request_at=until)
     return until
 
 
@@ -315,14 +348,8 @@ def health_pace_delay(*, server_id: int) -> float:
     return found or 0.0
 
 
-def health_schedule_changed(*, server_ids: Iterable[int], now: datetime | None = None) -> int:
-    """The hourly schedule paused or released these servers (Server.paused_until): their summaries follow."""
-    ids = list(server_ids)
-    return _write(ids, lambda row, server, now: True, now or timezone.now(), create=False)
-
-
 __all__ = [
     "GO", "HELD", "PROBE", "HealthError", "HealthState", "health_admit", "health_hold", "health_pace_delay",
     "health_pause", "health_probe_done", "health_rate_limited", "health_record_responses", "health_release",
-    "health_resume", "health_schedule_changed",
+    "health_resume",
 ]  # fmt: skip

@@ -49,6 +49,7 @@ from .servers import (
     server_back_off,
     server_claim,
     server_exclude,
+    server_politeness_id,
     server_release,
     server_robots_lock,
     server_save_robots,
@@ -123,7 +124,14 @@ class ServerVisit:
     lifts the hold or widens the next window."""
 
     def __init__(
-        self, server: Server, owner: str, agent: Agent, gate: Gate | None = None, *, probe: bool = False
+        self,
+        server: Server,
+        owner: str,
+        agent: Agent,
+        gate: Gate | None = None,
+        *,
+        probe: bool = False,
+        turn_id: int | None = None,
     ):
         self.server = server
         self.owner = owner
@@ -142,18 +150,21 @@ class ServerVisit:
         self.backoff_until: datetime | None = None  # the server asked for patience (429, 503) during the visit
         self._samples: list[float | None] = []  # each answer's ms, None for a failure: the server's pace
         self._pace = health_pace_delay(server_id=server.id)
+        # Slots and turns are per host and port, whatever the scheme (server_politeness_id).
+        self.turn_id = turn_id if turn_id is not None else server.id
 
     @classmethod
     def open(cls, *, server_id: int, owner: str, agent: Agent, gate: Gate | None = None) -> ServerVisit | None:
         """Take a slot of the server; None when all are taken or the server is not to be crawled now (its
         health holds it: an operator's pause, a back-off, down with its next probe not due)."""
-        if server_claim(server_id=server_id, owner=owner, agent=agent.value) is None:
+        turn_id = server_politeness_id(server_id=server_id)
+        if server_claim(server_id=server_id, owner=owner, agent=agent.value, slots_of=turn_id) is None:
             return None
         verdict = health_admit(server_id=server_id)
         if verdict == HELD:
-            server_release(server_id=server_id, owner=owner)
+            server_release(server_id=turn_id, owner=owner)
             return None
-        return cls(Server.objects.get(id=server_id), owner, agent, gate, probe=verdict == PROBE)
+        return cls(Server.objects.get(id=server_id), owner, agent, gate, probe=verdict == PROBE, turn_id=turn_id)
 
     def close(self) -> None:
         try:
@@ -166,7 +177,7 @@ class ServerVisit:
         finally:
             # The slot is given back whatever happened to the discard (a row left pending is finished as
             # interrupted by the reconciler).
-            server_release(server_id=self.server.id, owner=self.owner)
+            server_release(server_id=self.turn_id, owner=self.owner)
 
     def reserve(self, urls: Sequence[str], *, method: str = "GET") -> None:
         """Commit the intent rows of the visit's next requests together (checks_begin): one statement for
@@ -235,7 +246,7 @@ class ServerVisit:
             if gap > 0 and (self.elapsed() + gap > settings.CRAWL_TASK_BUDGET or not self._sleep(gap)):
                 return False
         while True:
-            wait = server_take_turn(server_id=self.server.id, delay=self.delay())
+            wait = server_take_turn(server_id=self.turn_id, delay=self.delay())
             if wait <= 0:
                 return True
             if self.elapsed() + wait > settings.CRAWL_TASK_BUDGET or not self._sleep(wait):
@@ -373,8 +384,8 @@ class ServerVisit:
             failure = result.failure.value if result.failure else FailureKind.HTTP_STATUS.value
             memo = f"{failure}|{result.status or ''}|{result.detail}"
             server_save_robots(server_id=s.id, kind="unreachable", text=memo, crawl_delay=None, ip=None)
-            # RFC 9309: complete disallow. The server is held (no URL of it is asked for, none fails for it)
-            # and robots.txt asked again at the monitor's recovery or the next probe (its health).
+            # RFC 9309: complete disallow. The server is held (nothing more of it is asked for) and robots.txt
+            # asked again at the monitor's recovery or the next probe (its health).
             what = f"HTTP {result.status}" if result.status is not None else (result.detail or failure)
             health_hold(server_ids=[s.id], source=HealthSource.ROBOTS, reason=what[:200])
             return result
@@ -390,7 +401,7 @@ class ServerVisit:
         if delay is not None:
             # The robots.txt request itself was spaced by the default delay; the next one must respect
             # the delay the site just asked for.
-            server_back_off(server_id=s.id, until=timezone.now() + timedelta(seconds=self.delay()))
+            server_back_off(server_id=self.turn_id, until=timezone.now() + timedelta(seconds=self.delay()))
         return rules
 
     def _fetch_robots(self, url: str) -> FetchResult:

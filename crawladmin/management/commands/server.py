@@ -69,8 +69,9 @@ class Command(BaseCommand):
             health_resume(server_ids=[server.id], by=by, now=now)
         h = server_health(server=server)
         if opts["json"]:
-            self.stdout.write(json.dumps({"server": server.origin, "health": h,
-                                          "history": server_health_history(server_id=server.id)}, indent=2))
+            history = server_health_history(server_id=server.id)
+            self.stdout.write(json.dumps({"server": server.origin, "health": h, "history": history}, indent=2,
+                                         default=lambda t: t.isoformat()))  # fmt: skip
             return
         self.stdout.write(f"{server.origin}: {health_line(h)}")
 
