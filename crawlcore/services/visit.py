@@ -16,6 +16,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from crawlcore.models import Exchange, Server
+from crawlcore.selectors_jobs import server_delay_floor
 from crawler.engine import EngineFetcher, refused_nul_header
 from crawler.fetch import FailureKind, Fetcher, FetchPolicy, FetchResult, Timings
 from crawler.lifecycle import Agent
@@ -118,6 +119,7 @@ class ServerVisit:
         self._intents: dict[tuple[str, str], int] = {}  # committed ahead by reserve(), not sent yet
         self._sends = 0  # requests sent in this visit (with self.started: their pace)
         self._rules: RobotsRules | None = None  # robots.txt's, once read (robots())
+        self._floor: float | None = None  # the least delay its operator or a running job asks (delay())
 
     @classmethod
     def open(cls, *, server_id: int, owner: str, agent: Agent, gate: Gate | None = None) -> ServerVisit | None:
@@ -175,10 +177,12 @@ class ServerVisit:
         return True
 
     def delay(self) -> float:
-        # A server's own floor (an operator's, or the strictest job's) only raises the delay: robots.txt's
-        # Crawl-delay, when it asks for more, still wins.
+        # A server's own floor (an operator's, or the strictest running job's) only raises the delay:
+        # robots.txt's Crawl-delay, when it asks for more, still wins. Read once a visit (selectors_jobs).
         delay = crawl_delay(self.server.crawl_delay, default=settings.CRAWL_DEFAULT_DELAY, cap=settings.CRAWL_MAX_DELAY)
-        return max(delay, self.server.min_delay or 0.0)
+        if self._floor is None:
+            self._floor = server_delay_floor(self.server)
+        return max(delay, self._floor)
 
     def wait_turn(self) -> bool:
         """Wait until this server may get its next request, from anyone in the cluster; take that turn.
