@@ -1,0 +1,160 @@
+"""Configuration as code round-trips: what `export_config` writes, `apply` reads back into an empty database
+to the same export; a second apply changes nothing; a key left out keeps its value; a dry run says each
+change as `field: old -> new`; a job's politeness holds while it runs and is never written onto a server."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+
+from alerts.models import Channel, MaintenanceSchedule, Mute
+from crawladmin.config import ConfigError, config_apply, config_export_yaml
+from crawlcore.models import Job, Server
+from crawlcore.selectors_jobs import jobs_politeness, server_concurrency_cap, server_delay_floor
+from crawlcore.services.jobs import job_delete, job_start
+from dashboard.models import StatusPage
+from monitoring.models import ServerMonitor
+
+pytestmark = pytest.mark.django_db
+
+EVERY_KIND = """\
+servers:
+  - url: http://a.example
+    group: physics
+    trusted: true
+monitors:
+  - server: http://a.example
+    kind: http
+    interval_s: 120
+    accepted_codes: "200"
+  - server: tcp://db.example:5432
+    kind: tcp
+    name: database
+    tcp_tls: true
+  - server: dns://example.org
+    kind: dns
+    dns_record_type: MX
+    dns_expected: mail.example.org
+  - server: heartbeat://nightly-backup
+    kind: heartbeat
+    period_s: 3600
+    grace_s: 600
+channels:
+  - name: ops
+    url: json://127.0.0.1:9/hook
+    rules: [{kinds: "down,up", group: physics}]
+  - name: dba
+    url: json://127.0.0.1:9/dba
+    rules: [{kinds: down, server: "tcp://db.example:5432"}]
+maintenance:
+  - group: physics
+    schedule: "0 2 * * 0"
+    duration_minutes: 60
+    reason: weekly patching
+mutes:
+  - server: dns://example.org:53
+    until: "2099-01-01T00:00:00+00:00"
+status_pages:
+  - slug: physics
+    group: physics
+    title: Physics
+jobs:
+  - name: docs
+    seeds: [http://a.example/]
+    delay: 2.5
+    concurrency: 1
+    schedule: "0 3 * * *"
+"""
+
+
+def _empty_database() -> None:
+    for model in (Job, Channel, MaintenanceSchedule, Mute, StatusPage, Server):
+        model.objects.all().delete()
+
+
+def _apply(text: str, *args: str) -> list[str]:
+    out = io.StringIO()
+    path = "-"
+    import sys
+
+    stdin, sys.stdin = sys.stdin, io.StringIO(text)
+    try:
+        call_command("apply", path, *args, stdout=out, stderr=io.StringIO())
+    finally:
+        sys.stdin = stdin
+    return out.getvalue().splitlines()
+
+
+def test_every_kind_round_trips_through_an_empty_database_and_a_second_apply_changes_nothing():
+    first = _apply(EVERY_KIND)
+    assert [line.split()[0] for line in first] == ["created"] * len(first)
+    assert {line.split()[1] for line in first} == {"server", "monitor", "channel", "maintenance", "mute",
+                                                   "status_page", "job"}  # fmt: skip
+    kinds = dict(ServerMonitor.objects.values_list("server__scheme", "kind"))
+    assert kinds == {"http": "http", "tcp": "tcp", "dns": "dns", "heartbeat": "heartbeat"}
+    exported = config_export_yaml()
+    again = _apply(exported)
+    assert again and all(line.startswith("unchanged ") for line in again), again
+    assert all(line.startswith("unchanged ") for line in _apply(EVERY_KIND))
+
+    _empty_database()
+    assert not ServerMonitor.objects.exists() and not Channel.objects.exists()
+    created = _apply(exported)
+    assert all(line.startswith("created ") for line in created), created
+    assert config_export_yaml() == exported
+    for section in ("tcp://db.example:5432", "kind: dns", "kind: heartbeat", "0 2 * * 0", "name: dba",
+                    "2099-01-01", "slug: physics", "name: docs"):  # fmt: skip
+        assert section in exported
+
+
+def test_prune_removes_what_the_file_no_longer_names():
+    _apply(EVERY_KIND)
+    smaller = EVERY_KIND.replace("  - name: dba\n    url: json://127.0.0.1:9/dba\n"
+                                 '    rules: [{kinds: down, server: "tcp://db.example:5432"}]\n', "")  # fmt: skip
+    smaller = smaller.split("maintenance:")[0] + "maintenance: []\nmutes: []\nstatus_pages: []\njobs: []\n"
+    lines = _apply(smaller, "--prune")
+    removed = sorted(line for line in lines if line.startswith("removed"))
+    assert removed == ["removed channel dba", "removed job docs", "removed maintenance group physics 0 2 * * 0",
+                       "removed mute dns://example.org:53", "removed status_page physics"]  # fmt: skip
+    assert list(Channel.objects.values_list("name", flat=True)) == ["ops"]
+    assert Server.objects.filter(host="db.example").exists()  # servers are never pruned
+
+
+def test_a_server_entry_without_trusted_keeps_its_trust_and_a_dry_run_says_each_change():
+    _apply(EVERY_KIND)
+    server = Server.objects.get(host="a.example")
+    assert server.trusted
+    plain = "servers:\n  - url: http://a.example\n    group: chemistry\n"
+    dry = _apply(plain, "--dry-run")
+    assert dry == ["changed server http://a.example", "  group: 'physics' -> 'chemistry'"]
+    server.refresh_from_db()
+    assert server.group == "physics" and server.trusted
+    assert _apply(plain)[0] == "changed server http://a.example"
+    server.refresh_from_db()
+    assert server.group == "chemistry" and server.trusted
+
+
+def test_a_jobs_politeness_holds_while_it_runs_and_is_never_written_onto_the_server():
+    _apply(EVERY_KIND)
+    job_start(name="docs")
+    server = Server.objects.get(host="a.example")
+    assert jobs_politeness(server_id=server.id) == (2.5, 1)
+    assert server_delay_floor(server) == 2.5 and server_concurrency_cap(server.id, None, 8) == 1
+    server.refresh_from_db()
+    assert server.min_delay is None and server.max_concurrency is None
+    assert all(line.startswith("unchanged ") for line in _apply(EVERY_KIND))
+    job_delete(name="docs")
+    server.refresh_from_db()
+    assert server_delay_floor(server) == 0.0 and server_concurrency_cap(server.id, None, 8) == 8
+
+
+def test_a_monitor_of_the_wrong_kind_or_with_another_kinds_field_is_refused_with_its_line():
+    bad = "monitors:\n  - server: tcp://db.example:5432\n    kind: http\n"
+    bad += "  - server: dns://x.example\n    tcp_tls: true\n"
+    with pytest.raises(ConfigError) as caught:
+        config_apply(bad)
+    problems = caught.value.problems
+    assert problems[0].startswith("3: monitors[0].kind: a tcp:// server is watched by a tcp monitor")
+    assert problems[1].startswith("5: monitors[1].tcp_tls: a field of tcp monitors")
