@@ -158,9 +158,12 @@ def _validation_messages(exc: ValidationError) -> Iterator[tuple[str, str]]:
         yield "", " ".join(exc.messages)
 
 
-def _cleaned(obj: Model, where: _Where, **kwargs) -> bool:
+def _cleaned(obj: Model, where: _Where, exclude: list[str] | None = None) -> bool:
+    """The model's own checks (its fields, then its clean()): the admin's rules. clean() runs only on fields
+    that parsed, so a value of the wrong type is one problem, never an error inside clean()."""
     try:
-        obj.full_clean(validate_unique=False, validate_constraints=False, **kwargs)
+        obj.clean_fields(exclude=exclude)
+        obj.clean()
     except ValidationError as exc:
         for name, message in _validation_messages(exc):
             where.problem(name, message)

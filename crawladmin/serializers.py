@@ -10,6 +10,7 @@ object, the keys of the form that the file carries; the rest are read-only facts
 from __future__ import annotations
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from alerts.models import Channel, MaintenanceSchedule, Rule
@@ -191,7 +192,8 @@ class IncidentSerializer(serializers.Serializer):
     resolved_at = serializers.DateTimeField(read_only=True, allow_null=True)
     updates = serializers.SerializerMethodField()
 
-    def get_updates(self, i: Incident) -> list[IncidentUpdateSerializer]:
+    @extend_schema_field(IncidentUpdateSerializer(many=True))
+    def get_updates(self, i: Incident) -> list[dict]:
         return [IncidentUpdateSerializer(u).data for u in i.updates.order_by("at", "id")]
 
 
@@ -233,6 +235,35 @@ class JobSerializer(serializers.Serializer):
 
     def to_representation(self, job: Job) -> dict:
         return {**job_definition(job), "state": job.state, "progress": job_progress(job=job)}
+
+
+class StallSerializer(serializers.Serializer):
+    server = serializers.CharField()
+    reason = serializers.CharField()
+    until = serializers.CharField(allow_null=True)
+
+
+class RunSummarySerializer(serializers.Serializer):
+    started_at = serializers.CharField(allow_null=True)
+    ended_at = serializers.CharField(allow_null=True)
+    trigger = serializers.CharField()
+    pages = serializers.IntegerField()
+    failures = serializers.IntegerField()
+    stop_reason = serializers.CharField(allow_blank=True)
+
+
+class JobDetailSerializer(JobSerializer):
+    """A job as its page shows it: its form, when it runs next, per server why it is not moving, its last runs
+    (crawlcore.selectors_jobs.job_detail)."""
+
+    next_run_at = serializers.CharField(read_only=True, allow_null=True)
+    stalled = StallSerializer(many=True, read_only=True)
+    runs = RunSummarySerializer(many=True, read_only=True)
+
+    def to_representation(self, job: Job) -> dict:
+        from crawlcore.selectors_jobs import job_detail
+
+        return job_detail(job=job)
 
 
 class JobRunSerializer(serializers.Serializer):
