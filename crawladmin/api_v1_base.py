@@ -9,6 +9,8 @@ and the schema's description of both (crawladmin.api_v1 and its siblings use the
 from __future__ import annotations
 
 from django.db import transaction
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
@@ -113,3 +115,11 @@ class ErrorSerializer(serializers.Serializer):
     error = serializers.CharField(help_text="bad request, unauthorized, forbidden, not found, method not allowed")
     detail = serializers.CharField()
     fields = serializers.DictField(child=serializers.CharField(), help_text="What was wrong with each key")
+
+
+@csrf_exempt  # it writes nothing; a PATCH to a wrong address is a 404, not the CSRF page
+def not_found(request, *args, **kwargs) -> JsonResponse:
+    """An address under /api/ that names no resource (a path id that is no number, say): the error body."""
+    body = {"error": "not found", "detail": f"no resource at {request.path[:200]} (the index: /api/v1/)", "fields": {}}
+    return JsonResponse(body, status=404)
+

@@ -3,10 +3,10 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import admin
 from django.shortcuts import redirect
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
-from crawladmin import api, api_schema, api_v1, api_v1_more  # noqa: F401 - api_schema: the token's scheme
+from crawladmin import api, api_schema, api_v1, api_v1_base, api_v1_more  # noqa: F401 - api_schema: the token's scheme
 from dashboard.metrics import metrics
 from dashboard.ping import ping
 from dashboard.public import status_page
@@ -44,6 +44,7 @@ urlpatterns = [
     path("api/v1/search/", api_v1.SearchView.as_view(), name="api-v1-search"),
     path("api/v1/schema", SpectacularJSONAPIView.as_view(), name="api-v1-schema"),
     path("api/v1/docs", SpectacularSwaggerView.as_view(url_name="api-v1-schema"), name="api-v1-docs"),
+    re_path(r"^api/", api_v1_base.not_found),  # any other address under /api/: the API's JSON 404, not a page
     path("alerts/", include("alerts.urls")),
     path("analyzer/", include("analyzer.urls")),
     path("dashboard/", include("dashboard.urls")),
