@@ -14,7 +14,7 @@ from crawler.jobrules import JOB_KEYS, job_spec_check
 from .admin_base import ReaderScopedAdmin
 from .models import Job, JobRun
 from .selectors_jobs import job_progress, job_stalled
-from .services.jobs import JobError, job_pause, job_resume, job_rules_reapply, job_start, job_stop
+from .services.jobs import JobError, job_pause, job_resume, job_save, job_start, job_stop
 
 
 class JobForm(forms.ModelForm):
@@ -88,11 +88,16 @@ class JobAdmin(ReaderScopedAdmin):
         return format_html("{}<ul>{}</ul>", self.progress_line(job), rows)
 
     def save_model(self, request: HttpRequest, obj: Job, form, change: bool) -> None:
-        super().save_model(request, obj, form, change)
+        """Through job_save, as the API and `apply` write a job: a running job's edited rules set its queued
+        URLs that no longer pass aside, and its politeness applies from its next request on."""
+        spec = {k: form.cleaned_data[k] for k in JOB_KEYS if k in form.cleaned_data}
+        if change and "name" in form.changed_data:  # renamed here: the row (and its runs) keeps its id
+            Job.objects.filter(pk=obj.pk).update(name=spec["name"])
+        _, job = job_save(spec=spec)
+        obj.pk = job.pk
+        obj.refresh_from_db()
         if change and {"include", "exclude", "max_depth", "scope"} & set(form.changed_data):
-            n = job_rules_reapply(job=obj)
-            if n:
-                self.message_user(request, f"{n} queued URLs no longer pass the job's rules: set aside")
+            self.message_user(request, "the job's queued URLs that no longer pass its rules are set aside")
 
 
 @admin.register(JobRun)

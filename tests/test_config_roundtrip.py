@@ -158,3 +158,28 @@ def test_a_monitor_of_the_wrong_kind_or_with_another_kinds_field_is_refused_with
     problems = caught.value.problems
     assert problems[0].startswith("3: monitors[0].kind: a tcp:// server is watched by a tcp monitor")
     assert problems[1].startswith("5: monitors[1].tcp_tls: a field of tcp monitors")
+
+
+def test_the_admins_job_form_saves_through_job_save_and_its_politeness_applies_at_once():
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    _apply(EVERY_KIND)
+    job_start(name="docs")
+    server = Server.objects.get(host="a.example")
+    job = Job.objects.get(name="docs")
+    admin = User.objects.create_superuser("root", password="unused-pw-1")
+    client = Client()
+    client.force_login(admin)
+    form = {"name": "docs", "group": "", "seeds": '["http://a.example/"]', "scope": "host", "max_depth": "",
+            "max_pages": "", "include": "[]", "exclude": '["^/private/"]', "revisit_after": "", "delay": "7",
+            "concurrency": "2", "windows": "[]", "time_zone": "UTC", "schedule": "0 3 * * *", "enabled": "on",
+            "runs-TOTAL_FORMS": "0", "runs-INITIAL_FORMS": "0", "runs-MIN_NUM_FORMS": "0",
+            "runs-MAX_NUM_FORMS": "1000"}  # fmt: skip
+    response = client.post(f"/admin/crawladmin/job/{job.pk}/change/", form)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    job.refresh_from_db()
+    assert (job.delay, job.concurrency, job.exclude) == (7.0, 2, ["^/private/"])
+    assert jobs_politeness(server_id=server.id) == (7.0, 2)
+    server.refresh_from_db()
+    assert server.min_delay is None  # the job's, not the server's
