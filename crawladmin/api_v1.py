@@ -33,7 +33,7 @@ from crawladmin.api_v1_base import (
     page_of,
     writer_context,
 )
-from crawladmin.config import CHANNEL_KEYS, MONITOR_KEYS, SERVER_KEYS, SUPERUSER_SERVER_KEYS, _origin
+from crawladmin.config import CHANNEL_KEYS, MONITOR_KEYS, SERVER_KEYS, _origin
 from crawladmin.serializers import (
     ChannelSerializer,
     JobDetailSerializer,
@@ -42,10 +42,10 @@ from crawladmin.serializers import (
     MonitorSerializer,
     ServerSerializer,
 )
-from crawlcore import access
+from crawlcore import roles
 from crawlcore.models import Job, JobRun, Server
 from crawlcore.selectors_jobs import job_definition
-from crawlcore.services.jobs import JobError, job_delete, job_pause, job_resume, job_save, job_start, job_stop
+from crawlcore.services.jobs import JobError, job_delete, job_pause, job_resume, job_start, job_stop
 from crawler.jobrules import job_spec_check
 from monitoring.models import ServerMonitor
 from monitoring.selectors import servers_shown
@@ -67,16 +67,16 @@ def _job_write(request, data: dict, *, partial_of: Job | None = None) -> tuple[s
     spec, problems = job_spec_check(data)
     if problems:
         raise Invalid(problems)
-    check_group(request, spec["group"])
     if partial_of is not None and spec["name"] != partial_of.name:
         raise Invalid({"name": "a job is renamed by creating the new one and deleting the old"})
-    outcome, job = job_save(spec=spec)
-    assert job is not None
-    return outcome, job
+    apply_one("jobs", spec, request)  # the role rules as `apply` has them: groups, seeds
+    return "saved", Job.objects.get(name=spec["name"])
 
 
 class JobList(APIView):
     """GET: the jobs with their progress. POST: a new job (the keys of the YAML form)."""
+
+    role_object = "job"
 
     @list_schema("jobs", JobSerializer)
     def get(self, request):
@@ -85,8 +85,12 @@ class JobList(APIView):
     @extend_schema(request=JobSerializer, responses={201: JobDetailSerializer})
     def post(self, request):
         data = body_of(request)
-        if Job.objects.filter(name=str(data.get("name"))).exists():
-            raise Invalid({"name": f"a job named {data.get('name')!r} exists: PUT or PATCH it"})
+        existing = Job.objects.filter(name=data.get("name")).first() if isinstance(data.get("name"), str) else None
+        if existing is not None:
+            # Said only to whom may read it: to anyone else a name in use tells nothing of another group.
+            if roles.may(request.user, "read", "job", group=existing.group):
+                raise Invalid({"name": f"a job named {data.get('name')!r} exists: PUT or PATCH it"})
+            raise Invalid({"name": f"the name {data.get('name')!r} cannot be used: choose another"})
         _, job = _job_write(request, data)
         return Response(JobDetailSerializer(job).data, status=status.HTTP_201_CREATED)
 
@@ -94,6 +98,8 @@ class JobList(APIView):
 class JobDetail(APIView):
     """GET: the job, its `progress` {done, queued, failed, eta_seconds}, `stalled` [{server, reason, until}]
     and its last runs. PUT: replace its keys; PATCH: change some; DELETE: remove it (its URLs stay)."""
+
+    role_object = "job"
 
     @extend_schema(responses=JobDetailSerializer)
     def get(self, request, name: str):
@@ -113,7 +119,9 @@ class JobDetail(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request, name: str):
-        job_delete(name=_job(request, name).name)
+        job = _job(request, name)
+        check_group(request, job.group, action="delete", obj="job")
+        job_delete(name=job.name)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -122,6 +130,8 @@ ACTIONS = {"start": job_start, "pause": job_pause, "resume": job_resume, "stop":
 
 class JobAction(APIView):
     """POST /api/v1/jobs/NAME/start|pause|resume|stop/: an action that does not apply now is a 400."""
+
+    role_object, post_action = "job", "run"
 
     @extend_schema(request=None, responses=JobDetailSerializer, operation_id="jobs_action",
                    parameters=[OpenApiParameter("action", str, OpenApiParameter.PATH, enum=list(ACTIONS))])  # fmt: skip
@@ -140,6 +150,8 @@ class JobAction(APIView):
 class JobRuns(APIView):
     """GET: the job's runs, newest first: when, what it fetched, how it ended."""
 
+    role_object = "job"
+
     @list_schema("runs", JobRunSerializer)
     def get(self, request, name: str):
         job = _job(request, name)
@@ -156,22 +168,13 @@ def _server(request, pk: int) -> Server:
     return server
 
 
-def _superuser_fields(request, given: dict, current: Server | None) -> None:
-    """A server's address, trust and owner's address are a superuser's to set (the admin's rule,
-    crawlcore.access.SUPERUSER_SERVER_FIELDS; here the address is the one key `url`)."""
-    for key in SUPERUSER_SERVER_KEYS:
-        if access.may_edit_server_field(request.user, "host" if key == "url" else key) or key not in given:
-            continue
-        now = None if current is None else (current.origin if key == "url" else getattr(current, key))
-        if current is None or given[key] != now:
-            raise exceptions.PermissionDenied(f"{key}: only a superuser sets it")
-
-
 def _server_form(request, server: Server) -> dict:
     return ServerSerializer(server, context=writer_context(request)).data
 
 
 class ServerList(APIView):
+    role_object = "server"
+
     @list_schema("servers", ServerSerializer)
     def get(self, request):
         qs = in_groups(request, Server.objects.order_by("id"), "group")
@@ -180,17 +183,18 @@ class ServerList(APIView):
     @extend_schema(request=ServerSerializer, responses={201: ServerSerializer})
     def post(self, request):
         data = {k: v for k, v in body_of(request).items() if k != "id"}
-        _superuser_fields(request, data, None)
-        check_group(request, str(data.get("group", "")))
+        check_group(request, str(data.get("group", "")), action="create")
         origin = _origin(data.get("url"))
         if origin is not None and Server.objects.filter(scheme=origin[0], host=origin[1], port=origin[2]).exists():
             raise Invalid({"url": "this server exists: PATCH it"})
-        apply_one("servers", data)
+        apply_one("servers", data, request)
         server = Server.objects.get(scheme=origin[0], host=origin[1], port=origin[2])
         return Response(_server_form(request, server), status=status.HTTP_201_CREATED)
 
 
 class ServerDetail(APIView):
+    role_object = "server"
+
     @extend_schema(responses=ServerSerializer)
     def get(self, request, pk: int):
         return Response(_server_form(request, _server(request, pk)))
@@ -199,19 +203,17 @@ class ServerDetail(APIView):
     def patch(self, request, pk: int):
         server = _server(request, pk)
         data = {k: v for k, v in body_of(request).items() if k in SERVER_KEYS}
-        _superuser_fields(request, data, server)
         if "url" in data and _origin(data["url"]) != (server.scheme, server.host, server.port):
             raise Invalid({"url": "a server's address does not change: add the new server"})
         check_group(request, str(data.get("group", server.group)))
-        apply_one("servers", {**data, "url": server.origin})
+        apply_one("servers", {**data, "url": server.origin}, request)
         server.refresh_from_db()
         return Response(_server_form(request, server))
 
     @extend_schema(responses={204: None})
     def delete(self, request, pk: int):
         server = _server(request, pk)
-        if not request.user.is_superuser:
-            raise exceptions.PermissionDenied("removing a server (and its URLs) is for a superuser")
+        check_group(request, server.group, action="delete", obj="server")
         server.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -238,6 +240,8 @@ class MonitorList(APIView):
     """Monitors of every kind (HTTP, TCP, DNS, heartbeat), each with its kind's fields and `status`, what every
     page shows for it. POST: a monitor; a tcp://, dns:// or heartbeat:// server is made with it."""
 
+    role_object = "monitor"
+
     @list_schema("monitors", MonitorSerializer)
     def get(self, request):
         qs = in_groups(request, ServerMonitor.objects.select_related("server").order_by("server_id"), "server__group")
@@ -255,16 +259,18 @@ class MonitorList(APIView):
         if origin is None:
             raise Invalid({"server": "the server's URL: https://…, tcp://host:port, dns://name or heartbeat://slug"})
         server = Server.objects.filter(scheme=origin[0], host=origin[1], port=origin[2]).first()
-        check_group(request, server.group if server is not None else "")
+        check_group(request, server.group if server is not None else "", action="create", obj="monitor")
         if server is not None and ServerMonitor.objects.filter(server=server).exists():
             raise Invalid({"server": "this server has a monitor: PATCH it"})
-        apply_one("monitors", data)
+        apply_one("monitors", data, request)
         server = Server.objects.get(scheme=origin[0], host=origin[1], port=origin[2])
         return Response(_monitor_form(request, _monitor(request, server.id)), status=status.HTTP_201_CREATED)
 
 
 class MonitorDetail(APIView):
     """A monitor, by its server's id."""
+
+    role_object = "monitor"
 
     @extend_schema(responses=MonitorSerializer)
     def get(self, request, pk: int):
@@ -274,19 +280,21 @@ class MonitorDetail(APIView):
     def patch(self, request, pk: int):
         m = _monitor(request, pk)
         data = {k: v for k, v in body_of(request).items() if k in MONITOR_KEYS and k != "server"}
-        apply_one("monitors", {**data, "server": m.server.origin})
+        apply_one("monitors", {**data, "server": m.server.origin}, request)
         return Response(_monitor_form(request, _monitor(request, pk)))
 
     @extend_schema(responses={204: None})
     def delete(self, request, pk: int):
-        _monitor(request, pk).delete()
+        m = _monitor(request, pk)
+        check_group(request, m.server.group, action="delete", obj="monitor")
+        m.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 # -- channels ----------------------------------------------------------------------------------------------
 def _unlimited(request) -> None:
-    if groups_of(request) is not None:
-        raise exceptions.PermissionDenied("channels cover every server; your account is limited to server groups")
+    """Channels are a superuser's whatever the method (crawlcore.roles): ReadOrOperate refused anyone else."""
+    check_group(request, "", action="read", obj="channel")
 
 
 def _channel(request, name: str) -> Channel:
@@ -300,6 +308,8 @@ def _channel(request, name: str) -> Channel:
 class ChannelList(APIView):
     """Channels with their routing rules. Their URLs hold secrets (webhook tokens): shown masked, written whole."""
 
+    role_object = "channel"
+
     @list_schema("channels", ChannelSerializer)
     def get(self, request):
         _unlimited(request)
@@ -311,11 +321,13 @@ class ChannelList(APIView):
         data = {k: v for k, v in body_of(request).items() if k in CHANNEL_KEYS}
         if Channel.objects.filter(name=str(data.get("name"))).exists():
             raise Invalid({"name": "a channel of this name exists: PATCH it"})
-        apply_one("channels", data)
+        apply_one("channels", data, request)
         return Response(ChannelSerializer(Channel.objects.get(name=data["name"])).data, status=status.HTTP_201_CREATED)
 
 
 class ChannelDetail(APIView):
+    role_object = "channel"
+
     @extend_schema(responses=ChannelSerializer)
     def get(self, request, name: str):
         return Response(ChannelSerializer(_channel(request, name)).data)
@@ -323,7 +335,8 @@ class ChannelDetail(APIView):
     @extend_schema(request=ChannelSerializer(partial=True), responses=ChannelSerializer)
     def patch(self, request, name: str):
         c = _channel(request, name)
-        apply_one("channels", {**{k: v for k, v in body_of(request).items() if k in CHANNEL_KEYS}, "name": c.name})
+        data = {k: v for k, v in body_of(request).items() if k in CHANNEL_KEYS}
+        apply_one("channels", {**data, "name": c.name}, request)
         return Response(ChannelSerializer(Channel.objects.get(name=c.name)).data)
 
     @extend_schema(responses={204: None})
@@ -360,7 +373,7 @@ class SearchView(APIView):
         limit, offset = page_of(request)
         group = params.get("group", "")
         if group:
-            check_group(request, group)
+            check_group(request, group, action="read")
         filters = Filters(site=params.get("site", "")[:300], group=group, content_type=params.get("type", "")[:100],
                           groups=groups_of(request))  # fmt: skip
         try:

@@ -17,6 +17,7 @@ from rest_framework.response import Response
 
 from crawladmin.api_auth import may_write
 from crawladmin.config import config_plan
+from crawlcore import roles
 from crawlcore.access import server_groups_of
 
 MAX_PAGE = 1000
@@ -76,10 +77,11 @@ def groups_of(request) -> frozenset[str] | None:
     return server_groups_of(request.user)
 
 
-def check_group(request, group: str) -> None:
-    allowed = groups_of(request)
-    if allowed is not None and group not in allowed:
-        raise exceptions.PermissionDenied(f"your account is limited to the server groups {', '.join(sorted(allowed))}")
+def check_group(request, group: str, *, action: str = "update", obj: str = "server") -> None:
+    """The role rules (crawlcore.roles) for `action` on an `obj` of this server group: a 403 with the reason."""
+    reason = roles.refusal(request.user, action, obj, group=group)
+    if reason is not None:
+        raise exceptions.PermissionDenied(reason)
 
 
 def in_groups(request, qs, *paths: str):
@@ -95,10 +97,13 @@ def in_groups(request, qs, *paths: str):
     return qs.filter(q)
 
 
-def apply_one(section: str, item: dict) -> None:
-    """Write one object through the configuration file's plan: the same checks, the same write."""
+def apply_one(section: str, item: dict, request) -> None:
+    """Write one object through the configuration file's plan: the same checks, the same role rules for the
+    request's user (crawlcore.roles), the same write."""
     with transaction.atomic():
-        plan = config_plan({section: [item]}, {})
+        plan = config_plan({section: [item]}, {}, actor=request.user)
+        if plan.refused:
+            raise exceptions.PermissionDenied(plan.refused)
         if plan.problems:
             raise Invalid(plan.fields)
         for planned in plan.items:

@@ -71,12 +71,12 @@ def _server_named(request, value: object) -> Server:
     return server
 
 
-def _target_group(request, data: dict) -> None:
-    """A maintenance schedule or a mute is for one server or one group: the reader must see that group."""
+def _target_group(request, data: dict, obj: str) -> None:
+    """A maintenance schedule or a mute is for one server or one group: the role rules for that group."""
     if data.get("server") is not None:
-        _server_named(request, data["server"])
+        check_group(request, _server_named(request, data["server"]).group, action="create", obj=obj)
     else:
-        check_group(request, str(data.get("group") or ""))
+        check_group(request, str(data.get("group") or ""), action="create", obj=obj)
 
 
 def _one(request, qs, pk, what: str, *paths: str):
@@ -93,6 +93,8 @@ MAINT_PATHS = ("server__group", "group")
 class MaintenanceList(APIView):
     """Recurring maintenance windows: a 5-field cron expression (UTC) or `sun 02:00`, and a duration."""
 
+    role_object = "maintenance"
+
     @list_schema("maintenance", MaintenanceSerializer)
     def get(self, request):
         qs = in_groups(request, MaintenanceSchedule.objects.select_related("server").order_by("id"), *MAINT_PATHS)
@@ -101,16 +103,18 @@ class MaintenanceList(APIView):
     @extend_schema(request=MaintenanceSerializer, responses={201: MaintenanceSerializer})
     def post(self, request):
         data = {k: v for k, v in body_of(request).items() if k in MAINTENANCE_KEYS}
-        _target_group(request, data)
+        _target_group(request, data, "maintenance")
         origin = _origin(data.get("server")) if data.get("server") is not None else None
         if _maintenance_of(origin, str(data.get("group") or ""), str(data.get("schedule"))) is not None:
             raise Invalid({"schedule": "this schedule exists for this server or group: PATCH it"})
-        apply_one("maintenance", data)
+        apply_one("maintenance", data, request)
         made = _maintenance_of(origin, str(data.get("group") or ""), str(data["schedule"]))
         return Response(MaintenanceSerializer(made).data, status=status.HTTP_201_CREATED)
 
 
 class MaintenanceDetail(APIView):
+    role_object = "maintenance"
+
     @extend_schema(responses=MaintenanceSerializer)
     def get(self, request, pk: int):
         return Response(MaintenanceSerializer(_one(request, MaintenanceSchedule.objects, pk, "schedule",
@@ -136,6 +140,8 @@ class MaintenanceDetail(APIView):
 class WindowList(APIView):
     """Planned downtime of one server: checks inside it show as maintenance and stay out of uptime."""
 
+    role_object = "maintenance"
+
     @list_schema("windows", MaintenanceWindowSerializer)
     def get(self, request):
         qs = in_groups(request, MaintenanceWindow.objects.select_related("server").order_by("-starts_at", "id"),
@@ -148,6 +154,7 @@ class WindowList(APIView):
         if not form.is_valid():
             raise exceptions.ValidationError(form.errors)
         server = _server_named(request, request.data.get("server"))
+        check_group(request, server.group, action="create", obj="maintenance")
         window = MaintenanceWindow(server=server, **{k: form.validated_data[k] for k in ("starts_at", "ends_at")},
                                    reason=form.validated_data.get("reason", ""))  # fmt: skip
         if window.ends_at <= window.starts_at:
@@ -157,6 +164,8 @@ class WindowList(APIView):
 
 
 class WindowDetail(APIView):
+    role_object = "maintenance"
+
     @extend_schema(responses=MaintenanceWindowSerializer)
     def get(self, request, pk: int):
         return Response(MaintenanceWindowSerializer(_one(request, MaintenanceWindow.objects, pk, "window",
@@ -172,6 +181,8 @@ class WindowDetail(APIView):
 class MuteList(APIView):
     """Mutes that are on: no notifications for a server or a group until `until` (checks go on)."""
 
+    role_object = "mute"
+
     @list_schema("mutes", MuteSerializer)
     def get(self, request):
         qs = Mute.objects.filter(until__gt=timezone.now()).select_related("server").order_by("until", "id")
@@ -180,8 +191,8 @@ class MuteList(APIView):
     @extend_schema(request=MuteSerializer, responses={201: MuteSerializer})
     def post(self, request):
         data = {k: v for k, v in body_of(request).items() if k in MUTE_KEYS}
-        _target_group(request, data)
-        apply_one("mutes", data)
+        _target_group(request, data, "mute")
+        apply_one("mutes", data, request)
         origin = _origin(data.get("server")) if data.get("server") is not None else None
         made = _mute_of(origin, str(data.get("group") or ""), timezone.now())
         if made is None:  # muted until a time that has passed: written, and over already
@@ -190,6 +201,8 @@ class MuteList(APIView):
 
 
 class MuteDetail(APIView):
+    role_object = "mute"
+
     @extend_schema(responses=MuteSerializer)
     def get(self, request, pk: int):
         return Response(MuteSerializer(_one(request, Mute.objects, pk, "mute", *MAINT_PATHS)).data)
@@ -209,7 +222,9 @@ def _page(request, slug: str) -> StatusPage:
 
 
 class StatusPageList(APIView):
-    """Public status pages of server groups (/status/<slug>/)."""
+    """Public status pages of server groups (/status/<slug>/): what they show is a superuser's to decide."""
+
+    role_object = "status_page"
 
     @list_schema("status_pages", StatusPageSerializer)
     def get(self, request):
@@ -219,15 +234,17 @@ class StatusPageList(APIView):
     @extend_schema(request=StatusPageSerializer, responses={201: StatusPageSerializer})
     def post(self, request):
         data = {k: v for k, v in body_of(request).items() if k in STATUS_PAGE_KEYS}
-        check_group(request, str(data.get("group") or ""))
+        check_group(request, str(data.get("group") or ""), action="create", obj="status_page")
         if StatusPage.objects.filter(slug=str(data.get("slug"))).exists():
             raise Invalid({"slug": "a status page of this address exists: PATCH it"})
-        apply_one("status_pages", data)
+        apply_one("status_pages", data, request)
         return Response(StatusPageSerializer(StatusPage.objects.get(slug=data["slug"])).data,
                         status=status.HTTP_201_CREATED)  # fmt: skip
 
 
 class StatusPageDetail(APIView):
+    role_object = "status_page"
+
     @extend_schema(responses=StatusPageSerializer)
     def get(self, request, slug: str):
         return Response(StatusPageSerializer(_page(request, slug)).data)
@@ -236,8 +253,8 @@ class StatusPageDetail(APIView):
     def patch(self, request, slug: str):
         page = _page(request, slug)
         data = {k: v for k, v in body_of(request).items() if k in STATUS_PAGE_KEYS and k != "slug"}
-        check_group(request, str(data.get("group", page.group)))
-        apply_one("status_pages", {**data, "slug": page.slug})
+        check_group(request, str(data.get("group", page.group)), action="update", obj="status_page")
+        apply_one("status_pages", {**data, "slug": page.slug}, request)
         return Response(StatusPageSerializer(StatusPage.objects.get(slug=page.slug)).data)
 
     @extend_schema(responses={204: None})
@@ -253,7 +270,9 @@ def _incident(request, pk: int) -> Incident:
 
 class IncidentList(APIView):
     """Incidents, newest first: opened by a confirmed outage (or here, by an operator), told by their updates.
-    `?open=1`: only those not resolved."""
+    `?open=1`: only those not resolved. Opening one by hand is a superuser's; operators post updates."""
+
+    role_object = "incident"
 
     @list_schema("incidents", IncidentSerializer, OpenApiParameter("open", bool))
     def get(self, request):
@@ -283,6 +302,8 @@ class IncidentList(APIView):
 
 
 class IncidentDetail(APIView):
+    role_object = "incident"
+
     @extend_schema(responses=IncidentSerializer)
     def get(self, request, pk: int):
         return Response(IncidentSerializer(_incident(request, pk)).data)
@@ -292,9 +313,12 @@ class IncidentUpdates(APIView):
     """POST: an update in the operator's words; the incident takes its status (`resolved` closes it). It
     shows on the status pages of the server's group."""
 
+    role_object, post_action = "incident", "update"
+
     @extend_schema(request=IncidentUpdateSerializer, responses={201: IncidentSerializer})
     def post(self, request, pk: int):
         incident = _incident(request, pk)
+        check_group(request, incident.server.group, action="update", obj="incident")
         form = IncidentUpdateSerializer(data=body_of(request))
         if not form.is_valid():
             raise exceptions.ValidationError(form.errors)

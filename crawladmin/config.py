@@ -27,6 +27,7 @@ from django.db.models import Model
 from django.utils import timezone
 
 from alerts.models import Channel, MaintenanceSchedule, Mute, Rule
+from crawlcore import roles
 from crawlcore.models import Job, Server
 from crawlcore.selectors_jobs import job_definition
 from crawlcore.services.jobs import job_delete, job_save
@@ -136,6 +137,8 @@ class Plan:
     items: list[Planned] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     fields: dict[str, str] = field(default_factory=dict)  # key -> problem, of the last item (the API's one)
+    refused: str = ""  # the first thing the actor may not do (crawlcore.roles): the API's 403
+    actor: object = None  # the user applying it (crawlcore.roles); None: the shell, a superuser
 
 
 class _Where:
@@ -147,6 +150,18 @@ class _Where:
         where = f"{self.label}.{key}" if key else self.label
         self.plan.problems.append(f"{line}: {where}: {message}")
         self.plan.fields.setdefault(key or "non_field_errors", message)
+
+    def allowed(self, action: str, obj: str, *, group: str | None, key: str = "") -> bool:
+        """Whether the plan's actor may do `action` to `obj` of `group` (crawlcore.roles); if not, a problem."""
+        reason = roles.refusal(self.plan.actor, action, obj, group=group)
+        if reason is None:
+            return True
+        self.refuse(key, reason)
+        return False
+
+    def refuse(self, key: str, reason: str) -> None:
+        self.problem(key, f"not allowed: {reason}")
+        self.plan.refused = self.plan.refused or reason
 
 
 def _validation_messages(exc: ValidationError) -> Iterator[tuple[str, str]]:
@@ -264,6 +279,8 @@ def _plan_servers(items: list, lines, plan: Plan, servers_in_file: dict) -> None
             where.problem("url", f"{name} is named twice")
             continue
         servers_in_file[name] = origin
+        if not _server_allowed(where, existing, {k: getattr(server, k) for k in SERVER_FIELDS}):
+            continue
         given = {k: getattr(server, k) for k in SERVER_FIELDS if k in item}
         create = {"scheme": origin[0], "host": origin[1], "port": origin[2],
                   **{k: getattr(server, k) for k in SERVER_FIELDS}}  # fmt: skip
@@ -272,6 +289,22 @@ def _plan_servers(items: list, lines, plan: Plan, servers_in_file: dict) -> None
             return _upsert(Server, _server_of(origin), given, create, dry, changes)
 
         _plan_item(plan, "server", name, write)
+
+
+def _server_allowed(where: _Where, existing: Server | None, values: dict) -> bool:
+    """The actor's role rules for this server: created (a superuser's), or updated within its groups (the row
+    as it is and as it will be) with the superuser's fields unchanged."""
+    if existing is None:
+        return where.allowed("create", "server", group=values.get("group", ""), key="url")
+    if not (where.allowed("update", "server", group=existing.group, key="group")
+            and where.allowed("update", "server", group=values.get("group", ""), key="group")):  # fmt: skip
+        return False
+    current = {k: getattr(existing, k) for k in values}
+    reason = roles.fields_refusal(where.plan.actor, "server", values, current)
+    if reason is not None:
+        where.refuse(reason.split(":", 1)[0], reason)
+        return False
+    return True
 
 
 def _server_ref(value: object, servers_in_file: dict) -> tuple[str, str, int] | None:
@@ -340,7 +373,17 @@ def _plan_monitors(items: list, lines, plan: Plan, servers_in_file: dict) -> Non
         if existing is not None and existing.kind != kind:
             where.problem("kind", f"this server has a {existing.kind} monitor; remove it first")
             continue
+        group = server.group if server is not None else ""
+        if not where.allowed("update" if existing else "create", "monitor", group=group, key="server"):
+            continue
+        reason = roles.fields_refusal(where.plan.actor, "monitor", {k: item[k] for k in ("dns_server",) if k in item},
+                                      None if existing is None else {"dns_server": existing.dns_server})  # fmt: skip
+        if reason is not None:
+            where.refuse("dns_server", reason)
+            continue
         monitor = ServerMonitor(kind=kind, **_start(ServerMonitor, existing, MONITOR_FIELDS, item))
+        if server is not None:  # the save-time trust check of the health URL runs, as the admin's
+            monitor.server = server
         if not _cleaned(monitor, where, exclude=["server"]):
             continue
         problems = _kind_problems(monitor)
@@ -436,6 +479,8 @@ def _plan_channels(items: list, lines, plan: Plan, servers_in_file: dict) -> Non
         _unknown(item, CHANNEL_KEYS, where)
         name = item.get("name")
         existing = Channel.objects.filter(name=name).first() if isinstance(name, str) else None
+        if not where.allowed("update" if existing else "create", "channel", group=None, key="name"):
+            continue
         channel = Channel(name=name if isinstance(name, str) else "", **_start(Channel, existing, CHANNEL_FIELDS, item))
         if not _cleaned(channel, where):
             continue
@@ -498,6 +543,9 @@ def _plan_maintenance(items: list, lines, plan: Plan, servers_in_file: dict) -> 
             continue
         seen.add(key)
         existing = _maintenance_of(origin, group, schedule)
+        if not where.allowed("update" if existing else "create", "maintenance", group=_group_of(origin, group,
+                             servers_in_file), key="server" if origin else "group"):  # fmt: skip
+            continue
         sched = MaintenanceSchedule(group=group, schedule=schedule,
                                     **_start(MaintenanceSchedule, existing, MAINTENANCE_FIELDS, item))  # fmt: skip
         # clean() asks only whether it has a server (the row may be made by this file): a stand-in id.
@@ -567,6 +615,9 @@ def _plan_mutes(items: list, lines, plan: Plan, servers_in_file: dict) -> None:
         if (origin, group) in seen:
             where.problem("server" if origin else "group", "muted twice")
             continue
+        if not where.allowed("create", "mute", group=_group_of(origin, group, servers_in_file),
+                             key="server" if origin else "group"):  # fmt: skip
+            continue
         seen.add((origin, group))
 
         def write(dry: bool, changes: list[str], origin=origin, group=group, until=until, reason=reason) -> str:
@@ -590,6 +641,9 @@ def _plan_status_pages(items: list, lines, plan: Plan) -> None:
         _unknown(item, STATUS_PAGE_KEYS, where)
         slug = item.get("slug")
         existing = StatusPage.objects.filter(slug=slug).first() if isinstance(slug, str) else None
+        group = existing.group if existing else str(item.get("group") or "")
+        if not where.allowed("update" if existing else "create", "status_page", group=group, key="slug"):
+            continue
         page = StatusPage(slug=slug if isinstance(slug, str) else "",
                           **_start(StatusPage, existing, STATUS_PAGE_FIELDS, item))  # fmt: skip
         if not _cleaned(page, where):
@@ -624,6 +678,8 @@ def _plan_jobs(items: list, lines, plan: Plan) -> None:
             where.problem("name", f"{spec['name']!r} is named twice")
             continue
         seen.add(spec["name"])
+        if not _job_allowed(where, spec):
+            continue
 
         def write(dry: bool, changes: list[str], spec=spec) -> str:
             job = Job.objects.filter(name=spec["name"]).first()
@@ -635,33 +691,64 @@ def _plan_jobs(items: list, lines, plan: Plan) -> None:
         _plan_item(plan, "job", spec["name"], write)
 
 
+def _group_of(origin: tuple | None, group: str, servers_in_file: dict) -> str:
+    """The server group an object for a server or a group reaches (a server the file makes: no group yet)."""
+    if origin is None:
+        return group
+    server = _server_of(origin)
+    return server.group if server is not None else ""
+
+
+def _job_allowed(where: _Where, spec: dict) -> bool:
+    """The actor's role rules for this job: its group (as it is and as it will be), and its seeds on servers
+    the actor may make the crawl fetch from (a job reaches other groups' servers through its seeds)."""
+    existing = Job.objects.filter(name=spec["name"]).first()
+    if existing is not None and not where.allowed("update", "job", group=existing.group, key="name"):
+        return False
+    if not where.allowed("update" if existing else "create", "job", group=spec.get("group", ""), key="group"):
+        return False
+    reason = roles.seeds_refusal(where.plan.actor, spec.get("seeds") or [])
+    if reason is not None:
+        where.refuse("seeds", reason)
+        return False
+    return True
+
+
 def _plan_prune(data: dict, plan: Plan) -> None:
     named = {(p.kind, p.name) for p in plan.items}
 
-    def gone(kind: str, name: str, remove: Callable[[], object]) -> None:
-        if (kind, name) not in named:
-            plan.items.append(Planned(kind, name, _remover(remove)))
+    def gone(kind: str, name: str, remove: Callable[[], object], group: str | None = None) -> None:
+        if (kind, name) in named:
+            return
+        reason = roles.refusal(plan.actor, "delete", kind, group=group)
+        if reason is not None:
+            plan.problems.append(f"1: prune: {kind} {name}: not allowed: {reason}")
+            plan.refused = plan.refused or reason
+            return
+        plan.items.append(Planned(kind, name, _remover(remove)))
 
     if "monitors" in data:
         for m in ServerMonitor.objects.select_related("server"):
-            gone("monitor", m.server.origin, m.delete)
+            gone("monitor", m.server.origin, m.delete, m.server.group)
     if "channels" in data:
         for c in Channel.objects.all():
             gone("channel", c.name, c.delete)
     if "maintenance" in data:
         for s in MaintenanceSchedule.objects.select_related("server"):
             origin = (s.server.scheme, s.server.host, s.server.port) if s.server_id else None
-            gone("maintenance", f"{_target_name(origin, s.group)} {s.schedule}", s.delete)
+            gone("maintenance", f"{_target_name(origin, s.group)} {s.schedule}", s.delete,
+                 s.server.group if s.server_id else s.group)
     if "mutes" in data:
         for mute in Mute.objects.filter(until__gt=timezone.now()).select_related("server"):
             origin = (mute.server.scheme, mute.server.host, mute.server.port) if mute.server_id else None
-            gone("mute", _target_name(origin, mute.group), mute.delete)
+            gone("mute", _target_name(origin, mute.group), mute.delete,
+                 mute.server.group if mute.server_id else mute.group)
     if "status_pages" in data:
         for page in StatusPage.objects.all():
-            gone("status_page", page.slug, page.delete)
+            gone("status_page", page.slug, page.delete, page.group)
     if "jobs" in data:
-        for name in Job.objects.values_list("name", flat=True):
-            gone("job", name, lambda name=name: job_delete(name=name))
+        for name, group in Job.objects.values_list("name", "group"):
+            gone("job", name, lambda name=name: job_delete(name=name), group)
 
 
 def _remover(fn: Callable[[], object]) -> Callable[[bool], str]:
@@ -673,9 +760,10 @@ def _remover(fn: Callable[[], object]) -> Callable[[bool], str]:
     return write
 
 
-def config_plan(data: dict, lines: dict[tuple, int], *, prune: bool = False) -> Plan:
-    """Check the whole document; the writes it asks for, or its problems ("LINE: where: what")."""
-    plan = Plan()
+def config_plan(data: dict, lines: dict[tuple, int], *, prune: bool = False, actor=None) -> Plan:
+    """Check the whole document; the writes it asks for, or its problems ("LINE: where: what"). `actor`: the
+    user it is applied for (the API's), held to the role rules (crawlcore.roles); None: the shell."""
+    plan = Plan(actor=actor)
     for key in data:
         if key not in SECTIONS:
             plan.problems.append(f"{lines.get((key,), 1)}: {key}: unknown section (known: {', '.join(SECTIONS)})")
@@ -721,11 +809,12 @@ class Outcome(tuple):
     name = property(lambda self: self[2])
 
 
-def config_apply(text: str, *, dry_run: bool = False, prune: bool = False) -> list[Outcome]:
+def config_apply(text: str, *, dry_run: bool = False, prune: bool = False, actor=None) -> list[Outcome]:
     """Apply a YAML document: an Outcome per object, in the file's order, removals last. Raises ConfigError
-    with every problem found (nothing written). A dry run computes the same outcomes and writes nothing."""
+    with every problem found (nothing written). A dry run computes the same outcomes and writes nothing.
+    `actor`: the user it is applied for, held to the role rules; None: the shell (a superuser)."""
     data, lines = config_read(text)
-    plan = config_plan(data, lines, prune=prune)
+    plan = config_plan(data, lines, prune=prune, actor=actor)
     if plan.problems:
         raise ConfigError(plan.problems)
     out = []

@@ -59,12 +59,7 @@ class ServerAdmin(ReaderScopedAdmin):
     readonly_fields = ("robots_txt", "robots_fetched_at", "next_request_at", "dispatched_at")
     actions = ["enable", "disable", "pin", "crawl_now", "revive_dead"]
     group_paths = ("group",)
-
-    def get_readonly_fields(self, request, obj=None):
-        fields = tuple(super().get_readonly_fields(request, obj))
-        if request.user.is_superuser:
-            return fields
-        return fields + tuple(f for f in access.SUPERUSER_SERVER_FIELDS if f not in fields)
+    role_object = "server"  # and its address, trust and owner's address a superuser's (crawlcore.roles)
 
     def get_queryset(self, request):
         newest = StatusCheck.objects.filter(server=OuterRef("pk")).order_by("-checked_at")
@@ -92,21 +87,21 @@ class ServerAdmin(ReaderScopedAdmin):
             return f"no answer ({obj.last_failure or 'failed'})"
         return f"{obj.last_latency:.0f} ms"
 
-    @admin.action(description="Enable selected servers", permissions=["change"])
+    @admin.action(description="Enable selected servers", permissions=["run"])
     def enable(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         n = operator.servers_set_enabled(server_ids=ids, enabled=True)
         log_change(request, Server, ids, "Enabled")
         self.message_user(request, f"Enabled {n} server(s).", messages.SUCCESS)
 
-    @admin.action(description="Disable selected servers", permissions=["change"])
+    @admin.action(description="Disable selected servers", permissions=["run"])
     def disable(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         n = operator.servers_set_enabled(server_ids=ids, enabled=False)
         log_change(request, Server, ids, "Disabled")
         self.message_user(request, f"Disabled {n} server(s).", messages.SUCCESS)
 
-    @admin.action(description="Pin selected servers to a crawler number…", permissions=["change"])
+    @admin.action(description="Pin selected servers to a crawler number…", permissions=["run"])
     def pin(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         if "apply" in request.POST:
@@ -133,7 +128,7 @@ class ServerAdmin(ReaderScopedAdmin):
             },
         )
 
-    @admin.action(description="Crawl now (dispatch due URLs)", permissions=["change"])
+    @admin.action(description="Crawl now (dispatch due URLs)", permissions=["run"])
     def crawl_now(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         sent = operator.servers_crawl_now(server_ids=ids)
@@ -146,7 +141,7 @@ class ServerAdmin(ReaderScopedAdmin):
             messages.WARNING if waits and sent else messages.SUCCESS,
         )
 
-    @admin.action(description="Revive Dead URLs of selected servers", permissions=["change"])
+    @admin.action(description="Revive Dead URLs of selected servers", permissions=["run"])
     def revive_dead(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         n = operator.servers_revive_dead(server_ids=ids)
