@@ -14,6 +14,10 @@ other objects (maintenance, mutes, status pages, incidents, dead links, uptime) 
 
 from __future__ import annotations
 
+import zoneinfo
+
+from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
@@ -44,8 +48,11 @@ from crawladmin.serializers import (
 )
 from crawlcore import roles
 from crawlcore.models import Job, JobRun, Server
+from crawlcore.selectors_health import servers_health
 from crawlcore.selectors_jobs import job_definition
+from crawlcore.services.health import HealthError, health_pause, health_resume
 from crawlcore.services.jobs import JobError, job_delete, job_pause, job_resume, job_start, job_stop
+from crawler.hosthealth import until_parse
 from crawler.jobrules import job_spec_check
 from monitoring.models import ServerMonitor
 from monitoring.selectors import servers_shown
@@ -169,7 +176,7 @@ def _server(request, pk: int) -> Server:
 
 
 def _server_form(request, server: Server) -> dict:
-    return ServerSerializer(server, context=writer_context(request)).data
+    return ServerSerializer(server, context=writer_context(request, health=servers_health(server_ids=[server.id]))).data
 
 
 class ServerList(APIView):
@@ -178,7 +185,12 @@ class ServerList(APIView):
     @list_schema("servers", ServerSerializer)
     def get(self, request):
         qs = in_groups(request, Server.objects.order_by("id"), "group")
-        return listed(request, qs, "servers", ServerSerializer, context=writer_context(request))
+
+        def rows(page: list[Server]) -> list:
+            health = servers_health(server_ids=[s.id for s in page])
+            return ServerSerializer(page, many=True, context=writer_context(request, health=health)).data
+
+        return listed(request, qs, "servers", ServerSerializer, rows=rows)
 
     @extend_schema(request=ServerSerializer, responses={201: ServerSerializer})
     def post(self, request):
@@ -216,6 +228,51 @@ class ServerDetail(APIView):
         check_group(request, server.group, action="delete", obj="server")
         server.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PauseSerializer(serializers.Serializer):
+    until = serializers.CharField(required=False, allow_blank=True, help_text='"2026-05-01T18:00" or "2h"; empty: '
+                                  "until resumed")  # fmt: skip
+    note = serializers.CharField(required=False, allow_blank=True)
+
+
+SERVER_ACTIONS = ["pause", "resume"]
+
+
+class ServerAction(APIView):
+    """POST /api/v1/servers/ID/pause/ (`{"until": "2026-05-01T18:00" | "2h", "note": "…"}`, both optional:
+    no `until` holds it until resumed) and /resume/: an operator holds the server's crawl or lets it go. The
+    answer is the server with its `health`."""
+
+    role_object, post_action = "server", "run"
+
+    @extend_schema(request=PauseSerializer, responses=ServerSerializer, operation_id="servers_action",
+                   parameters=[OpenApiParameter("action", str, OpenApiParameter.PATH, enum=SERVER_ACTIONS)])
+    def post(self, request, pk: int, action: str):
+        server = _server(request, pk)
+        if action not in ("pause", "resume"):
+            raise exceptions.NotFound(f"no action {action!r} (pause, resume)")
+        check_group(request, server.group, action="run", obj="server")
+        data = body_of(request)
+        by = request.user.get_username() or "api"
+        now = timezone.now()
+        if action == "pause":
+            until = None
+            if data.get("until") not in (None, ""):
+                try:
+                    until = until_parse(str(data["until"]), now, zoneinfo.ZoneInfo(settings.TIME_ZONE))
+                except ValueError as exc:
+                    raise Invalid({"until": str(exc)}) from None
+            note = data.get("note", "")
+            if not isinstance(note, str):
+                raise Invalid({"note": "a few words of text"})
+            try:
+                health_pause(server_ids=[server.id], by=by, until=until, note=note, now=now)
+            except HealthError as exc:
+                raise Invalid({"until": str(exc)}) from None
+        else:
+            health_resume(server_ids=[server.id], by=by, now=now)
+        return Response(_server_form(request, server))
 
 
 # -- monitors ----------------------------------------------------------------------------------------------

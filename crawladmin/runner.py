@@ -34,7 +34,9 @@ from crawler.lifecycle import Agent, State
 from crawler.scope import Scope
 from crawler.urlnorm import server_key
 from dashboard import rollups
+from monitoring.services.check_dispatch import monitors_dispatch_due
 
+MONITOR_LOOK_EVERY = 1.0  # seconds between looks for due monitors in an embedded crawl
 RECONCILE_EVERY = 30.0  # beat's is a minute: a lease lost in a short crawl is picked up sooner
 SWEEP_EVERY = 2.0  # seconds between the scans' sweeps (beat's are a minute apart)
 # The crawl page's "URLs by state over time": a sample every second at the start, where a short crawl
@@ -136,11 +138,17 @@ def _sample_interval(elapsed: float, took: float) -> float:
 
 def crawl_jobs(*, dispatch: bool = True) -> list[Job]:
     """The runner's jobs, in the order a step runs them; without `dispatch` (the cluster's --dispatch-only),
-    only the sample: beat dispatches, reconciles and sweeps."""
+    only the sample: beat dispatches, reconciles and sweeps. Embedded, the monitor's checks are sent too, as
+    beat sends them in the cluster: a server the monitor confirms down holds its crawl, and its recovery
+    releases it (crawlcore.services.health), so the two halves work together in one process as well."""
     sample = Job("crawl sample", crawl_sample, _sample_interval)
     if not dispatch:
         return [sample]
-    return [
+    monitor = []
+    if settings.CELERY_EMBEDDED:
+        # Each monitor is due every MONITOR_INTERVAL (or its own interval); a look a second finds it on time.
+        monitor = [Job(beat_job("tasks.monitor.dispatch").name, monitors_dispatch_due, _every(MONITOR_LOOK_EVERY))]
+    return [*monitor,
         Job(beat_job("tasks.housekeeping.dispatch").name, dispatch_due, _every(0.0)),
         Job(beat_job("tasks.housekeeping.reconcile").name, reconcile, _every(RECONCILE_EVERY), due_at=RECONCILE_EVERY),
         # Inactive first, as beat's table lists them; the URLs they reserve count as leased below.
@@ -217,7 +225,7 @@ class CrawlRunner:
         COST_SHARE of the time allows the next count. With nothing due and nothing in hand, every step
         counts everything afresh, so the end is decided on fresh figures."""
         if self._full_progress and elapsed < self._full_progress_at:
-            due = due_count()
+            due = due_count(wait=self.recheck_wait)
             in_hand = any(v for k, v in self._full_progress.items() if k != "due")
             if due or (in_hand and elapsed < self._recount_at):
                 return {**self._full_progress, "due": due}

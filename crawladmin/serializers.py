@@ -35,6 +35,16 @@ class ServerField(serializers.CharField):
         return value.origin if isinstance(value, Server) else value
 
 
+class HealthSerializer(serializers.Serializer):
+    """Whether the crawl may send the server work now (crawlcore.selectors_health)."""
+
+    state = serializers.ChoiceField(choices=["healthy", "slow", "rate_limited", "down", "paused"])
+    reason = serializers.CharField(allow_blank=True)
+    source = serializers.CharField(allow_blank=True)
+    since = serializers.CharField(allow_null=True)
+    until = serializers.CharField(allow_null=True)
+
+
 class ServerSerializer(serializers.Serializer):
     id = serializers.IntegerField(read_only=True)
     url = serializers.CharField(source="origin", help_text="scheme://host[:port]; tcp://, dns:// and heartbeat:// "
@@ -50,8 +60,12 @@ class ServerSerializer(serializers.Serializer):
     excluded_reason = serializers.CharField(read_only=True)
     health = serializers.SerializerMethodField(help_text="May the crawl send it work now, and why (host health)")
 
+    @extend_schema_field(HealthSerializer(allow_null=True))
     def get_health(self, server: Server) -> dict | None:
-        return None
+        health = (self.context or {}).get("health")
+        if health is None:
+            return None  # the file's form (export_config) carries no state
+        return health.get(server.id)
 
 
 class MonitorSerializer(serializers.Serializer):

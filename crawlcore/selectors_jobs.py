@@ -12,10 +12,11 @@ from django.db.models import Count, Exists, Max, Min, OuterRef, Q
 from django.utils import timezone
 
 from crawler import jobrules
+from crawler.hosthealth import Summary
 from crawler.lifecycle import State
-from crawler.politeness import crawl_delay
 
 from .models import Job, JobRun, JobUrl, Page, Server, ServerLease, Url
+from .selectors_health import servers_health_summaries
 
 HELD = (jobrules.JOB_PAUSED, jobrules.JOB_STOPPED, jobrules.OUTSIDE_WINDOW)
 FAILED = (State.NO_RESPONSE_1.value, State.NO_RESPONSE_2.value, State.DEAD.value)
@@ -27,12 +28,8 @@ PAUSED = "paused"
 STOPPED = "stopped"
 OUTSIDE_WINDOW = "outside its time window"
 POLITENESS_WAIT = "politeness wait"
-RETRY_AFTER = "Retry-After / back-off"
-ROBOTS_UNREACHABLE = "robots.txt unreachable"
 NO_FREE_SLOT = "no free slot"
 NO_DUE_URLS = "no due URLs"
-SERVER_PAUSED = "server paused by the hourly schedule"
-SERVER_OFF = "server disabled or excluded"
 
 
 def _job_urls(job_id: int):
@@ -96,8 +93,9 @@ def _iso(t: datetime | None) -> str | None:
 
 
 def job_stalled(*, job: Job, now: datetime | None = None) -> list[dict]:
-    """Per server with queued URLs of the job that are not being fetched now: {server, reason, until}
-    (until: when the wait ends, where it is known)."""
+    """Per server with queued URLs of the job that are not being fetched now: {server, reason, until, health,
+    source} (until: when the wait ends, where it is known; health: the server's state, and what holds it when
+    its health does: crawlcore.selectors_health)."""
     now = now or timezone.now()
     rows = list(
         _job_urls(job.id)
@@ -119,37 +117,37 @@ def job_stalled(*, job: Job, now: datetime | None = None) -> list[dict]:
         .annotate(n=Count("id"))
         .values_list("server_id", "n")
     )
+    health = servers_health_summaries(server_ids=list(servers), now=now)
     out = []
     for row in rows:
         server = servers.get(row["server_id"])
         if server is None or row["leased"]:
             continue  # being fetched now: it moves
-        reason, until = _why(job, server, row, held_slots.get(server.id, 0), now)
+        reason, until = _why(job, server, row, held_slots.get(server.id, 0), health[server.id], now)
         if reason:
-            out.append({"server": server.origin, "reason": reason, "until": _iso(until)})
+            h = health[server.id]
+            out.append({"server": server.origin, "reason": reason, "until": _iso(until), "health": h.state.value,
+                        "source": h.source if h.held else ""})  # fmt: skip
     return out
 
 
-def _why(job: Job, server: Server, row: dict, slots_held: int, now: datetime) -> tuple[str, datetime | None]:
+def _why(
+    job: Job, server: Server, row: dict, slots_held: int, health: Summary, now: datetime
+) -> tuple[str, datetime | None]:
     if row["held"] and not row["due"]:
         if job.state == Job.PAUSED:
             return PAUSED, None
         if job.state in (Job.STOPPED, Job.IDLE):
             return STOPPED, None
         return OUTSIDE_WINDOW, _window_opens(job, now)
-    if not server.enabled or server.excluded_reason:
-        return SERVER_OFF, None
-    if server.paused_until is not None and server.paused_until > now:
-        return SERVER_PAUSED, server.paused_until
-    if server.robots_kind == "unreachable":
-        return ROBOTS_UNREACHABLE, None
+    # Whatever holds the server itself (an operator, the monitor, robots.txt, a back-off, the schedule, an
+    # exclusion) is its health's to say (crawlcore.selectors_health).
+    if health.held:
+        return health.reason, health.until
     if not row["due"]:
         return NO_DUE_URLS, row["next_due"]
     if server.next_request_at is not None and server.next_request_at > now:
-        delay = crawl_delay(server.crawl_delay, default=settings.CRAWL_DEFAULT_DELAY, cap=settings.CRAWL_MAX_DELAY)
-        delay = max(delay, server_delay_floor(server))
-        wait = (server.next_request_at - now).total_seconds()
-        return (POLITENESS_WAIT if wait <= delay + 1 else RETRY_AFTER), server.next_request_at
+        return POLITENESS_WAIT, server.next_request_at
     cap = server_concurrency_cap(server.id, server.max_concurrency, settings.CRAWL_SERVER_CONCURRENCY)
     if slots_held >= cap:
         return NO_FREE_SLOT, None

@@ -86,7 +86,8 @@ def _format(d: dict) -> str:
         f"{p['rate_per_minute']}/min, eta {_eta(p['eta_seconds'])}",
     ]
     for s in d["stalled"]:
-        lines.append(f"  waiting:  {s['server']}: {s['reason']}" + (f" until {s['until']}" if s["until"] else ""))
+        held = f" [{s['health']}, {s['source']}]" if s.get("source") else ""
+        lines.append(f"  waiting:  {s['server']}: {s['reason']}{held}" + (f" until {s['until']}" if s["until"] else ""))
     for r in d["runs"][:3]:
         lines.append(
             f"  run:      {r['started_at']} → {r['ended_at'] or 'running'} ({r['trigger']}): {r['pages']} pages, "
