@@ -255,6 +255,8 @@ class StallSerializer(serializers.Serializer):
     server = serializers.CharField()
     reason = serializers.CharField()
     until = serializers.CharField(allow_null=True)
+    health = serializers.CharField(required=False, help_text="The server's health state")
+    source = serializers.CharField(required=False, allow_blank=True, help_text="What holds it")
 
 
 class RunSummarySerializer(serializers.Serializer):
