@@ -183,3 +183,29 @@ def test_the_admins_job_form_saves_through_job_save_and_its_politeness_applies_a
     assert jobs_politeness(server_id=server.id) == (7.0, 2)
     server.refresh_from_db()
     assert server.min_delay is None  # the job's, not the server's
+
+
+@pytest.mark.integration
+def test_round_trip_between_two_empty_postgresql_databases(tmp_path):
+    """The file's way from the demo to a cluster: apply on one empty database, export, apply to a second
+    empty database, export again (the commands themselves, on real PostgreSQL)."""
+    import os
+
+    from testweb.cluster import manage, postgres_database
+
+    source = tmp_path / "state.yaml"
+    source.write_text(EVERY_KIND, encoding="utf-8")
+    env = {**os.environ, "DJANGO_SECRET_KEY": "t-key-" * 9, "CRAWLADMIN_DATA_DIR": str(tmp_path),
+           "ALERTS_ALLOW_PRIVATE": "127.0.0.0/8"}  # fmt: skip
+    exports = []
+    with postgres_database() as first, postgres_database() as second:
+        for url, text in ((first, source), (second, tmp_path / "exported.yaml")):
+            env["DATABASE_URL"] = url
+            manage(env, "migrate", "--verbosity", "0", timeout=300)
+            created = manage(env, "apply", str(text)).stdout.splitlines()
+            assert created and all(line.startswith("created ") for line in created), created
+            exports.append(manage(env, "export_config").stdout)
+            (tmp_path / "exported.yaml").write_text(exports[-1], encoding="utf-8")
+        again = manage(env, "apply", str(tmp_path / "exported.yaml")).stdout.splitlines()
+    assert exports[0] == exports[1]
+    assert again and all(line.startswith("unchanged ") for line in again), again
