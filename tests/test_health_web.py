@@ -88,14 +88,16 @@ def crawl(tmp_path_factory):
         config = data / "servers.yaml"
         config.write_text(_config(web))
         _manage(env, "apply", str(config))
-        _manage(env, "shell", "-c", "from django.contrib.auth.models import Group, User; "
-                "u = User.objects.create_user('watcher', password='x-unused-1'); "
-                "u.groups.add(Group.objects.get(name='viewer'))")  # fmt: skip
-        token = _manage(env, "api_token", "watcher").stdout.split()[-1]
-        ids = _server_ids(data / "crawladmin.sqlite3", web)
         port = _free_port()
         app = subprocess.Popen([sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        # A viewer and its token, in one process while the web app starts.
+        token = _manage(env, "shell", "-c", "from django.contrib.auth.models import Group, User; "
+                        "from dashboard.tokens import api_token_create; "
+                        "u = User.objects.create_user('watcher', password='x-unused-1'); "
+                        "u.groups.add(Group.objects.get(name='viewer')); "
+                        "print(api_token_create(user=u)[1])").stdout.split()[-1]  # fmt: skip
+        ids = _server_ids(data / "crawladmin.sqlite3", web)
         base = f"http://127.0.0.1:{port}"
         _wait_up(base, app)
         web.started = time.monotonic()  # the 503 minute starts with the crawl

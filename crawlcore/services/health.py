@@ -348,14 +348,8 @@ def health_pace_delay(*, server_id: int) -> float:
     return found or 0.0
 
 
-def health_schedule_changed(*, server_ids: Iterable[int], now: datetime | None = None) -> int:
-    """The hourly schedule paused or released these servers (Server.paused_until): their summaries follow."""
-    ids = list(server_ids)
-    return _write(ids, lambda row, server, now: True, now or timezone.now(), create=False)
-
-
 __all__ = [
     "GO", "HELD", "PROBE", "HealthError", "HealthState", "health_admit", "health_hold", "health_pace_delay",
     "health_pause", "health_probe_done", "health_rate_limited", "health_record_responses", "health_release",
-    "health_resume", "health_schedule_changed",
+    "health_resume",
 ]  # fmt: skip

@@ -388,8 +388,8 @@ class ServerVisit:
             failure = result.failure.value if result.failure else FailureKind.HTTP_STATUS.value
             memo = f"{failure}|{result.status or ''}|{result.detail}"
             server_save_robots(server_id=s.id, kind="unreachable", text=memo, crawl_delay=None, ip=None)
-            # RFC 9309: complete disallow. The server is held (no URL of it is asked for, none fails for it)
-            # and robots.txt asked again at the monitor's recovery or the next probe (its health).
+            # RFC 9309: complete disallow. The server is held (nothing more of it is asked for) and robots.txt
+            # asked again at the monitor's recovery or the next probe (its health).
             what = f"HTTP {result.status}" if result.status is not None else (result.detail or failure)
             health_hold(server_ids=[s.id], source=HealthSource.ROBOTS, reason=what[:200])
             return result
