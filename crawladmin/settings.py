@@ -446,6 +446,8 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "axes",
     "rest_framework",  # the REST API /api/v1/ (crawladmin.api_v1)
+    "drf_spectacular",  # its OpenAPI schema, /api/v1/schema (crawladmin.api_schema)
+    "drf_spectacular_sidecar",  # Swagger UI's files for /api/v1/docs, served from here (no CDN)
     "crawlcore",
     "monitoring",
     "ranking",
@@ -493,7 +495,26 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "crawladmin.api_auth.errors",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+# The API's schema (/api/v1/schema) and its pages (/api/v1/docs), for readers of the API only.
+SPECTACULAR_SETTINGS = {
+    "TITLE": "crawladmin API",
+    "DESCRIPTION": "Servers, monitors of every kind, channels, maintenance, mutes, status pages, incidents, jobs "
+    "and reports. Authorization: Bearer <token> (manage.py api_token USER). Lists page with ?limit= (at most "
+    "1000) and ?offset=. Errors answer {error, detail, fields}.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["crawladmin.api_auth.ReadOrOperate"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "crawladmin.api_schema.error_answers",
+    ],
 }
 WSGI_APPLICATION = "crawladmin.wsgi.application"
 

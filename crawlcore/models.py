@@ -28,7 +28,7 @@ def _choices(enum_cls) -> list[tuple[str, str]]:
 class Server(models.Model):
     """One web server (scheme, host, port): the unit of politeness and of crawler-number pinning."""
 
-    scheme = models.CharField(max_length=8)
+    scheme = models.CharField(max_length=12)  # http, https, or a monitor's tcp, dns, heartbeat
     host = models.CharField(max_length=255)
     port = models.PositiveIntegerField()
     ip = models.GenericIPAddressField(null=True, blank=True, help_text="Address last resolved")
@@ -101,8 +101,9 @@ class Server(models.Model):
 
     def request_delay(self) -> float:
         """Seconds between request starts politeness asks for: robots.txt's Crawl-delay (capped) or the
-        default, raised by the server's own floor (an operator's, or the strictest job's). The crawl's pace
-        (crawlcore.models.ServerHealth.pace_delay) may ask for more."""
+        default, raised by the server's own floor (an operator's). The crawl's pace
+        (crawlcore.models.ServerHealth.pace_delay) and a running job (selectors_jobs.jobs_politeness, read
+        where requests are paced) may ask for more."""
         delay = crawl_delay(self.crawl_delay, default=settings.CRAWL_DEFAULT_DELAY, cap=settings.CRAWL_MAX_DELAY)
         return max(delay, self.min_delay or 0.0)
 

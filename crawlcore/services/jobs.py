@@ -21,11 +21,11 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, F, Max, OuterRef, Q
+from django.db.models import Exists, F, Max, OuterRef
 from django.utils import timezone
 
 from crawlcore.db.bulk import insert_ignore
-from crawlcore.models import Job, JobRun, JobUrl, Link, Page, Server, Url
+from crawlcore.models import Job, JobRun, JobUrl, Link, Page, Url
 from crawlcore.selectors_jobs import job_counts, job_stalled
 from crawler import jobrules, notfollowed
 from crawler.jobrules import PathRules
@@ -141,10 +141,11 @@ class Admission:
         return url in self.joins and not self.reasons.get(url)
 
     def record(self, ids: dict[str, int], *, walk: bool = True) -> list[int]:
-        """Write the JobUrl rows of the URLs taken in (after their insert), and the jobs' politeness onto
-        the servers they reach. A URL a job reaches that was fetched and extracted already (by another
-        crawl or job) is walked on at once (job_walk_stored), unless `walk` is off (the walk itself): the
-        ids of the URLs newly joined that were fetched already."""
+        """Write the JobUrl rows of the URLs taken in (after their insert): a running job's politeness then
+        applies to the servers they are on (selectors_jobs.jobs_politeness), never written onto them. A URL
+        a job reaches that was fetched and extracted already (by another crawl or job) is walked on at once
+        (job_walk_stored), unless `walk` is off (the walk itself): the ids of the URLs newly joined that were
+        fetched already."""
         rows = sorted({(job_id, ids[url], depth) for url, jobs in self.joins.items() if url in ids
                        for job_id, depth in jobs.items()})  # fmt: skip
         if not rows:  # no job page in the batch (most batches): nothing to read or write
@@ -153,7 +154,6 @@ class Admission:
         have = set(JobUrl.objects.filter(job_id__in={r[0] for r in rows}, url_id__in=url_ids)
                    .values_list("job_id", "url_id"))  # fmt: skip
         insert_ignore(JobUrl._meta.db_table, ("job_id", "url_id", "depth"), rows)
-        servers_politeness_apply(job_ids={r[0] for r in rows}, url_ids=url_ids)
         joined = {r[1] for r in rows if (r[0], r[1]) not in have}
         fetched = _fetched(joined)
         if walk and fetched:
@@ -299,25 +299,6 @@ def _budget_reached(job_id: int, max_pages: int) -> None:
             _tell(BUDGET_REACHED, job=Job.objects.get(id=job_id), run=run, facts={"max_pages": max_pages})
 
 
-def servers_politeness_apply(*, job_ids: Iterable[int], url_ids: Iterable[int]) -> None:
-    """The strictest politeness of the jobs wins on the servers their URLs are on: the longest delay, the
-    fewest requests in flight (only ever raised, respectively lowered, here)."""
-    jobs = list(Job.objects.filter(id__in=set(job_ids)).values_list("delay", "concurrency"))
-    delays = [d for d, _ in jobs if d]
-    caps = [c for _, c in jobs if c]
-    if not (delays or caps):
-        return
-    servers = Url.objects.filter(id__in=set(url_ids)).values("server_id")
-    if delays:
-        d = max(delays)
-        Server.objects.filter(id__in=servers).filter(Q(min_delay__isnull=True) | Q(min_delay__lt=d)).update(min_delay=d)
-    if caps:
-        c = min(caps)
-        Server.objects.filter(id__in=servers).filter(
-            Q(max_concurrency__isnull=True) | Q(max_concurrency__gt=c)
-        ).update(max_concurrency=c)
-
-
 # -- the job's life --------------------------------------------------------------------------------------
 def _job_urls(job_id: int):
     return JobUrl.objects.filter(job_id=job_id).values("url_id")
@@ -359,7 +340,6 @@ def job_seeds_insert(*, job: Job) -> set[int]:
     # A seed known already but set aside for how it was found elsewhere (too deep, a pattern) is the job's now.
     lift = Url.objects.filter(id__in=granted, state=State.INIT.value, exclusion_reason__in=notfollowed.LIFTABLE)
     lift.update(exclusion_reason="", next_check_at=timezone.now(), depth=0)
-    servers_politeness_apply(job_ids=[job.id], url_ids=ids)
     # A seed another crawl fetched and extracted already leads the job on from its stored links.
     job_walk_stored(url_ids=_fetched(granted))
     return set(Url.objects.filter(id__in=_job_urls(job.id), state=State.INIT.value, exclusion_reason="")
@@ -611,8 +591,6 @@ def job_save(*, spec: dict, dry_run: bool = False) -> tuple[str, Job | None]:
     job.save()
     if {"include", "exclude", "max_depth", "scope"} & set(changed):
         job_rules_reapply(job=job)
-    if {"delay", "concurrency"} & set(changed):
-        servers_politeness_apply(job_ids=[job.id], url_ids=_job_urls(job.id).values_list("url_id", flat=True)[:100_000])
     return "changed", job
 
 
