@@ -7,7 +7,7 @@ from django.urls import include, path
 from rest_framework.renderers import JSONOpenAPIRenderer
 from rest_framework.schemas import get_schema_view
 
-from crawladmin import api, api_v1
+from crawladmin import api, api_incidents, api_v1
 from dashboard.metrics import metrics
 from dashboard.ping import ping
 from dashboard.public import status_page
@@ -28,6 +28,8 @@ urlpatterns = [
     path("api/v1/channels/", api_v1.ChannelList.as_view(), name="api-v1-channels"),
     path("api/v1/channels/<str:name>/", api_v1.ChannelDetail.as_view(), name="api-v1-channel"),
     path("api/v1/search/", api_v1.SearchView.as_view(), name="api-v1-search"),
+    path("api/v1/incidents/", api_incidents.IncidentList.as_view(), name="api-v1-incidents"),
+    path("api/v1/incidents/<int:pk>/", api_incidents.IncidentDetail.as_view(), name="api-v1-incident"),
     path(
         "api/v1/schema",
         get_schema_view(title="crawladmin API", version="1", renderer_classes=[JSONOpenAPIRenderer]),
