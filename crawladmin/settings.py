@@ -237,6 +237,9 @@ def _load() -> dict:
         # ...): refused at save and at every delivery otherwise. E-mail through EMAIL_HOST is not concerned.
         "ALERTS_ALLOW_PRIVATE": env.cidrs("ALERTS_ALLOW_PRIVATE"),
         "ALERTS_REMINDER_HOURS": env.number("ALERTS_REMINDER_HOURS", 0.0, minimum=0.0),
+        # The address people reach this app at, for the links in alerts (the incident page); empty: the
+        # address of MONITOR_PING_BASE_URL.
+        "ALERTS_BASE_URL": env.str("ALERTS_BASE_URL", "").rstrip("/"),
         # Server groups whose alerts do not quote what the server answered (the body excerpt): a comma list.
         "ALERTS_NO_EXCERPT_GROUPS": tuple(
             g.strip() for g in env.str("ALERTS_NO_EXCERPT_GROUPS", "").split(",") if g.strip()
