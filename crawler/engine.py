@@ -95,7 +95,7 @@ class Request:
     keep_body: bool = True
     # With keep_body False: keep at most this many first bytes of the body anyway (the monitor keeps the start
     # of every answer, so a failing one can be shown as evidence without holding whole pages in memory).
-    keep_head_bytes: int = 0
+    keep_first_bytes: int = 0
     # False: the monitor's check — a fresh connection, closed after, no DNS cache, so each check measures
     # DNS, connect, first byte and body as a check minutes later would. True: keep-alive between requests.
     reuse: bool = True
@@ -199,8 +199,8 @@ class _Transfer:
         assert self.body is not None
         if self.request.keep_body:
             self.body += chunk
-        elif len(self.body) < self.request.keep_head_bytes:
-            self.body += chunk[: self.request.keep_head_bytes - len(self.body)]
+        elif len(self.body) < self.request.keep_first_bytes:
+            self.body += chunk[: self.request.keep_first_bytes - len(self.body)]
 
     def on_opensocket(self, purpose: int, address: tuple) -> socket.socket | int:
         family, socktype, protocol, addr = address
@@ -281,7 +281,7 @@ class Loop:
         t = _Transfer(request, policy, self, easy, done)
         t.started = time.monotonic()
         t.started_wall = time.time()
-        if (request.keep_body or request.keep_head_bytes > 0) and request.method != "HEAD":
+        if (request.keep_body or request.keep_first_bytes > 0) and request.method != "HEAD":
             t.body = bytearray()
         try:
             _configure(easy, t)

@@ -62,7 +62,7 @@ class CheckRequest:
     url: str
     address_check: AddressCheck | None = None  # None: any address may be dialled
     keep_body: bool = False  # keep this check's body (a content check reads it) whatever the checker's default
-    keep_head_bytes: int = 0  # otherwise keep at most this many first bytes (evidence of a failing answer)
+    keep_first_bytes: int = 0  # otherwise keep at most this many first bytes (evidence of a failing answer)
 
 
 class TimedResult(NamedTuple):
@@ -106,7 +106,7 @@ class MultiChecker:
                 check.url,
                 address_check=check.address_check,
                 keep_body=self.keep_body or check.keep_body,
-                keep_head_bytes=check.keep_head_bytes,
+                keep_first_bytes=check.keep_first_bytes,
                 reuse=False,
                 certificate=True,
                 ca_bundle=ca,

@@ -112,7 +112,7 @@ def test_a_confirmed_error_keeps_the_answer_masked_and_within_the_budget():
     assert view["size"] == len(big) and view["truncated"] is True
     assert view["last_good"]["status_code"] == 200 and view["last_good"]["source"] == "monitor"
     assert view["difference"].startswith("status 200 → 503; size 4 → ")
-    assert view["locations"] == [{"location": "", "verdict": "error", "status_code": 503}]
+    assert view["locations"] == [{"location": None, "verdict": "error", "status_code": 503}]
 
 
 def test_a_change_into_delay_keeps_evidence_and_opens_no_incident():
@@ -256,7 +256,7 @@ def test_head_mask_and_difference_read_as_one_line_each():
 
 def test_the_check_client_keeps_only_the_first_bytes_asked_for():
     with turning_page("127.0.0.1", b"0123456789" * 1000, "c") as page, MultiChecker(FetchPolicy()) as checker:
-        (timed,) = checker.check_all([CheckRequest(page.origin + "/", keep_head_bytes=25)])
+        (timed,) = checker.check_all([CheckRequest(page.origin + "/", keep_first_bytes=25)])
     r = timed.result
     assert r.status == 200 and r.body == b"0123456789012345678901234" and r.bytes_received == 10000
     assert r.timings.tls_ms is None

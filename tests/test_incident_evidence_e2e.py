@@ -102,7 +102,7 @@ def test_a_confirmed_500_keeps_its_evidence_alerts_with_it_and_archives_beside_t
         assert ev["timings_ms"]["tls"] is None  # plain http: no handshake
         assert ev["headers"]["server"] == "broken/2.0"
         assert ev["headers"]["set-cookie"].startswith("session=****") and cookie not in body.decode()
-        assert ev["locations"] == [{"location": "", "verdict": "error", "status_code": 500}]
+        assert ev["locations"] == [{"location": None, "verdict": "error", "status_code": 500}]
         assert ev["last_good"]["status_code"] == 200 and ev["last_good"]["url"] == url
         assert ev["last_good"]["replay"].startswith("http://replay.invalid/crawl/")
         assert "status 200 → 500" in ev["difference"] and "server good/1.0 → broken/2.0" in ev["difference"]

@@ -284,7 +284,7 @@ def _fetch_http(targets: Sequence[Target]) -> list[Checked]:
             t.url,
             guards[t.trusted],
             keep_body=bool(t.content) or any(a.kind == "json" for a in t.assertions),
-            keep_head_bytes=settings.EVIDENCE_BODY_BYTES,  # a failing answer's start is kept as evidence
+            keep_first_bytes=settings.EVIDENCE_BODY_BYTES,  # a failing answer's start is kept as evidence
         )
         for t in fetchable
     ]

@@ -167,7 +167,8 @@ def evidence_record(*, changes: Sequence[StatusChange], checked: Sequence[Any]) 
             exchange.save()
         head = {k.lower(): v for k, v in head_headers(exchange.response_head)} if exchange is not None else {}
         content_type = head.get("content-type", "")[:200]
-        here = {"location": str(settings.CRAWLER_NUM) if settings.CRAWLER_NUM is not None else "",
+        # The location is the crawler number that checked (seed 002's locations); none when it has no number.
+        here = {"location": str(settings.CRAWLER_NUM) if settings.CRAWLER_NUM is not None else None,
                 "verdict": c.category, "status_code": result.status}  # fmt: skip
         good, good_answer = _last_good(change.server_id, result.url, c.checked_at)
         bad = Answer(result.status, result.bytes_received if result.status is not None else None,
