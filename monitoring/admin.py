@@ -170,7 +170,7 @@ class IncidentAdmin(ReaderScopedAdmin):
     resolved) with text; the incident takes the status of its latest update. Shown on the status pages."""
 
     group_paths = ("server__group",)
-    list_display = ("title", "server", "status", "opened_at", "resolved_at", "evidence")
+    list_display = ("title", "server", "status", "opened_at", "resolved_at")
     list_filter = ("status",)
     search_fields = ("title", "server__host")
     raw_id_fields = ("server", "status_change")
