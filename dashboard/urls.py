@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
-from . import views
+from . import views, views_incidents
 
 app_name = "dashboard"
 
@@ -27,7 +27,6 @@ urlpatterns = [
     path("", views.grid, name="grid"),
     path("grid.json", views.grid_json, name="grid-json"),
     path("servers/<id:server_id>/", views.server, name="server"),
-    path("incidents/<id:incident_id>/", views.incident, name="incident"),
     path("crawl/", views.crawl, name="crawl"),
     path("dead-links/", views.dead_links, name="dead-links"),
     path("dead-links/<id:server_id>/", views.dead_links_site, name="dead-links-site"),
@@ -39,4 +38,5 @@ urlpatterns = [
     path("search/", views.search, name="search"),
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="dashboard:login"), name="logout"),
+    path("incidents/<id:incident_id>/", views_incidents.incident, name="incident"),
 ]

@@ -35,12 +35,10 @@ from alerts.views import MUTE_CHOICES
 from crawlcore.access import READER_GROUPS, may_read, sees_server_group, server_groups_of
 from crawlcore.models import Server
 from crawlcore.selectors import urls_orphaned, urls_orphaned_count
-from monitoring.evidence import PHASES
 from monitoring.report import COLUMNS as UPTIME_COLUMNS
 from monitoring.report import FORMATS as UPTIME_FORMATS
 from monitoring.report import MAINTENANCE_NOTE, ReportError, report_write, uptime_report
 from monitoring.selectors import server_certificate, server_load_profile
-from monitoring.selectors_evidence import incident_view, incidents_views, incidents_visible
 from ranking.selectors import latest_run, top_pages
 from reports.export import FORMATS, dead_links_export
 from reports.selectors import link_breaks_count, link_breaks_first, link_breaks_of_site
@@ -250,24 +248,8 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
             "certificate": server_certificate(server_id=server_id),
             "mutes": server_mutes(server_id=server_id, group=srv.group, now=timezone.now()),
             "mute_choices": list(MUTE_CHOICES),
-            "incidents": incidents_views(incidents_visible(groups=None).filter(server_id=server_id)[:INCIDENTS_SHOWN]),
         },
     )
-
-
-INCIDENTS_SHOWN = 10  # on the server page, newest first
-
-
-@dashboard_view
-def incident(request: HttpRequest, incident_id: int) -> HttpResponse:
-    """An incident with what the server answered (operators only: the public status page shows none of it)."""
-    found = incidents_visible(groups=server_groups_of(request.user)).filter(id=incident_id).first()
-    if found is None:
-        raise Http404("no such incident")
-    view = incident_view(found)
-    ev = view["evidence"]
-    timings = [(name.replace("_", " "), ev["timings_ms"].get(name)) for name in (*PHASES, "total")] if ev else []
-    return render(request, "dashboard/incident.html", {"incident": view, "timings": timings})
 
 
 def _priority_table() -> dict:

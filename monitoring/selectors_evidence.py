@@ -90,6 +90,14 @@ def evidence_view(ev: Evidence | None) -> dict | None:
     }
 
 
+def incident_evidence(*, incident: Incident) -> dict | None:
+    """An incident's evidence in its external form (evidence_view), null when none was kept: the field an
+    incident's API form carries."""
+    if not incident.status_change_id:
+        return None
+    return evidence_view(_evidence_by_change([incident.status_change_id]).get(incident.status_change_id))
+
+
 def _evidence_by_change(change_ids: Iterable[int]) -> dict[int, Evidence]:
     rows = Evidence.objects.filter(status_change_id__in=[i for i in change_ids if i]).select_related("exchange")
     return {e.status_change_id: e for e in rows}
@@ -97,8 +105,7 @@ def _evidence_by_change(change_ids: Iterable[int]) -> dict[int, Evidence]:
 
 def incident_view(incident: Incident, *, evidence: Evidence | None = None, with_updates: bool = True) -> dict:
     """An incident with its evidence (null when the change kept none: an incident opened by hand)."""
-    if evidence is None and incident.status_change_id:
-        evidence = _evidence_by_change([incident.status_change_id]).get(incident.status_change_id)
+    shown = evidence_view(evidence) if evidence is not None else incident_evidence(incident=incident)
     out = {
         "id": incident.id,
         "title": incident.title,
@@ -108,7 +115,7 @@ def incident_view(incident: Incident, *, evidence: Evidence | None = None, with_
         "group": incident.server.group,
         "opened_at": incident.opened_at.isoformat(),
         "resolved_at": incident.resolved_at.isoformat() if incident.resolved_at else None,
-        "evidence": evidence_view(evidence),
+        "evidence": shown,
     }
     if with_updates:
         out["updates"] = [
@@ -158,5 +165,6 @@ def evidence_alert_lines(*, status_change_ids: Iterable[int]) -> dict[int, str]:
 
 
 __all__ = [
-    "evidence_alert_lines", "evidence_view", "incident_view", "incidents_views", "incidents_visible", "replay_url",
+    "evidence_alert_lines", "evidence_view", "incident_evidence", "incident_view", "incidents_views",
+    "incidents_visible", "replay_url",
 ]  # fmt: skip
