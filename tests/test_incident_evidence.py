@@ -270,3 +270,17 @@ def test_an_https_check_measures_its_tls_handshake_apart(certs, monkeypatch):  #
         (timed,) = checker.check_all([CheckRequest(url)])
     t = timed.result.timings
     assert timed.result.status == 200 and t.tls_ms is not None and 0 < t.tls_ms <= t.connect_ms
+
+
+def test_the_failing_answer_is_an_archive_exchange_and_an_incidents_export_takes_only_those():
+    from archive.selectors import ExportScope, exchanges_export_chunks, incidents_scope
+
+    s = server("x.example")
+    feed(s, [answer(500, b"broken"), answer(500, b"broken")])
+    Exchange.objects.create(server=s, requested_url="http://x.example/other", fetched_at=timezone.now(), status=404)
+    every = [c for chunk in exchanges_export_chunks(scope=ExportScope()) for c in chunk]
+    assert sorted(c.url for c in every) == ["http://x.example/health", "http://x.example/other"]
+    failing = next(c for c in every if c.url.endswith("/health"))
+    assert failing.body == b"broken" and ("fetched-as", "monitor") in failing.verdict
+    only = [c for chunk in exchanges_export_chunks(scope=incidents_scope(ExportScope())) for c in chunk]
+    assert [c.url for c in only] == ["http://x.example/health"]
