@@ -284,3 +284,21 @@ def test_the_failing_answer_is_an_archive_exchange_and_an_incidents_export_takes
     assert failing.body == b"broken" and ("fetched-as", "monitor") in failing.verdict
     only = [c for chunk in exchanges_export_chunks(scope=incidents_scope(ExportScope())) for c in chunk]
     assert [c.url for c in only] == ["http://x.example/health"]
+
+
+@override_settings(CRAWL_CONNECT_TIMEOUT=2.0, CRAWL_HEADER_TIMEOUT=1.0, CRAWL_BODY_TIMEOUT=2.0, MONITOR_RETRIES=0)
+def test_an_https_outage_keeps_the_certificate_it_was_shown(certs, monkeypatch):  # noqa: F811 - the fixture
+    import crawler.http
+    from monitoring.server_list import parse_server_row
+    from monitoring.services.checks import monitors_check
+    from monitoring.services.servers import servers_import
+
+    monkeypatch.setattr(crawler.http, "_CA", str(certs["ca"]))
+    with tls_server(certs["expired"], certs["key"]) as url:
+        ids = servers_import(trusted=True, rows=[parse_server_row([url])]).server_ids
+        for _ in range(2):
+            monitors_check(server_ids=ids, claim=False)
+    ev = Evidence.objects.get()
+    assert (ev.category, ev.failure_kind, ev.status_code) == ("error", "tls", None)
+    assert ev.certificate["subject"] == "CN = 127.0.0.1" and ev.certificate["issuer"] == "CN = crawladmin test CA"
+    assert ev.certificate["not_after"] is not None
