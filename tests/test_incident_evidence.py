@@ -302,3 +302,13 @@ def test_an_https_outage_keeps_the_certificate_it_was_shown(certs, monkeypatch):
     assert (ev.category, ev.failure_kind, ev.status_code) == ("error", "tls", None)
     assert ev.certificate["subject"] == "CN = 127.0.0.1" and ev.certificate["issuer"] == "CN = crawladmin test CA"
     assert ev.certificate["not_after"] is not None
+
+
+def test_the_archive_and_evidence_settings_reach_django_with_their_defaults():
+    from django.conf import settings
+
+    # The error bodies' retention read a setting Django never had (its prefix was not exported): beat's job
+    # failed with an AttributeError.
+    assert exchanges_drop_bodies() == 0 and settings.ARCHIVE_KEEP_ERROR_BODIES_DAYS == 90.0
+    assert (settings.EVIDENCE_BODY_BYTES, settings.EVIDENCE_MAX_BYTES) == (65536, 102400)
+    assert settings.EVIDENCE_RETENTION_DAYS == 90.0 and settings.ARCHIVE_REPLAY_URL == ""
