@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('crawladmin', '0028_exchange_kind_monitor'),
+        ('crawladmin', '0030_exchange_kind_monitor'),
         ('monitoring', '0010_domain_expiry_beat'),
     ]
 
