@@ -19,6 +19,7 @@ from crawlcore.selectors_jobs import job_definition, job_progress
 from crawler.status import Status
 from monitoring.kinds import Kind
 from monitoring.models import Incident, IncidentUpdate, ServerMonitor
+from monitoring.selectors_evidence import incident_evidence
 
 # The time zone the maintenance schedules' cron expressions are read in (alerts.recurrence: UTC).
 MAINTENANCE_TIME_ZONE = "UTC"
@@ -194,6 +195,41 @@ class IncidentUpdateSerializer(serializers.Serializer):
         return {"id": u.id, "status": u.status, "text": u.text, "at": u.at.isoformat(), "author": u.author}
 
 
+class TimingsSerializer(serializers.Serializer):
+    dns = serializers.FloatField(allow_null=True)
+    connect = serializers.FloatField(allow_null=True)
+    tls = serializers.FloatField(allow_null=True)
+    first_byte = serializers.FloatField(allow_null=True)
+    body = serializers.FloatField(allow_null=True)
+    total = serializers.FloatField(allow_null=True)
+
+
+class LocationVerdictSerializer(serializers.Serializer):
+    location = serializers.CharField(allow_null=True)
+    verdict = serializers.CharField(allow_null=True)
+    status_code = serializers.IntegerField(allow_null=True)
+
+
+class LastGoodSerializer(serializers.Serializer):
+    at = serializers.DateTimeField(allow_null=True)
+    status_code = serializers.IntegerField(allow_null=True)
+    url = serializers.CharField(allow_null=True)
+    replay = serializers.CharField(allow_null=True)
+
+
+class EvidenceSerializer(serializers.Serializer):
+    """The schema of an incident's evidence (written by monitoring.selectors_evidence.evidence_view)."""
+
+    status_code = serializers.IntegerField(allow_null=True)
+    headers = serializers.DictField(child=serializers.CharField())
+    body_excerpt = serializers.CharField(allow_blank=True, allow_null=True)
+    content_type = serializers.CharField(allow_blank=True, allow_null=True)
+    timings_ms = TimingsSerializer()
+    locations = LocationVerdictSerializer(many=True)
+    last_good = LastGoodSerializer(allow_null=True)
+    difference = serializers.CharField(allow_blank=True, allow_null=True)
+
+
 class IncidentSerializer(serializers.Serializer):
     """An incident and its updates. Other apps add fields by subclassing this form (one place)."""
 
@@ -205,10 +241,17 @@ class IncidentSerializer(serializers.Serializer):
     opened_at = serializers.DateTimeField(read_only=True)
     resolved_at = serializers.DateTimeField(read_only=True, allow_null=True)
     updates = serializers.SerializerMethodField()
+    evidence = serializers.SerializerMethodField()
 
     @extend_schema_field(IncidentUpdateSerializer(many=True))
     def get_updates(self, i: Incident) -> list[dict]:
         return [IncidentUpdateSerializer(u).data for u in i.updates.order_by("at", "id")]
+
+    @extend_schema_field(EvidenceSerializer(allow_null=True))
+    def get_evidence(self, i: Incident) -> dict | None:
+        """What the server answered when the outage was confirmed (monitoring.selectors_evidence's one form);
+        null for an incident opened by hand or before evidence was kept."""
+        return incident_evidence(incident=i)
 
 
 class IncidentCreateSerializer(serializers.Serializer):

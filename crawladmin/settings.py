@@ -200,6 +200,14 @@ def _load() -> dict:
         # the last try (its `tries` column says how many). Filters blips of seconds; MONITOR_FAIL_AFTER then
         # asks for that many failed *rounds* in a row before a server is confirmed down (monitoring/confirm.py).
         "MONITOR_RETRIES": env.integer("MONITOR_RETRIES", 3, minimum=0, maximum=10),
+        # Evidence of a confirmed outage (monitoring.services.evidence): the first BODY_BYTES of the failing
+        # answer are kept, and at most MAX_BYTES in all per incident (heads, body, timings); it is deleted
+        # RETENTION_DAYS after it was taken (0 keeps it for ever). REPLAY_URL: a pywb collection's address
+        # (http://host:8080/crawl/): the incident page links the replay of both answers there.
+        "EVIDENCE_BODY_BYTES": env.integer("EVIDENCE_BODY_BYTES", 65536, minimum=0, maximum=1_048_576),
+        "EVIDENCE_MAX_BYTES": env.integer("EVIDENCE_MAX_BYTES", 102_400, minimum=1024, maximum=10_485_760),
+        "EVIDENCE_RETENTION_DAYS": env.number("EVIDENCE_RETENTION_DAYS", 90.0, minimum=0.0, maximum=36600.0),
+        "ARCHIVE_REPLAY_URL": env.str("ARCHIVE_REPLAY_URL", ""),
         # Heartbeat monitors: the address jobs reach this app at (the ping URL add_monitor prints is
         # <base>/ping/<token>), pings a token may send per minute (more get 429), and the bytes of a
         # ping's body kept (the rest is cut).
@@ -242,6 +250,13 @@ def _load() -> dict:
         # ...): refused at save and at every delivery otherwise. E-mail through EMAIL_HOST is not concerned.
         "ALERTS_ALLOW_PRIVATE": env.cidrs("ALERTS_ALLOW_PRIVATE"),
         "ALERTS_REMINDER_HOURS": env.number("ALERTS_REMINDER_HOURS", 0.0, minimum=0.0),
+        # The address people reach this app at, for the links in alerts (the incident page); empty: the
+        # address of MONITOR_PING_BASE_URL.
+        "ALERTS_BASE_URL": env.str("ALERTS_BASE_URL", "").rstrip("/"),
+        # Server groups whose alerts do not quote what the server answered (the body excerpt): a comma list.
+        "ALERTS_NO_EXCERPT_GROUPS": tuple(
+            g.strip() for g in env.str("ALERTS_NO_EXCERPT_GROUPS", "").split(",") if g.strip()
+        ),
         # Days left at which a certificate's coming expiry is told, once each.
         "ALERTS_CERT_DAYS": _days_list(env.str("ALERTS_CERT_DAYS", "21,7,1")),
         # Days left at which a monitored domain's coming registration expiry is told, once each.
@@ -352,6 +367,7 @@ globals().update(
         for name, value in _cfg.items()
         if name.startswith(
             ("CRAWL", "MONITOR_", "CHECK_", "RANK_", "ANALYZER_", "ALERTS_", "EMAIL_", "SEARCH_", "JOBS_")
+            + ("ARCHIVE_", "EVIDENCE_")
         )
     }
 )

@@ -272,6 +272,9 @@ class Exchange(models.Model):
     heads stay."""
 
     PAGE, ROBOTS, SITEMAP = "page", "robots", "sitemap"
+    # The monitor's check whose answer is an incident's evidence (monitoring.services.evidence): kept, and
+    # removed, with the evidence (EVIDENCE_RETENTION_DAYS), not by the error bodies' retention.
+    MONITOR = "monitor"
 
     server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+", db_index=False)
     # SET_NULL through the ORM only: the row outlives nothing it needs from the URL but its text.
@@ -279,7 +282,7 @@ class Exchange(models.Model):
         Url, null=True, blank=True, on_delete=models.SET_NULL, related_name="exchanges", db_constraint=False
     )
     requested_url = models.TextField()
-    kind = models.CharField(max_length=8, default=PAGE, help_text="page, robots or sitemap")
+    kind = models.CharField(max_length=8, default=PAGE, help_text="page, robots, sitemap or monitor")
     method = models.CharField(max_length=8, default="GET")
     fetched_at = models.DateTimeField()
     status = models.PositiveSmallIntegerField()
