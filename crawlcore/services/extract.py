@@ -510,3 +510,34 @@ def _fragments(link: Found) -> str:
     if not link.fragments:
         return ""
     return "\n".join(f"{f}\t{text}" for f, text in link.fragments if "\t" not in f and "\n" not in f)
+
+
+TEXT_FILL_BATCH = 50
+
+
+def pages_text_fill(*, limit: int = TEXT_FILL_BATCH) -> int:
+    """Keep the text of up to `limit` pages extracted before Page.text was kept (NULL), read again in the
+    parse's child within its bounds (as a page is extracted): the search's snippets then come from it. Run
+    with the reconciler, a small batch each time, so an upgrade is never one long pass over every page.
+    Returns the pages written."""
+    rows = list(
+        Page.objects.filter(extracted_at__isnull=False, text=None)
+        .order_by("id")
+        .values_list("id", "body_z", "content_type", "url__url")[:limit]
+    )
+    if not rows:
+        return 0
+    stored = [
+        StoredPage(pk, 0, body_z, content_type or "", "", url, 0, "", "", 0, False, False, None)
+        for pk, body_z, content_type, url in rows
+    ]
+    results = run_each(
+        _read_page,
+        stored,
+        deadline_s=settings.CRAWL_PARSE_TIMEOUT,
+        memory_bytes=settings.CRAWL_PARSE_MEMORY_MB * 1024 * 1024,
+    )
+    for page, result in zip(stored, results, strict=True):
+        # A page that cannot be read within the bounds keeps an empty text: it is not tried again.
+        Page.objects.filter(id=page.id, text=None).update(text=stored_text(result.value if result.ok else None))
+    return len(stored)

@@ -1,0 +1,105 @@
+"""Hostile inputs that once held a process past any bound, each now within one: a search whose hits are PDFs
+slow to read, a job pattern that expands at compile time or backtracks over every link of a page, 1,100 idle
+connections to a process that serves the web and runs the monitor. The crawl's own hostile pages (a tag of
+quote-named attributes) are in tests/test_unattended.py."""
+
+from __future__ import annotations
+
+import time
+import zlib
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+from django.utils import timezone
+
+from crawlcore.models import Page, Server, Url
+from crawlcore.services.extract import pages_extract, pages_text_fill
+from crawler.urlnorm import url_hash
+from dashboard.tokens import api_token_create
+from testweb.pdfs import costly_pdf
+
+
+def _token(name: str, *groups: str) -> str:
+    user = User.objects.create_user(name, password="unused-pw-1")
+    for g in groups:
+        user.groups.add(Group.objects.get_or_create(name=g)[0])
+    return api_token_create(user=user)[1]
+
+
+def _get(path: str, token: str):
+    response = Client().get(path, HTTP_AUTHORIZATION=f"Bearer {token}")
+    return response.status_code, response.json()
+
+
+def _page(server: Server, path: str, body: bytes, content_type: str) -> Page:
+    url = f"{server.origin}{path}"
+    u = Url.objects.create(url=url, url_hash=url_hash(url), server=server, state="visited")
+    return Page.objects.create(url=u, body_z=zlib.compress(body), content_type=content_type,
+                               checksum=url_hash(url), fetched_at=timezone.now())  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_a_search_of_200_hits_among_them_ten_pdfs_slow_to_read_answers_within_a_second(monkeypatch):
+    monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    server = Server.objects.create(scheme="http", host="docs.test", port=80, group="gov")
+    pdfs = [_page(server, f"/report{i}.pdf", costly_pdf(title=f"report {i}"), "application/pdf") for i in range(10)]
+    html = [
+        _page(server, f"/p{i}", f"<title>page {i}</title><p>the budget of office {i}</p>".encode(), "text/html")
+        for i in range(195)
+    ]
+    with monkeypatch.context() as m:
+        m.setattr("crawler.pdf.MAX_SECONDS", 0.3)  # the test's own extraction, kept short
+        for i in range(0, len(pdfs) + len(html), 50):
+            pages_extract(page_ids=[p.id for p in (pdfs + html)[i : i + 50]])
+    token = _token("viewer", "viewer")
+    assert _get("/api/v1/search/?q=office&limit=1", token)[0] == 200  # a server that has answered before
+    started = time.monotonic()
+    code, body = _get("/api/v1/search/?q=budget&limit=200", token)
+    took = time.monotonic() - started
+    assert code == 200, body
+    assert len(body["results"]) == 200
+    assert {f"http://docs.test/report{i}.pdf" for i in range(10)} <= {h["url"] for h in body["results"]}
+    assert all("<mark>budget</mark>" in h["snippet"] for h in body["results"])
+    assert took < 1.0, f"{took:.1f}s"
+
+
+@pytest.mark.django_db
+def test_a_page_extracted_before_its_text_was_kept_gets_it_later_in_small_batches(monkeypatch):
+    monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    server = Server.objects.create(scheme="http", host="old.test", port=80, group="")
+    pages = [_page(server, f"/{i}", f"<p>old budget {i}</p>".encode(), "text/html") for i in range(3)]
+    pages_extract(page_ids=[p.id for p in pages])
+    Page.objects.update(text=None)  # as the migration leaves the pages extracted before it
+    assert pages_text_fill(limit=2) == 2
+    assert pages_text_fill(limit=2) == 1
+    assert pages_text_fill(limit=2) == 0
+    assert sorted(Page.objects.values_list("text", flat=True)) == [f"old budget {i}" for i in range(3)]
+
+
+@pytest.mark.django_db
+def test_a_pdf_byte_for_byte_one_already_read_is_not_read_again(monkeypatch):
+    monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    from testweb.pdfs import make_pdf
+
+    server = Server.objects.create(scheme="http", host="copies.test", port=80, group="")
+    body = make_pdf(["the budget handbook"], links=["http://elsewhere.test/x"], title="Handbook")
+    first = _page(server, "/a.pdf", body, "application/pdf")
+    Page.objects.filter(id=first.id).update(checksum="same")
+    pages_extract(page_ids=[first.id])
+    copies = [_page(server, f"/copy{i}.pdf", body, "application/pdf") for i in range(3)]
+    Page.objects.filter(id__in=[c.id for c in copies]).update(checksum="same")
+    reads: list[str] = []
+
+    def counting(body: bytes, url: str):
+        raise AssertionError(f"{url} read again")
+
+    monkeypatch.setattr("crawlcore.services.extract.extract_pdf", counting)
+    pages_extract(page_ids=[c.id for c in copies])
+    assert reads == []
+    for copy in Page.objects.filter(id__in=[c.id for c in copies]):
+        assert copy.extracted_at is not None and copy.duplicate_of_id == first.id
+        assert copy.title == "Handbook" and "budget handbook" in copy.text
+        assert list(Url.objects.filter(links_in__from_url_id=copy.url_id).values_list("url", flat=True)) == [
+            "http://elsewhere.test/x"
+        ]
