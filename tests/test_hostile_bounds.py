@@ -103,3 +103,65 @@ def test_a_pdf_byte_for_byte_one_already_read_is_not_read_again(monkeypatch):
         assert list(Url.objects.filter(links_in__from_url_id=copy.url_id).values_list("url", flat=True)) == [
             "http://elsewhere.test/x"
         ]
+
+
+# --- a job's patterns -------------------------------------------------------------------------------------
+
+BOMB = "(?:x{65535}){65535}"  # twenty characters that compile into more memory than the machine has
+
+
+@pytest.mark.django_db
+def test_a_pattern_bomb_is_refused_at_save_by_the_api_apply_and_the_admin_form():
+    from crawladmin.config import ConfigError, config_apply
+    from crawlcore.admin_jobs import JobForm
+    from crawlcore.models import Job
+
+    token = _token("operator", "operator")
+    started = time.monotonic()
+    response = Client().post(
+        "/api/v1/jobs/", data={"name": "bomb", "seeds": ["http://a.example/"], "include": [BOMB]},
+        content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}",
+    )  # fmt: skip
+    assert response.status_code == 400, response.content
+    assert "too large to compile" in response.json()["fields"]["include"]
+    with pytest.raises(ConfigError) as refused:
+        config_apply(f"jobs:\n  - name: bomb\n    seeds: [http://a.example/]\n    exclude: ['{BOMB}']\n")
+    assert any("too large to compile" in line for line in refused.value.problems)
+    form = JobForm(data={"name": "bomb", "seeds": '["http://a.example/"]', "include": f'["{BOMB}"]',
+                         "exclude": "[]", "scope": "host", "windows": "[]", "time_zone": "UTC",
+                         "enabled": True})  # fmt: skip
+    assert not form.is_valid() and "too large to compile" in str(form.errors)
+    assert not Job.objects.exists()
+    assert time.monotonic() - started < 30
+
+
+def test_a_pattern_that_does_not_compile_is_named_with_the_reason():
+    from crawler.jobrules import JobRuleError, patterns_check
+
+    with pytest.raises(JobRuleError, match=r"'\(unclosed': not a regular expression"):
+        patterns_check(["^/docs/", "(unclosed"])
+    assert patterns_check(["^/docs/", r"\.pdf$"]) == ["^/docs/", r"\.pdf$"]
+
+
+@pytest.mark.django_db
+def test_a_backtracking_pattern_over_5000_links_costs_one_page_budget_not_one_per_link(monkeypatch):
+    from crawlcore.models import Job, JobUrl
+    from crawlcore.services.jobs import jobs_admit
+    from crawler import jobrules
+
+    server = Server.objects.create(scheme="http", host="a.example", port=80, group="")
+    page = Url.objects.create(url="http://a.example/", url_hash=url_hash("http://a.example/"), server=server)
+    job = Job.objects.create(name="slow", seeds=["http://a.example/"], scope="host", state=Job.RUNNING,
+                             exclude=["(?:.*,){30}x"], include=[], windows=[], time_zone="UTC")  # fmt: skip
+    JobUrl.objects.create(job=job, url=page, depth=0)
+    # Each search of this path runs past regex's own 50 ms timeout: per link and pattern, 5,000 of them took minutes.
+    links = [(page.id, f"http://a.example/p{i}?" + ",," * 200, 1) for i in range(5000)]
+    started = time.monotonic()
+    admission = jobs_admit(links=links)
+    took = time.monotonic() - started
+    assert took < jobrules.PAGE_BUDGET_S + 5, f"{took:.1f}s"
+    # The few links decided within the budget are followed (the pattern is not in them); the rest, undecided
+    # when the page's budget ran out, are set aside, never followed blindly.
+    followed = [url for _, url, _ in links if admission.followed(url)]
+    assert len(followed) < 50
+    assert {admission.reasons[url] for _, url, _ in links if url not in followed} == {jobrules.EXCLUDED_BY_PATTERN}
