@@ -165,3 +165,83 @@ def test_a_backtracking_pattern_over_5000_links_costs_one_page_budget_not_one_pe
     followed = [url for _, url, _ in links if admission.followed(url)]
     assert len(followed) < 50
     assert {admission.reasons[url] for _, url, _ in links if url not in followed} == {jobrules.EXCLUDED_BY_PATTERN}
+
+
+# --- 1,100 idle connections -------------------------------------------------------------------------------
+
+
+def _open_descriptors() -> int:
+    import os
+
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.django_db
+def test_1100_idle_connections_to_the_web_leave_content_checks_and_alert_delivery_running(settings):
+    """The demo's shape in one process: the dashboard served by Django's threaded server (as runserver serves
+    it), held open by 1,100 idle connections, while the same process checks content with a regular expression
+    and delivers an alert. Each of those waits on a child process: past descriptor 1023 select() refused."""
+    import resource
+    import socket
+    import threading
+    import urllib.request
+
+    from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
+    from django.core.wsgi import get_wsgi_application
+
+    from alerts.delivery import deliver_all
+    from alerts.destinations import Destination
+    from alerts.logic import Message
+    from monitoring.content import ContentRule, content_failure
+    from testweb.alerts import webhook_receiver
+
+    settings.ALLOWED_HOSTS = ["*"]
+    idle = 1100
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = _open_descriptors() + 2 * idle + 200  # both ends of each connection live in this process
+    if soft < want:
+        if hard != resource.RLIM_INFINITY and hard < want:
+            pytest.fail(f"the hard limit of open files ({hard}) is below the {want} this test needs")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+    class QuietHandler(WSGIRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    class Web(ThreadedWSGIServer):
+        request_queue_size = 2048  # the test connects faster than one accept loop: no SYN dropped and retried
+
+    web = Web(("127.0.0.1", 0), QuietHandler, allow_reuse_address=True)
+    web.daemon_threads = True
+    web.set_app(get_wsgi_application())
+    serving = threading.Thread(target=web.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    serving.start()
+    held: list[socket.socket] = []
+    base = _open_descriptors()
+    try:
+        for _ in range(idle):
+            held.append(socket.create_connection(web.server_address[:2], timeout=5))
+        accepted_by = time.monotonic() + 30  # the server accepts them one by one, each with its thread
+        while _open_descriptors() < base + 2 * idle and time.monotonic() < accepted_by:
+            time.sleep(0.1)
+        assert _open_descriptors() >= base + 2 * idle > 1100
+        started = time.monotonic()
+        rule = ContentRule(must=r"status \d+", must_not=r"error \d+", is_regex=True)
+        assert content_failure(b"<p>status 200</p>", rule) is None
+        assert content_failure(b"<p>error 500</p>", rule) == "does not contain 'status \\\\d+'"
+        with webhook_receiver() as rx:
+            message = Message(title="[crawladmin] a.example down", body="a.example: normal -> disconnect",
+                              events=(), key="idle-connections")  # fmt: skip
+            outcomes = deliver_all([(Destination("apprise", f"{rx.base}/hook"), message)])
+            assert [o.ok for o in outcomes] == [True], outcomes
+            assert rx.wait_for(1) and rx.received[0].body["title"] == "[crawladmin] a.example down"
+        with urllib.request.urlopen(f"http://127.0.0.1:{web.server_address[1]}/admin/login/", timeout=10) as r:
+            assert r.status == 200
+        assert time.monotonic() - started < 30
+    finally:
+        for s in held:
+            s.close()
+        web.shutdown()
+        web.server_close()
+        serving.join(5)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
