@@ -242,6 +242,11 @@ class Page(models.Model):
         indexes = [
             models.Index(fields=["fetched_at"], name="page_unextracted_idx", condition=Q(extracted_at__isnull=True)),
             models.Index(fields=["checksum"], name="page_checksum_idx"),
+            # The pages whose text is still to be kept (crawlcore.services.extract.pages_text_fill): few, once
+            # the pages extracted before it was kept have it.
+            models.Index(
+                fields=["id"], name="page_text_missing_idx", condition=Q(text__isnull=True, extracted_at__isnull=False)
+            ),
         ]
 
     def __str__(self) -> str:

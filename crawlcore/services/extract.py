@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from django.conf import settings
 from django.db import transaction
@@ -22,7 +24,7 @@ from crawler.brokenlinks import fragment_missing
 from crawler.child import ChildResult, run_each
 from crawler.fulltext import IndexText
 from crawler.lifecycle import State
-from crawler.parse import LIMIT_MEMORY, LIMIT_TIME, Extracted, Found, extract
+from crawler.parse import LIMIT_MEMORY, LIMIT_TIME, Extracted, Found, extract, is_html
 from crawler.pdf import extract_pdf, is_pdf
 from crawler.sanitize import clean_label
 
@@ -31,6 +33,8 @@ from .load_dispatch import servers_dispatch_with_due_work
 from .urls import NewUrl, new_url_from, urls_insert, urls_known
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # A page whose parse its child's hard bounds stopped (crawler.child's error -> the limit, the problem).
 PARSE_STOPPED = {"timeout": (LIMIT_TIME, "parse_time"), "memory": (LIMIT_MEMORY, "parse_memory")}
@@ -270,14 +274,7 @@ def _parse_pages(pages: list[StoredPage]) -> list[tuple[StoredPage, Extracted | 
         alive()
     known = _known_copies(pages)
     todo, same_as = _to_parse(pages, known)
-    results = run_each(
-        _read_page,
-        todo,
-        deadline_s=settings.CRAWL_PARSE_TIMEOUT,
-        memory_bytes=settings.CRAWL_PARSE_MEMORY_MB * 1024 * 1024,
-        beat_s=max(0.25, settings.CRAWL_REDISPATCH_AFTER / 4),
-        on_beat=alive,
-    )
+    results = parse_bounded(todo, _read_page, on_beat=alive)
     done: dict[int, Extracted | None] = dict(known)
     for page, result in zip(todo, results, strict=True):
         done[page.id] = _parse_outcome(page, result)
@@ -285,6 +282,23 @@ def _parse_pages(pages: list[StoredPage]) -> list[tuple[StoredPage, Extracted | 
         first = done[first_id]
         done[page_id] = dataclasses.replace(first) if first is not None else None
     return [(page, done[page.id]) for page in pages]
+
+
+def parse_bounded(
+    items: Sequence[T], read: Callable[[T], Extracted], *, on_beat: Callable[[], None] | None = None
+) -> list[ChildResult]:
+    """`read(item)` for each item, in a child process, each within CRAWL_PARSE_TIMEOUT and
+    CRAWL_PARSE_MEMORY_MB (crawler.child.run_each); `on_beat` every quarter of CRAWL_REDISPATCH_AFTER while
+    it waits. The one way a stored answer is parsed: an HTML page or a PDF (read_stored), and a page's
+    rendered DOM (its serialised HTML through crawler.parse.extract) when rendering feeds this path."""
+    return run_each(
+        read,
+        items,
+        deadline_s=settings.CRAWL_PARSE_TIMEOUT,
+        memory_bytes=settings.CRAWL_PARSE_MEMORY_MB * 1024 * 1024,
+        beat_s=max(0.25, settings.CRAWL_REDISPATCH_AFTER / 4),
+        on_beat=on_beat,
+    )
 
 
 def _read_page(page: StoredPage) -> Extracted:
@@ -512,14 +526,17 @@ def _fragments(link: Found) -> str:
     return "\n".join(f"{f}\t{text}" for f, text in link.fragments if "\t" not in f and "\n" not in f)
 
 
-TEXT_FILL_BATCH = 50
+TEXT_FILL_BATCH = 500
+TEXT_FILL_BUDGET_S = 20.0  # a run stops starting new pages past this (each is bounded by CRAWL_PARSE_TIMEOUT)
+TEXT_FILL_CHUNK = 25
 
 
-def pages_text_fill(*, limit: int = TEXT_FILL_BATCH) -> int:
-    """Keep the text of up to `limit` pages extracted before Page.text was kept (NULL), read again in the
-    parse's child within its bounds (as a page is extracted): the search's snippets then come from it. Run
-    with the reconciler, a small batch each time, so an upgrade is never one long pass over every page.
-    Returns the pages written."""
+def pages_text_fill(*, limit: int = TEXT_FILL_BATCH, budget_s: float = TEXT_FILL_BUDGET_S) -> int:
+    """Keep the text of up to `limit` pages extracted without it (NULL: before Page.text was kept, or a type
+    that is not parsed, whose text is ""), those that are parsed read again in the parse's child within its
+    bounds: the search's snippets then come from it. Run with the reconciler, a bounded batch each time
+    (page_text_missing_idx finds them), so an upgrade is never one long pass over every page. Returns the
+    pages written."""
     rows = list(
         Page.objects.filter(extracted_at__isnull=False, text=None)
         .order_by("id")
@@ -527,17 +544,23 @@ def pages_text_fill(*, limit: int = TEXT_FILL_BATCH) -> int:
     )
     if not rows:
         return 0
-    stored = [
-        StoredPage(pk, 0, body_z, content_type or "", "", url, 0, "", "", 0, False, False, None)
-        for pk, body_z, content_type, url in rows
-    ]
-    results = run_each(
-        _read_page,
-        stored,
-        deadline_s=settings.CRAWL_PARSE_TIMEOUT,
-        memory_bytes=settings.CRAWL_PARSE_MEMORY_MB * 1024 * 1024,
-    )
-    for page, result in zip(stored, results, strict=True):
-        # A page that cannot be read within the bounds keeps an empty text: it is not tried again.
-        Page.objects.filter(id=page.id, text=None).update(text=stored_text(result.value if result.ok else None))
-    return len(stored)
+    parsed = [row for row in rows if is_pdf(row[2]) or is_html(row[2] or None)]
+    unparsed = [row[0] for row in rows if not (is_pdf(row[2]) or is_html(row[2] or None))]
+    Page.objects.filter(id__in=unparsed, text=None).update(text="")
+    end = time.monotonic() + budget_s
+    written = len(unparsed)
+    for i in range(0, len(parsed), TEXT_FILL_CHUNK):
+        if time.monotonic() > end:
+            break
+        stored = [
+            StoredPage(pk, 0, body_z, content_type or "", "", url, 0, "", "", 0, False, False, None)
+            for pk, body_z, content_type, url in parsed[i : i + TEXT_FILL_CHUNK]
+        ]
+        results = parse_bounded(stored, _read_page)
+        with transaction.atomic():
+            for page, result in zip(stored, results, strict=True):
+                # A page that cannot be read within the bounds keeps an empty text: it is not tried again.
+                text = stored_text(result.value if result.ok else None)
+                Page.objects.filter(id=page.id, text=None).update(text=text)
+        written += len(stored)
+    return written
