@@ -484,10 +484,18 @@ def job_rules_reapply(*, job: Job, chunk: int = 1000) -> int:
             return set_aside
         last = rows[-1][0]
         by_reason: dict[str, list[int]] = {}
+        passed: dict[str, int] = {}
         for url_id, url, depth in rows:
             reason = rules.reason(url, depth)
             if reason:
                 by_reason.setdefault(reason, []).append(url_id)
+            elif rules.paths:
+                passed[url] = url_id
+        # The patterns over the chunk, as over a page's links: within one budget, in a bounded child.
+        verdicts = _path_verdicts({(0, job.id): dict.fromkeys(passed)}, {job.id: rules}) if passed else {}
+        for (_, _, url), reason in verdicts.items():
+            if reason:
+                by_reason.setdefault(reason, []).append(passed[url])
         for reason, ids in by_reason.items():
             set_aside += Url.objects.filter(id__in=ids, exclusion_reason="", lease_owner="").update(
                 exclusion_reason=reason, next_check_at=None
