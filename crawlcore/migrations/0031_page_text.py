@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('crawladmin', '0027_url_key_covering'),
+        ('crawladmin', '0030_merge_jobs_and_api'),
     ]
 
     operations = [
