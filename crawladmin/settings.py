@@ -111,6 +111,10 @@ def _load() -> dict:
         "CRAWL_LEASE_SECONDS": env.number("CRAWL_LEASE_SECONDS", 300.0, minimum=5.0, maximum=86400.0),
         "CRAWL_TASK_BUDGET": env.number("CRAWL_TASK_BUDGET", 60.0, minimum=1.0, maximum=86400.0),
         "CRAWL_REDISPATCH_AFTER": env.number("CRAWL_REDISPATCH_AFTER", 120.0, minimum=1.0, maximum=86400.0),
+        # Each stored page's parse (HTML, PDF) runs in a child process, killed past this many seconds or this much
+        # added memory: no page holds an extract worker longer, whatever it holds (crawlcore.services.extract).
+        "CRAWL_PARSE_TIMEOUT": env.number("CRAWL_PARSE_TIMEOUT", 15.0, minimum=0.5, maximum=3600.0),
+        "CRAWL_PARSE_MEMORY_MB": env.integer("CRAWL_PARSE_MEMORY_MB", 1024, minimum=64, maximum=65536),
         "CRAWL_ROBOTS_TTL": env.number("CRAWL_ROBOTS_TTL", 86400.0, minimum=0.0, maximum=_YEAR),
         # A server's sitemaps (robots.txt Sitemap: lines, /sitemap.xml) are read again after this long.
         "CRAWL_SITEMAP_TTL": env.number("CRAWL_SITEMAP_TTL", 86400.0, minimum=0.0, maximum=_YEAR),

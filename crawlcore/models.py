@@ -233,6 +233,10 @@ class Page(models.Model):
     # "pdf_truncated": crawler.pdf); empty when it was read whole. The full-text index of the page is kept
     # beside the row by the extract agent (crawlcore.db.fulltext), not in a model field.
     extract_problem = models.CharField(max_length=32, blank=True, db_default="")
+    # What the page says (its visible text, then its description; whitespace collapsed), kept by the extract
+    # agent for search snippets, so that no search parses a page again (search.selectors). NULL: extracted
+    # before it was kept (the snippet is then the title, until the page is extracted again).
+    text = models.TextField(null=True, blank=True)
     # The exchange that brought this copy, for the archive (a WARC request and response record): written by
     # the same statement as the body, columns rather than rows so the load path writes nothing more
     # (crawler.sanitize.clean_head: CRLF-separated, at most 16 KiB each).
@@ -249,6 +253,11 @@ class Page(models.Model):
         indexes = [
             models.Index(fields=["fetched_at"], name="page_unextracted_idx", condition=Q(extracted_at__isnull=True)),
             models.Index(fields=["checksum"], name="page_checksum_idx"),
+            # The pages whose text is still to be kept (crawlcore.services.extract.pages_text_fill): few, once
+            # the pages extracted before it was kept have it.
+            models.Index(
+                fields=["id"], name="page_text_missing_idx", condition=Q(text__isnull=True, extracted_at__isnull=False)
+            ),
         ]
 
     def __str__(self) -> str:
