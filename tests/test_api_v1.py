@@ -93,7 +93,9 @@ def test_job_actions_pause_and_resume_through_the_api():
     assert code == 200 and body["state"] == "paused"
     seed.refresh_from_db()
     assert seed.exclusion_reason == "job paused" and seed.next_check_at is None  # a paused job takes no slot
-    assert body["stalled"] == [{"server": "http://127.0.0.1:9", "reason": "paused", "until": None}]
+    assert [{k: s[k] for k in ("server", "reason", "until")} for s in body["stalled"]] == [
+        {"server": "http://127.0.0.1:9", "reason": "paused", "until": None}
+    ]
     assert _call("post", "/api/v1/jobs/docs/pause/", operator)[0] == 400
     code, body = _call("post", "/api/v1/jobs/docs/resume/", operator)
     assert code == 200 and body["state"] == "running"

@@ -21,17 +21,19 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, F, Max, OuterRef, Q
+from django.db.models import Exists, F, Max, OuterRef
 from django.utils import timezone
 
 from crawlcore.db.bulk import insert_ignore
-from crawlcore.models import Job, JobRun, JobUrl, Link, Page, Server, Url
+from crawlcore.models import Job, JobRun, JobUrl, Link, Page, Url
 from crawlcore.selectors_jobs import job_counts, job_stalled
 from crawler import jobrules, notfollowed
+from crawler.child import run_each
 from crawler.jobrules import PathRules
 from crawler.lifecycle import State
 from crawler.scope import Scope, registered_domain
 from crawler.urlnorm import server_key
+from crawler.userregex import COMPILE_MEMORY_BYTES
 
 from .load_dispatch import servers_dispatch_with_due_work
 from .urls import NewUrl, urls_insert, urls_known
@@ -63,6 +65,7 @@ def _tell(kind: str, *, job: Job, run: JobRun, facts: dict | None = None) -> Non
 # The reasons a job sets its queued URLs aside for while it does not run: taken back when it runs again.
 HELD = (jobrules.JOB_PAUSED, jobrules.JOB_STOPPED, jobrules.OUTSIDE_WINDOW)
 BUDGET_TRIES = 8
+PATTERNS_HARD_STOP_AFTER_S = 0.5  # past a page's budget, its patterns' child is killed
 
 
 class JobError(ValueError):
@@ -98,12 +101,13 @@ class JobRules:
         return (host if self.scope == "host" else registered_domain(host)) in self.roots
 
     def reason(self, url: str, depth: int) -> str:
-        """Why the job does not take this URL in ("" when it does), its state and budget aside."""
+        """Why the job does not take this URL in ("" when it may), its patterns (`paths`, judged a page at a
+        time: _path_verdicts), state and budget aside."""
         if not self.in_scope(server_key(url).host):
             return "out of scope"
         if depth > self.max_depth:
             return "too deep"
-        return self.paths.reason(url)
+        return ""
 
     def held_reason(self, now: datetime) -> str:
         """Why the job's new URLs wait ("" when they are due now)."""
@@ -141,10 +145,11 @@ class Admission:
         return url in self.joins and not self.reasons.get(url)
 
     def record(self, ids: dict[str, int], *, walk: bool = True) -> list[int]:
-        """Write the JobUrl rows of the URLs taken in (after their insert), and the jobs' politeness onto
-        the servers they reach. A URL a job reaches that was fetched and extracted already (by another
-        crawl or job) is walked on at once (job_walk_stored), unless `walk` is off (the walk itself): the
-        ids of the URLs newly joined that were fetched already."""
+        """Write the JobUrl rows of the URLs taken in (after their insert): a running job's politeness then
+        applies to the servers they are on (selectors_jobs.jobs_politeness), never written onto them. A URL
+        a job reaches that was fetched and extracted already (by another crawl or job) is walked on at once
+        (job_walk_stored), unless `walk` is off (the walk itself): the ids of the URLs newly joined that were
+        fetched already."""
         rows = sorted({(job_id, ids[url], depth) for url, jobs in self.joins.items() if url in ids
                        for job_id, depth in jobs.items()})  # fmt: skip
         if not rows:  # no job page in the batch (most batches): nothing to read or write
@@ -153,7 +158,6 @@ class Admission:
         have = set(JobUrl.objects.filter(job_id__in={r[0] for r in rows}, url_id__in=url_ids)
                    .values_list("job_id", "url_id"))  # fmt: skip
         insert_ignore(JobUrl._meta.db_table, ("job_id", "url_id", "depth"), rows)
-        servers_politeness_apply(job_ids={r[0] for r in rows}, url_ids=url_ids)
         joined = {r[1] for r in rows if (r[0], r[1]) not in have}
         fetched = _fetched(joined)
         if walk and fetched:
@@ -179,6 +183,8 @@ def jobs_admit(*, links: Sequence[tuple[int, str, int]], now: datetime | None = 
     admission.rules = {j.id: JobRules.of(j) for j in Job.objects.filter(id__in={j for m in memberships.values()
                                                                                for j, _ in m})}  # fmt: skip
     first_reason: dict[str, str] = {}
+    candidates: list[tuple[int, str, int, int]] = []  # (parent, url, job id, depth)
+    patterned: dict[tuple[int, int], dict[str, None]] = {}  # (parent, job id) -> the URLs its patterns judge
     for parent, url, step in links:
         for job_id, parent_depth in memberships.get(parent, ()):
             rules = admission.rules.get(job_id)
@@ -189,8 +195,17 @@ def jobs_admit(*, links: Sequence[tuple[int, str, int]], now: datetime | None = 
             if reason:
                 first_reason.setdefault(url, reason)
                 continue
-            jobs = admission.joins.setdefault(url, {})
-            jobs[job_id] = min(depth, jobs.get(job_id, depth))
+            if rules.paths:
+                patterned.setdefault((parent, job_id), {})[url] = None
+            candidates.append((parent, url, job_id, depth))
+    verdicts = _path_verdicts(patterned, admission.rules) if patterned else {}
+    for parent, url, job_id, depth in candidates:
+        reason = verdicts.get((parent, job_id, url), "")
+        if reason:
+            first_reason.setdefault(url, reason)
+            continue
+        jobs = admission.joins.setdefault(url, {})
+        jobs[job_id] = min(depth, jobs.get(job_id, depth))
     _budget(admission)
     parents_of: dict[str, set[int]] = {}
     for parent, url, _ in links:
@@ -205,6 +220,30 @@ def jobs_admit(*, links: Sequence[tuple[int, str, int]], now: datetime | None = 
         if all(held):
             admission.reasons[url] = held[0]
     return admission
+
+
+def _path_verdicts(
+    patterned: dict[tuple[int, int], dict[str, None]], rules: dict[int, JobRules]
+) -> dict[tuple[int, int, str], str]:
+    """The jobs' patterns over each page's links ((parent, job id) -> its URLs): (parent, job id, URL) -> ""
+    or why not. Each page's links are judged within one budget (crawler.jobrules.PAGE_BUDGET_S), in a child
+    process stopped a little after it (crawler.child.run_each), the patterns compiled there: a search stuck
+    inside the matcher ends there too, and the links of its page are set aside, never followed blindly."""
+    items = [(key, list(urls)) for key, urls in patterned.items()]
+    results = run_each(
+        lambda item: rules[item[0][1]].paths.reasons(item[1]),
+        items,
+        deadline_s=jobrules.PAGE_BUDGET_S + PATTERNS_HARD_STOP_AFTER_S,
+        memory_bytes=COMPILE_MEMORY_BYTES,
+    )
+    out: dict[tuple[int, int, str], str] = {}
+    for ((parent, job_id), urls), result in zip(items, results, strict=True):
+        if not result.ok:
+            log.warning("job %s: the patterns over the links of page %s stopped (%s)", job_id, parent, result.error)
+        verdicts = result.value if result.ok else [jobrules.EXCLUDED_BY_PATTERN] * len(urls)
+        for url, verdict in zip(urls, verdicts, strict=True):
+            out[(parent, job_id, url)] = verdict
+    return out
 
 
 def _budget(admission: Admission) -> None:
@@ -299,25 +338,6 @@ def _budget_reached(job_id: int, max_pages: int) -> None:
             _tell(BUDGET_REACHED, job=Job.objects.get(id=job_id), run=run, facts={"max_pages": max_pages})
 
 
-def servers_politeness_apply(*, job_ids: Iterable[int], url_ids: Iterable[int]) -> None:
-    """The strictest politeness of the jobs wins on the servers their URLs are on: the longest delay, the
-    fewest requests in flight (only ever raised, respectively lowered, here)."""
-    jobs = list(Job.objects.filter(id__in=set(job_ids)).values_list("delay", "concurrency"))
-    delays = [d for d, _ in jobs if d]
-    caps = [c for _, c in jobs if c]
-    if not (delays or caps):
-        return
-    servers = Url.objects.filter(id__in=set(url_ids)).values("server_id")
-    if delays:
-        d = max(delays)
-        Server.objects.filter(id__in=servers).filter(Q(min_delay__isnull=True) | Q(min_delay__lt=d)).update(min_delay=d)
-    if caps:
-        c = min(caps)
-        Server.objects.filter(id__in=servers).filter(
-            Q(max_concurrency__isnull=True) | Q(max_concurrency__gt=c)
-        ).update(max_concurrency=c)
-
-
 # -- the job's life --------------------------------------------------------------------------------------
 def _job_urls(job_id: int):
     return JobUrl.objects.filter(job_id=job_id).values("url_id")
@@ -359,7 +379,6 @@ def job_seeds_insert(*, job: Job) -> set[int]:
     # A seed known already but set aside for how it was found elsewhere (too deep, a pattern) is the job's now.
     lift = Url.objects.filter(id__in=granted, state=State.INIT.value, exclusion_reason__in=notfollowed.LIFTABLE)
     lift.update(exclusion_reason="", next_check_at=timezone.now(), depth=0)
-    servers_politeness_apply(job_ids=[job.id], url_ids=ids)
     # A seed another crawl fetched and extracted already leads the job on from its stored links.
     job_walk_stored(url_ids=_fetched(granted))
     return set(Url.objects.filter(id__in=_job_urls(job.id), state=State.INIT.value, exclusion_reason="")
@@ -611,8 +630,6 @@ def job_save(*, spec: dict, dry_run: bool = False) -> tuple[str, Job | None]:
     job.save()
     if {"include", "exclude", "max_depth", "scope"} & set(changed):
         job_rules_reapply(job=job)
-    if {"delay", "concurrency"} & set(changed):
-        servers_politeness_apply(job_ids=[job.id], url_ids=_job_urls(job.id).values_list("url_id", flat=True)[:100_000])
     return "changed", job
 
 
@@ -639,10 +656,18 @@ def job_rules_reapply(*, job: Job, chunk: int = 1000) -> int:
             return set_aside
         last = rows[-1][0]
         by_reason: dict[str, list[int]] = {}
+        passed: dict[str, int] = {}
         for url_id, url, depth in rows:
             reason = rules.reason(url, depth)
             if reason:
                 by_reason.setdefault(reason, []).append(url_id)
+            elif rules.paths:
+                passed[url] = url_id
+        # The patterns over the chunk, as over a page's links: within one budget, in a bounded child.
+        verdicts = _path_verdicts({(0, job.id): dict.fromkeys(passed)}, {job.id: rules}) if passed else {}
+        for (_, _, url), reason in verdicts.items():
+            if reason:
+                by_reason.setdefault(reason, []).append(passed[url])
         for reason, ids in by_reason.items():
             set_aside += Url.objects.filter(id__in=ids, exclusion_reason__in=["", *HELD]).update(
                 exclusion_reason=reason, next_check_at=None

@@ -49,6 +49,7 @@ from ..quorum import locations_parse, quorum_decide, quorum_needed
 from ..selectors import in_window, maintenance_windows
 from ..validate import monitor_problems
 from .certificates import certificates_record
+from .evidence import evidence_record
 from .incidents import incidents_from_changes
 from .kinds import SPEC_FIELDS, Spec, kinds_run, spec_of
 from .trust import REFUSED, address_guard, url_trusted
@@ -281,7 +282,12 @@ def _fetch_http(targets: Sequence[Target]) -> list[Checked]:
     fetchable = [t for t in targets if not t.problem]
     guards = {trusted: _guard(trusted) for trusted in {t.trusted for t in fetchable}}
     requests = [
-        CheckRequest(t.url, guards[t.trusted], keep_body=bool(t.content) or any(a.kind == "json" for a in t.assertions))
+        CheckRequest(
+            t.url,
+            guards[t.trusted],
+            keep_body=bool(t.content) or any(a.kind == "json" for a in t.assertions),
+            keep_first_bytes=settings.EVIDENCE_BODY_BYTES,  # a failing answer's start is kept as evidence
+        )
         for t in fetchable
     ]
     timed = iter(_checker().check_all(requests))  # never raises
@@ -402,6 +408,7 @@ def checks_record(*, checked: Sequence[Checked], claimed_at: datetime | None = N
         bulk.update_rows(list(monitors.values()), _STATE_FIELDS)
         _location_states_save(locations)
         StatusChange.objects.bulk_create(changes)
+        evidence_record(changes=changes, checked=checked)  # what the server answered, with the change
         incidents_from_changes(changes=changes)  # an outage people can read about, with the change
         _health_from_changes(changes)  # the crawl holds a server confirmed down and goes on when it is up
         hooks.status_changes_written(changes)  # alerts' outbox rows, in this same transaction

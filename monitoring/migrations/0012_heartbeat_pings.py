@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('crawladmin', '0028_server_health'),
-        ('monitoring', '0010_domain_expiry_beat'),
+        ('monitoring', '0011_incident_evidence'),
     ]
 
     operations = [
