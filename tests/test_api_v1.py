@@ -203,3 +203,19 @@ def test_search_answers_like_the_command_within_the_readers_groups(monkeypatch):
     code, body = _call("get", "/api/v1/search/?q=!!", token)
     assert code == 400 and "q" in body["fields"]
     assert _call("get", "/api/v1/search/?q=zephyrine")[0] == 401
+
+
+def test_an_operator_cannot_write_alert_channels_through_the_api():
+    """The admin keeps channels to superusers (their destinations are secrets and they decide who hears of
+    every server); the API refused only readers limited to groups."""
+    from alerts.models import Channel
+
+    _, operator = _user("o", "operator")
+    Channel.objects.create(name="opshook", url="json://127.0.0.1:9/root-hook")
+    assert _call("patch", "/api/v1/channels/opshook/", operator, {"url": "json://127.0.0.1:9/mine"})[0] == 403
+    assert Channel.objects.get(name="opshook").url == "json://127.0.0.1:9/root-hook"
+    assert _call("post", "/api/v1/channels/", operator, {"name": "mine", "url": "json://127.0.0.1:9/x"})[0] == 403
+    assert _call("post", "/api/v1/channels/", operator, {"name": "o", "url": "email:o@lab.org",
+                                                         "owner_of": "o@lab.org"})[0] == 403  # fmt: skip
+    assert _call("delete", "/api/v1/channels/opshook/", operator)[0] == 403
+    assert list(Channel.objects.values_list("name", flat=True)) == ["opshook"]
