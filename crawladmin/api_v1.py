@@ -29,7 +29,7 @@ from crawlcore.access import server_groups_of
 from crawlcore.models import Job, Server
 from crawlcore.selectors_jobs import job_definition, job_detail, job_progress
 from crawlcore.services.jobs import JobError, job_delete, job_pause, job_resume, job_start, job_stop
-from crawler.jobrules import job_spec_check
+from crawler.jobrules import NAME_RE, job_spec_check
 from crawler.urlnorm import canonicalize, server_key
 from monitoring.models import ServerMonitor
 from search.selectors import MAX_LIMIT, Filters, SearchError, search_pages
@@ -74,7 +74,8 @@ def _check_group(request, group: str, *, action: str = "update", obj: str = "ser
 
 # -- jobs --------------------------------------------------------------------------------------------------
 def _job(request, name: str) -> Job:
-    job = Job.objects.filter(name=name).first()
+    # A name no job can have (a NUL, which PostgreSQL refuses in a query) is simply not found.
+    job = Job.objects.filter(name=name).first() if NAME_RE.fullmatch(name) else None
     allowed = _groups(request)
     if job is None or (allowed is not None and job.group not in allowed):
         raise exceptions.NotFound(f"no job named {name!r}")
@@ -109,7 +110,8 @@ class JobList(APIView):
 
     def post(self, request):
         data = _body(request)
-        existing = Job.objects.filter(name=data.get("name")).first() if isinstance(data.get("name"), str) else None
+        name = data.get("name")
+        existing = Job.objects.filter(name=name).first() if isinstance(name, str) and NAME_RE.fullmatch(name) else None
         if existing is not None:
             # Said only to whom may read it: to anyone else a name in use tells nothing of another group.
             if access_roles.may(request.user, "read", "job", group=existing.group):

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
 from crawler.jobrules import JOB_KEYS, job_spec_check
 
+from . import roles
 from .admin_base import ReaderScopedAdmin
 from .models import Job, JobRun
 from .selectors_jobs import job_progress, job_stalled
@@ -18,6 +20,8 @@ from .services.jobs import JobError, job_pause, job_resume, job_rules_reapply, j
 
 
 class JobForm(forms.ModelForm):
+    actor = None  # the user saving it (JobAdmin.get_form): held to the role rules for the job's seeds
+
     class Meta:
         model = Job
         fields = [k for k in JOB_KEYS]
@@ -27,8 +31,19 @@ class JobForm(forms.ModelForm):
         spec, problems = job_spec_check({k: data.get(k) for k in JOB_KEYS if k in data or k in ("name", "seeds")})
         for key, message in problems.items():
             self.add_error(key if key in self.fields else None, message)
+        if "seeds" not in problems and self.actor is not None:
+            refused = roles.seeds_refusal(self.actor, spec.get("seeds") or [])
+            if refused:
+                self.add_error("seeds", refused)
         data.update(spec)
         return data
+
+    def validate_unique(self) -> None:
+        try:
+            self.instance.validate_unique(exclude=self._get_validation_exclusions())
+        except ValidationError:
+            # Not "a job named x exists": the name may be another server group's job, not to be told.
+            self.add_error("name", "this name cannot be used: choose another")
 
 
 class JobRunInline(admin.TabularInline):
@@ -88,6 +103,11 @@ class JobAdmin(ReaderScopedAdmin):
                                       for s in stalled)  # fmt: skip
         )
         return format_html("{}<ul>{}</ul>", self.progress_line(job), rows)
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        form.actor = request.user
+        return form
 
     def save_model(self, request: HttpRequest, obj: Job, form, change: bool) -> None:
         super().save_model(request, obj, form, change)

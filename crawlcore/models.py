@@ -61,14 +61,17 @@ class Server(models.Model):
         help_text="Mean ms per hour of day 0-23 (None: no data); written hourly by the monitor, read by the schedulers",
     )
     load_profile_at = models.DateTimeField(null=True, blank=True)
-    # Politeness floors over the global defaults: an operator's, or the strictest of the jobs that reach the
-    # server (crawlcore.services.jobs). robots.txt's Crawl-delay still wins when it asks for more.
+    # Politeness floors over the global defaults: an operator's (min_delay, max_concurrency), and apart from
+    # them the strictest of the jobs that reach the server now (job_*, crawlcore.services.jobs: recomputed
+    # when a job goes, so a job leaves nothing behind). robots.txt's Crawl-delay still wins when it asks more.
     min_delay = models.FloatField(
         null=True, blank=True, help_text="Seconds between requests at least; empty: CRAWL_DEFAULT_DELAY"
     )
     max_concurrency = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Requests in flight at most; empty: CRAWL_SERVER_CONCURRENCY"
     )
+    job_min_delay = models.FloatField(null=True, blank=True, editable=False)
+    job_max_concurrency = models.PositiveSmallIntegerField(null=True, blank=True, editable=False)
     # Who answers for this server: alerts sends its own server's events to owner_email;
     # link reports address the owner by name.
     owner_name = models.CharField(max_length=200, blank=True)
@@ -85,6 +88,15 @@ class Server(models.Model):
     def origin(self) -> str:
         """scheme://host[:port], an IPv6 literal in brackets (the host is stored without them)."""
         return ServerKey(self.scheme, self.host, self.port).origin()
+
+    def delay_floor(self) -> float:
+        """Seconds between requests at least, by the operator's floor and the running jobs' (0: none)."""
+        return max(self.min_delay or 0.0, self.job_min_delay or 0.0)
+
+    def concurrency_cap(self, default: int) -> int:
+        """Requests in flight at most: `default` (CRAWL_SERVER_CONCURRENCY) lowered by the operator's and the
+        jobs' caps."""
+        return min(default, self.max_concurrency or default, self.job_max_concurrency or default)
 
     def serves(self, url: str) -> bool:
         """Whether `url` is on this server's own host and port (whatever its scheme): what an operator's trust
@@ -515,6 +527,9 @@ class JobUrl(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+", db_index=False)
     url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="+")
     depth = models.PositiveIntegerField()
+    # The URL was in the crawl, due for its own sake, when the job reached it: the job's pause or removal
+    # leaves it as it was (crawlcore.services.jobs.job_hold), for it is not the job's alone.
+    joined = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "url"], name="joburl_unique")]

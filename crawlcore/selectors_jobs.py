@@ -147,10 +147,10 @@ def _why(job: Job, server: Server, row: dict, slots_held: int, now: datetime) ->
         return NO_DUE_URLS, row["next_due"]
     if server.next_request_at is not None and server.next_request_at > now:
         delay = crawl_delay(server.crawl_delay, default=settings.CRAWL_DEFAULT_DELAY, cap=settings.CRAWL_MAX_DELAY)
-        delay = max(delay, server.min_delay or 0.0)
+        delay = max(delay, server.delay_floor())
         wait = (server.next_request_at - now).total_seconds()
         return (POLITENESS_WAIT if wait <= delay + 1 else RETRY_AFTER), server.next_request_at
-    cap = min(settings.CRAWL_SERVER_CONCURRENCY, server.max_concurrency or settings.CRAWL_SERVER_CONCURRENCY)
+    cap = server.concurrency_cap(settings.CRAWL_SERVER_CONCURRENCY)
     if slots_held >= cap:
         return NO_FREE_SLOT, None
     return "", None

@@ -219,3 +219,31 @@ def test_an_operator_cannot_write_alert_channels_through_the_api():
                                                          "owner_of": "o@lab.org"})[0] == 403  # fmt: skip
     assert _call("delete", "/api/v1/channels/opshook/", operator)[0] == 403
     assert list(Channel.objects.values_list("name", flat=True)) == ["opshook"]
+
+
+def test_a_limited_operator_cannot_reach_another_groups_servers_through_a_job():
+    Server.objects.create(scheme="http", host="a.example", port=80, group="physics")
+    Server.objects.create(scheme="http", host="b.example", port=80, group="chemistry")
+    _job("chem", group="chemistry", seeds=["http://b.example/"])
+    _, operator = _user("p", "operator", "servers:physics")
+    job = {"name": "mine", "group": "physics", "seeds": ["http://b.example/"], "delay": 3600}
+    code, body = _call("post", "/api/v1/jobs/", operator, job)
+    assert code == 403 and "not a server of your groups" in body["detail"]
+    code, body = _call("post", "/api/v1/jobs/", operator, {**job, "seeds": ["http://new.example/"]})
+    assert code == 403  # a server not known yet would be of no group
+    code, body = _call("post", "/api/v1/jobs/", operator, {**job, "name": "chem", "seeds": ["http://a.example/"]})
+    assert code == 400 and "exists" not in body["detail"] and "chem" in body["detail"]
+    assert _call("post", "/api/v1/jobs/", operator, {**job, "seeds": ["http://a.example/"]})[0] == 201
+    code, body = _call("patch", "/api/v1/jobs/mine/", operator, {"seeds": ["http://b.example/"]})
+    assert code == 403 and Job.objects.get(name="mine").seeds == ["http://a.example/"]
+
+
+def test_a_job_name_with_a_nul_is_a_400_and_a_lookup_of_one_a_404():
+    _, operator = _user("o", "operator")
+    code, body = _call("post", "/api/v1/jobs/", operator, {"name": "a\x00b", "seeds": ["http://a.example/"]})
+    assert code == 400 and "name" in body["fields"]
+    response = Client().get("/api/v1/jobs/a%00b/", HTTP_AUTHORIZATION=f"Bearer {operator}")
+    assert response.status_code in (400, 404)
+    code, body = _call("post", "/api/v1/jobs/", operator, {"name": "r", "seeds": ["http://a.example/"],
+                                                           "revisit_after": 10**15})  # fmt: skip
+    assert code == 400 and "revisit_after" in body["fields"]

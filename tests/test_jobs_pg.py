@@ -53,7 +53,7 @@ print(json.dumps({
     "deeper": deeper,
     "held": held,
     "edit": [outcome, Url.objects.get(url="http://a.example/p0").exclusion_reason],
-    "politeness": [server.min_delay, server.max_concurrency],
+    "politeness": [server.delay_floor(), server.concurrency_cap(8), server.min_delay],
     "progress": detail["progress"],
     "admitted": Job.objects.get(name="a").admitted,
 }))
@@ -77,5 +77,5 @@ def test_jobs_on_postgresql(tmp_path):
     assert out["held"] == {f"{a}/shared": "", f"{a}/b-only": "job paused"}
     # a's new pattern sets its queued URL that no longer passes aside.
     assert out["edit"] == ["changed", "job pattern"]
-    assert out["politeness"] == [2.5, 1]
+    assert out["politeness"] == [2.5, 1, None]  # the jobs' floors, apart from the operator's own
     assert out["progress"]["queued"] == 2 and out["progress"]["done"] == 0

@@ -92,12 +92,14 @@ def server_claim(*, server_id: int, owner: str, agent: str = "", now: datetime |
     held (or the server is disabled or excluded). Cluster-wide: the slots are rows, taken by guarded UPDATE.
     `agent` marks what holds it (the dispatcher counts the load agent's, its busy robots)."""
     now = now or timezone.now()
-    found = Server.objects.filter(id=server_id, enabled=True, excluded_reason="").values_list("max_concurrency")
+    found = Server.objects.filter(id=server_id, enabled=True, excluded_reason="").values_list(
+        "max_concurrency", "job_max_concurrency")  # fmt: skip
     if not found:
         return None
     # An operator's or a job's lower bound takes the first slots only; the rest stay untouched.
-    (cap,) = found[0]
-    slots = range(min(settings.CRAWL_SERVER_CONCURRENCY, cap or settings.CRAWL_SERVER_CONCURRENCY))
+    own, jobs = found[0]
+    cap = Server(max_concurrency=own, job_max_concurrency=jobs).concurrency_cap(settings.CRAWL_SERVER_CONCURRENCY)
+    slots = range(cap)
     ServerLease.objects.bulk_create([ServerLease(server_id=server_id, slot=n) for n in slots], ignore_conflicts=True)
     for n in slots:
         changed = (

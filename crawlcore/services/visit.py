@@ -178,7 +178,7 @@ class ServerVisit:
         # A server's own floor (an operator's, or the strictest job's) only raises the delay: robots.txt's
         # Crawl-delay, when it asks for more, still wins.
         delay = crawl_delay(self.server.crawl_delay, default=settings.CRAWL_DEFAULT_DELAY, cap=settings.CRAWL_MAX_DELAY)
-        return max(delay, self.server.min_delay or 0.0)
+        return max(delay, self.server.delay_floor())
 
     def wait_turn(self) -> bool:
         """Wait until this server may get its next request, from anyone in the cluster; take that turn.
