@@ -25,7 +25,7 @@ def _choices(enum_cls) -> list[tuple[str, str]]:
 class Server(models.Model):
     """One web server (scheme, host, port): the unit of politeness and of crawler-number pinning."""
 
-    scheme = models.CharField(max_length=8)
+    scheme = models.CharField(max_length=16)  # http, https, and the monitor kinds' (tcp, dns, heartbeat)
     host = models.CharField(max_length=255)
     port = models.PositiveIntegerField()
     ip = models.GenericIPAddressField(null=True, blank=True, help_text="Address last resolved")

@@ -247,3 +247,12 @@ def test_a_job_name_with_a_nul_is_a_400_and_a_lookup_of_one_a_404():
     code, body = _call("post", "/api/v1/jobs/", operator, {"name": "r", "seeds": ["http://a.example/"],
                                                            "revisit_after": 10**15})  # fmt: skip
     assert code == 400 and "revisit_after" in body["fields"]
+
+
+@pytest.mark.parametrize("site", ["x:²", "x:99999999999999999999", "x:70000", "a.test:80"])
+def test_a_search_site_that_is_no_server_answers_without_an_error(site):
+    from urllib.parse import quote
+
+    _, token = _user("v", "viewer")
+    code, body = _call("get", f"/api/v1/search/?q=zephyrine&site={quote(site)}", token)
+    assert code == 200 and body["results"] == []
