@@ -256,3 +256,21 @@ def test_a_search_site_that_is_no_server_answers_without_an_error(site):
     _, token = _user("v", "viewer")
     code, body = _call("get", f"/api/v1/search/?q=zephyrine&site={quote(site)}", token)
     assert code == 200 and body["results"] == []
+
+
+def test_a_token_made_in_the_admin_is_shown_in_the_page_never_in_a_cookie():
+    """Django's messages travel in a signed cookie that anyone holding it can read: a token in one would be
+    on the wire and in the browser after the page that showed it."""
+    from dashboard.tokens import api_token_user
+
+    user = User.objects.create_user("v", is_staff=True)
+    user.groups.add(Group.objects.get_or_create(name="viewer")[0])
+    client = Client()
+    client.force_login(user)
+    response = client.post("/admin/dashboard/apitoken/add/", {"user": user.pk, "name": "ci", "_save": "Save"})
+    assert response.status_code == 200 and "no-store" in response["Cache-Control"]
+    page = response.content.decode()
+    token = page.split('data-token="', 1)[1].split('"', 1)[0]
+    assert api_token_user(token) == user
+    assert all(token not in morsel.value for morsel in response.cookies.values())
+    assert token not in client.get("/admin/dashboard/apitoken/").content.decode()
