@@ -271,6 +271,11 @@ def _plan_monitors(items: list, lines, plan: Plan, servers_in_file: dict) -> Non
         group = server.group if server is not None else ""
         if not where.allowed("update" if existing else "create", "monitor", group=group, key="server"):
             continue
+        given = {"kind": item.get("kind", "http"), **{k: item[k] for k in ("dns_server",) if k in item}}
+        current = {k: getattr(existing, k) for k in given} if existing is not None else None
+        if (reason := roles.fields_refusal(plan.actor, "monitor", given, current)) is not None:
+            where.refuse(reason.split(":", 1)[0], reason)
+            continue
         # With its server (when it exists): the save-time trust check of the health URL runs, as the admin's.
         monitor = ServerMonitor(server=server, **values) if server is not None else ServerMonitor(**values)
         try:
