@@ -352,8 +352,12 @@ def test_pausing_or_deleting_a_job_leaves_the_default_crawls_queued_urls_due():
 @pytest.mark.django_db
 def test_a_jobs_politeness_stays_in_its_group_and_goes_with_the_job():
     from crawlcore.models import Server
+    from crawlcore.selectors_jobs import server_concurrency_cap, server_delay_floor
     from crawlcore.services.jobs import job_delete
     from crawlcore.services.urls import NewUrl, urls_insert
+
+    def politeness(server):
+        return server_delay_floor(server), server_concurrency_cap(server.id, server.max_concurrency, 8)
 
     mine = Server.objects.create(scheme="http", host="a.example", port=80, group="physics", min_delay=1.0)
     theirs = Server.objects.create(scheme="http", host="b.example", port=80, group="chemistry")
@@ -365,10 +369,10 @@ def test_a_jobs_politeness_stays_in_its_group_and_goes_with_the_job():
     admission.record(urls_insert(urls=[admission.candidate(NewUrl("http://b.example/x", 1))]).ids)
     assert JobUrl.objects.filter(job=job, url__url="http://b.example/x").exists()
     theirs.refresh_from_db()
-    assert (theirs.delay_floor(), theirs.concurrency_cap(8)) == (0.0, 8)
+    assert politeness(theirs) == (0.0, 8)
     mine.refresh_from_db()
-    assert (mine.delay_floor(), mine.concurrency_cap(8)) == (3600.0, 1)
+    assert politeness(mine) == (3600.0, 1)
     job_delete(name="slow")
     mine.refresh_from_db()
-    assert (mine.delay_floor(), mine.concurrency_cap(8)) == (1.0, 8)  # the server's own floor, not the job's
+    assert politeness(mine) == (1.0, 8)  # the server's own floor, not the job's
     assert (mine.min_delay, mine.max_concurrency) == (1.0, None)
