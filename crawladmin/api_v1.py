@@ -53,7 +53,7 @@ from crawlcore.selectors_jobs import job_definition
 from crawlcore.services.health import HealthError, health_pause, health_resume
 from crawlcore.services.jobs import JobError, job_delete, job_pause, job_resume, job_start, job_stop
 from crawler.hosthealth import until_parse
-from crawler.jobrules import job_spec_check
+from crawler.jobrules import NAME_RE, job_spec_check
 from monitoring.models import ServerMonitor
 from monitoring.selectors import servers_shown
 from search.selectors import MAX_LIMIT, Filters, SearchError, search_pages
@@ -61,7 +61,8 @@ from search.selectors import MAX_LIMIT, Filters, SearchError, search_pages
 
 # -- jobs --------------------------------------------------------------------------------------------------
 def _job(request, name: str) -> Job:
-    job = Job.objects.filter(name=name).first()
+    # A name no job can have (a NUL, which PostgreSQL refuses in a query) is simply not found.
+    job = Job.objects.filter(name=name).first() if NAME_RE.fullmatch(name) else None
     allowed = groups_of(request)
     if job is None or (allowed is not None and job.group not in allowed):
         raise exceptions.NotFound(f"no job named {name!r}")
@@ -92,7 +93,8 @@ class JobList(APIView):
     @extend_schema(request=JobSerializer, responses={201: JobDetailSerializer})
     def post(self, request):
         data = body_of(request)
-        existing = Job.objects.filter(name=data.get("name")).first() if isinstance(data.get("name"), str) else None
+        name = data.get("name")
+        existing = Job.objects.filter(name=name).first() if isinstance(name, str) and NAME_RE.fullmatch(name) else None
         if existing is not None:
             # Said only to whom may read it: to anyone else a name in use tells nothing of another group.
             if roles.may(request.user, "read", "job", group=existing.group):

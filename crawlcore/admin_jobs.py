@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
@@ -40,6 +40,7 @@ class JobForm(forms.ModelForm):
     include = LinesField(required=False, help_text="Path patterns (regular expressions) a URL must match, one a line")
     exclude = LinesField(required=False, help_text="Path patterns (regular expressions) that exclude a URL, one a line")
     windows = LinesField(required=False, help_text='Time windows "HH:MM-HH:MM" in the time zone, one a line')
+    actor = None  # the user saving it (JobAdmin.get_form): held to the role rules for the job's seeds
 
     class Meta:
         model = Job
@@ -50,8 +51,19 @@ class JobForm(forms.ModelForm):
         spec, problems = job_spec_check({k: data.get(k) for k in JOB_KEYS if k in data or k in ("name", "seeds")})
         for key, message in problems.items():
             self.add_error(key if key in self.fields else None, message)
+        if "seeds" not in problems and self.actor is not None:
+            refused = roles.seeds_refusal(self.actor, spec.get("seeds") or [])
+            if refused:
+                self.add_error("seeds", refused)
         data.update(spec)
         return data
+
+    def validate_unique(self) -> None:
+        try:
+            self.instance.validate_unique(exclude=self._get_validation_exclusions())
+        except ValidationError:
+            # Not "a job named x exists": the name may be another server group's job, not to be told.
+            self.add_error("name", "this name cannot be used: choose another")
 
 
 class JobRunInline(admin.TabularInline):
@@ -111,6 +123,11 @@ class JobAdmin(ReaderScopedAdmin):
                                       for s in stalled)  # fmt: skip
         )
         return format_html("{}<ul>{}</ul>", self.progress_line(job), rows)
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        form.actor = request.user
+        return form
 
     def save_model(self, request: HttpRequest, obj: Job, form, change: bool) -> None:
         """Through job_save, as the API and `apply` write a job: a running job's edited rules set its queued

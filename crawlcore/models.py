@@ -561,6 +561,9 @@ class JobUrl(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+", db_index=False)
     url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="+")
     depth = models.PositiveIntegerField()
+    # The URL was in the crawl, due for its own sake, when the job reached it: the job's pause or removal
+    # leaves it as it was (crawlcore.services.jobs.job_hold), for it is not the job's alone.
+    joined = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "url"], name="joburl_unique")]

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db.models import Avg, Count, Exists, Max, Min, OuterRef, Q
+from django.db.models import Avg, Count, Exists, Max, Min, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from crawler import jobrules
@@ -388,8 +388,12 @@ def jobs_politeness(*, server_id: int) -> tuple[float | None, int | None]:
     delay and the fewest requests in flight, None where none asks. Read where a request is paced, never
     written onto the server, so a job that ends or is deleted leaves the server as the operator set it."""
     holds = JobUrl.objects.filter(job_id=OuterRef("id"), url__server_id=server_id)
+    # A job of a server group paces that group's servers only: its links may lead it to another group's
+    # server, whose crawling is that group's operators' to slow.
+    group = Server.objects.filter(id=server_id).values("group")
     found = (
         Job.objects.filter(state=Job.RUNNING)
+        .filter(Q(group="") | Q(group=Subquery(group)))
         .filter(Q(delay__isnull=False) | Q(concurrency__isnull=False))
         .filter(Exists(holds))
         .aggregate(delay=Max("delay"), concurrency=Min("concurrency"))

@@ -638,8 +638,10 @@ def _resolve_into(outcome: _Outcome, host: str, port: int, check, dns_timeout: f
     # addresses is fetched from a good one; it is refused only when none is allowed.
     allowed = tuple(ip for ip in addresses if reasons[ip] is None)
     if not allowed:
-        first = addresses[0]
-        raise _Failure(FailureKind.FORBIDDEN_ADDRESS, f"{host} resolves to {first}: {reasons[first]}")
+        # Not the address nor its kind: the detail is shown to readers, and would tell what an internal name
+        # resolves to to anyone who may make the crawl or the monitor look a name up (a job seed, a URL).
+        refused = f"{host}: not an address the crawl may reach (CRAWL_ALLOW_PRIVATE)"
+        raise _Failure(FailureKind.FORBIDDEN_ADDRESS, refused)
     return allowed
 
 

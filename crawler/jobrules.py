@@ -16,10 +16,10 @@ import re
 import time as clock
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, time
+from datetime import UTC, datetime, time
 from urllib.parse import urlsplit
 
-from croniter import croniter
+from croniter import CroniterError, croniter
 
 from crawler import notfollowed
 from crawler.userregex import compile_check, compiled
@@ -27,10 +27,11 @@ from crawler.userregex import compile_check, compiled
 MAX_PATTERNS = 50
 MAX_PATTERN_LENGTH = 500
 PAGE_BUDGET_S = 1.0  # the time all the links of one page may spend in a job's patterns
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # fullmatch: "$" would let a final newline through
 WINDOW_RE = re.compile(r"^\s*([01]?\d|2[0-3]):([0-5]\d)\s*-\s*([01]?\d|2[0-4]):([0-5]\d)\s*$")
 DURATION_RE = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
 UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+MAX_DURATION_S = 10 * 366 * 86400  # ten years: past it a duration is a mistake (and past a column's range)
 
 # Why a job does not follow a link (the URL's exclusion reason when no job of its page follows it).
 EXCLUDED_BY_PATTERN = notfollowed.JOB_PATTERN
@@ -45,23 +46,28 @@ class JobRuleError(ValueError):
 
 
 def name_check(name: object) -> str:
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    # fullmatch: `$` would let a trailing newline through.
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise JobRuleError("must be 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit")
     return name
 
 
 def duration_seconds(value: object) -> int:
-    """Seconds from 3600, "3600", "90m", "1h", "2d" or "1w"."""
+    """Seconds from 3600, "3600", "90m", "1h", "2d" or "1w", at most MAX_DURATION_S."""
     if isinstance(value, bool):
         raise JobRuleError("must be a duration such as 3600, 90m, 1h, 2d")
     if isinstance(value, int):
-        if value < 0:
-            raise JobRuleError("must not be negative")
-        return value
-    m = DURATION_RE.match(value) if isinstance(value, str) else None
-    if m is None:
-        raise JobRuleError("must be a duration such as 3600, 90m, 1h, 2d")
-    return int(m.group(1)) * UNITS[m.group(2)]
+        seconds = value
+    else:
+        m = DURATION_RE.fullmatch(value) if isinstance(value, str) and len(value) < 40 else None
+        if m is None:
+            raise JobRuleError("must be a duration such as 3600, 90m, 1h, 2d")
+        seconds = int(m.group(1)) * UNITS[m.group(2)]
+    if seconds < 0:
+        raise JobRuleError("must not be negative")
+    if seconds > MAX_DURATION_S:
+        raise JobRuleError(f"at most {MAX_DURATION_S // 86400} days")
+    return seconds
 
 
 def patterns_check(patterns: object) -> list[str]:
@@ -178,16 +184,23 @@ def in_windows(windows: Sequence[str], local: datetime) -> bool:
 
 
 def schedule_check(schedule: object) -> str:
+    """A five-field cron expression whose next start can be computed: checked now, by computing it, so a
+    schedule that parses but never comes ("0 0 31 2 *") is refused when written, not at each tick."""
     if schedule in (None, ""):
         return ""
     if not isinstance(schedule, str) or len(schedule.split()) != 5 or not croniter.is_valid(schedule):
         raise JobRuleError('must be a cron expression of five fields, e.g. "0 2 * * *"')
+    schedule_next(schedule, datetime.now(UTC))
     return schedule
 
 
 def schedule_next(schedule: str, after: datetime) -> datetime:
-    """The next start of the cron schedule after `after` (same time zone as `after`)."""
-    return croniter(schedule, after).get_next(datetime)
+    """The next start of the cron schedule after `after` (same time zone as `after`). JobRuleError when
+    there is none (a date that never exists)."""
+    try:
+        return croniter(schedule, after).get_next(datetime)
+    except (CroniterError, ValueError, KeyError, OverflowError) as exc:
+        raise JobRuleError(f"its next start cannot be found: it never comes ({exc.__class__.__name__})") from None
 
 
 JOB_KEYS = ("name", "group", "seeds", "scope", "max_depth", "max_pages", "include", "exclude", "revisit_after",

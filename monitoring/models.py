@@ -148,6 +148,11 @@ class ServerMonitor(models.Model):
             assertions_parse(self.assertions)
         except AssertionRuleError as exc:
             problems.setdefault("assertions", str(exc))
+        if self.kind == Kind.DNS.value and self.dns_server:
+            from .services.trust import nameserver_refusal  # services import these models
+
+            if refused := nameserver_refusal(text=self.dns_server):
+                problems["dns_server"] = refused
         if self.server_id is not None and "health_url" not in problems:
             problems.update(self._trust_problems())
         if problems:

@@ -65,11 +65,12 @@ def _filtered(qs, f: Filters):
     if f.site:
         site = f.site.lower()
         host, _, port = site.rpartition(":") if site.count(":") == 1 else (site, "", "")
-        qs = (
-            qs.filter(url__server__host=host, url__server__port=int(port))
-            if port.isdigit()
-            else qs.filter(url__server__host=site)
-        )
+        if not port:
+            qs = qs.filter(url__server__host=site)
+        elif port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65535:
+            qs = qs.filter(url__server__host=host, url__server__port=int(port))
+        else:
+            qs = qs.none()  # no server has that port ("²" is a digit to str.isdigit, not to int)
     if f.group:
         qs = qs.filter(url__server__group=f.group)
     if f.language:

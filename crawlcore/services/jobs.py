@@ -129,6 +129,7 @@ class Admission:
     reasons: dict[str, str] = field(default_factory=dict)  # url -> why set aside
     parents: set[int] = field(default_factory=set)  # the job pages among the batch's parents
     rules: dict[int, JobRules] = field(default_factory=dict)
+    joined: set[str] = field(default_factory=set)  # URLs due in the crawl already when the jobs reached them
 
     def applies(self, parent_id: int) -> bool:
         return parent_id in self.parents
@@ -150,14 +151,14 @@ class Admission:
         a job reaches that was fetched and extracted already (by another crawl or job) is walked on at once
         (job_walk_stored), unless `walk` is off (the walk itself): the ids of the URLs newly joined that were
         fetched already."""
-        rows = sorted({(job_id, ids[url], depth) for url, jobs in self.joins.items() if url in ids
-                       for job_id, depth in jobs.items()})  # fmt: skip
+        rows = sorted({(job_id, ids[url], depth, url in self.joined) for url, jobs in self.joins.items()
+                       if url in ids for job_id, depth in jobs.items()})  # fmt: skip
         if not rows:  # no job page in the batch (most batches): nothing to read or write
             return []
         url_ids = {r[1] for r in rows}
         have = set(JobUrl.objects.filter(job_id__in={r[0] for r in rows}, url_id__in=url_ids)
                    .values_list("job_id", "url_id"))  # fmt: skip
-        insert_ignore(JobUrl._meta.db_table, ("job_id", "url_id", "depth"), rows)
+        insert_ignore(JobUrl._meta.db_table, ("job_id", "url_id", "depth", "joined"), rows)
         joined = {r[1] for r in rows if (r[0], r[1]) not in have}
         fetched = _fetched(joined)
         if walk and fetched:
@@ -206,7 +207,11 @@ def jobs_admit(*, links: Sequence[tuple[int, str, int]], now: datetime | None = 
             continue
         jobs = admission.joins.setdefault(url, {})
         jobs[job_id] = min(depth, jobs.get(job_id, depth))
-    _budget(admission)
+    known = urls_known(list(admission.joins)) if admission.joins else None
+    if known is not None:
+        # Known and not set aside: the crawl had it due for its own sake before any of these jobs reached it.
+        admission.joined = {u for u, i in known.ids.items() if i not in known.liftable}
+    _budget(admission, known)
     parents_of: dict[str, set[int]] = {}
     for parent, url, _ in links:
         if parent in admission.parents:
@@ -246,14 +251,15 @@ def _path_verdicts(
     return out
 
 
-def _budget(admission: Admission) -> None:
+def _budget(admission: Admission, found=None) -> None:
     """Drop the joins beyond each job's max_pages. A URL the job reached already costs nothing; the new
-    ones take what is left of the budget with one guarded update, shallowest first."""
+    ones take what is left of the budget with one guarded update, shallowest first. `found`: the lookup of
+    the joins' URLs made already."""
     capped = {j for j, r in admission.rules.items() if r.max_pages is not None}
     if not capped or not admission.joins:
         return
     urls = list(admission.joins)
-    known = urls_known(urls).ids
+    known = (found or urls_known(urls)).ids
     have = set(
         JobUrl.objects.filter(job_id__in=capped, url_id__in=list(known.values())).values_list("job_id", "url_id")
     )
@@ -344,12 +350,15 @@ def _job_urls(job_id: int):
 
 
 def job_hold(*, job_id: int, reason: str) -> int:
-    """Set the job's queued URLs aside for `reason`, but those another running job reached too. Returns how
-    many. A URL a load batch holds (leased) is set aside as well: the batch sees it before its request and
-    hands it back unfetched (crawlcore.services.load), so a pause stops the job's requests within seconds."""
+    """Set the job's queued URLs aside for `reason`, but those another running job reached too and those the
+    crawl had due before the job reached them (JobUrl.joined: the default crawl's, which no job would take
+    back). Returns how many. A URL a load batch holds (leased) is set aside as well: the batch sees it before
+    its request and hands it back unfetched (crawlcore.services.load), so a pause stops the job's requests
+    within seconds."""
     others = JobUrl.objects.filter(url_id=OuterRef("pk"), job__state=Job.RUNNING).exclude(job_id=job_id)
+    own = JobUrl.objects.filter(job_id=job_id, joined=False).values("url_id")
     return (
-        Url.objects.filter(id__in=_job_urls(job_id), state=State.INIT.value, exclusion_reason="")
+        Url.objects.filter(id__in=own, state=State.INIT.value, exclusion_reason="")
         .exclude(Exists(others))
         .update(exclusion_reason=reason, next_check_at=None)
     )
@@ -368,14 +377,18 @@ def job_seeds_insert(*, job: Job) -> set[int]:
     seeds = [NewUrl(u, depth=0, scope=Scope.for_seed(job.scope, server_key(u).host)) for u in job.seeds]
     # Not trusted, unlike the seeds of `crawl URL…` typed in a shell: a job may come from the API, and only a
     # superuser marks a server trusted (to be crawled on a private address).
-    inserted = urls_insert(urls=seeds)
+    before = urls_known([s.url for s in seeds])
+    due_before = {i for i, (state, reason) in _states(before.ids.values()).items()
+                  if state == State.INIT.value and reason == ""}  # fmt: skip
+    inserted = urls_insert(urls=seeds, known=before)
     ids = [inserted.ids[s.url] for s in seeds if s.url in inserted.ids]
     have = set(JobUrl.objects.filter(job_id=job.id, url_id__in=ids).values_list("url_id", flat=True))
     new = [i for i in ids if i not in have]
     if job.max_pages is not None:
         new = new[: budget_take(job_id=job.id, want=len(new), max_pages=job.max_pages)]
     granted = new
-    insert_ignore(JobUrl._meta.db_table, ("job_id", "url_id", "depth"), [(job.id, i, 0) for i in sorted(granted)])
+    insert_ignore(JobUrl._meta.db_table, ("job_id", "url_id", "depth", "joined"),
+                  [(job.id, i, 0, i in due_before) for i in sorted(granted)])  # fmt: skip
     # A seed known already but set aside for how it was found elsewhere (too deep, a pattern) is the job's now.
     lift = Url.objects.filter(id__in=granted, state=State.INIT.value, exclusion_reason__in=notfollowed.LIFTABLE)
     lift.update(exclusion_reason="", next_check_at=timezone.now(), depth=0)
@@ -383,6 +396,11 @@ def job_seeds_insert(*, job: Job) -> set[int]:
     job_walk_stored(url_ids=_fetched(granted))
     return set(Url.objects.filter(id__in=_job_urls(job.id), state=State.INIT.value, exclusion_reason="")
                .values_list("server_id", flat=True).distinct())  # fmt: skip
+
+
+def _states(url_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    rows = Url.objects.filter(id__in=list(url_ids)).values_list("id", "state", "exclusion_reason")
+    return {i: (state, reason) for i, state, reason in rows}
 
 
 def _counts(job_id: int) -> tuple[int, int]:
@@ -572,42 +590,71 @@ def jobs_tick(*, now: datetime | None = None) -> dict[str, int]:
     out = {"started": 0, "finished": 0}
     revisits = Job.objects.filter(enabled=True, schedule="", revisit_after__isnull=False, state=Job.IDLE)
     for job in revisits:
-        last = JobRun.objects.filter(job_id=job.id).order_by("-started_at").values_list("ended_at", flat=True).first()
-        if last is not None and (now - last).total_seconds() >= (job.revisit_after or 0):
-            try:
-                job_start(name=job.name, trigger="revisit")
-                out["started"] += 1
-            except JobError as exc:
-                log.info("revisit of %s skipped: %s", job.name, exc)
+        out["started"] += _guarded(job, "revisit", lambda job=job: _revisit_due(job, now))
     for job in Job.objects.filter(enabled=True).exclude(schedule="").exclude(state__in=[Job.RUNNING, Job.PAUSED]):
-        tz = ZoneInfo(job.time_zone)
-        if job.next_run_at is None:
-            nxt = jobrules.schedule_next(job.schedule, now.astimezone(tz))
-            Job.objects.filter(id=job.id, next_run_at__isnull=True).update(next_run_at=nxt)
-            continue
-        if job.next_run_at <= now:
-            nxt = jobs_next = jobrules.schedule_next(job.schedule, now.astimezone(tz))
-            if Job.objects.filter(id=job.id, next_run_at=job.next_run_at).update(next_run_at=jobs_next):
-                try:
-                    job_start(name=job.name, trigger="schedule")
-                    out["started"] += 1
-                except JobError as exc:
-                    log.info("scheduled start of %s skipped: %s (next %s)", job.name, exc, nxt)
+        out["started"] += _guarded(job, "schedule", lambda job=job: _schedule_due(job, now))
     jobs_sample(now=now)
     for job in Job.objects.filter(state=Job.RUNNING):
-        inside = jobrules.in_windows(job.windows, now.astimezone(ZoneInfo(job.time_zone)))
-        if inside:
-            servers = job_unhold(job_id=job.id, reasons=[jobrules.OUTSIDE_WINDOW])
-            _dispatch_soon(servers)
-        else:
-            job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
-        c = job_counts(job_id=job.id, now=now)
-        if inside and c["queued"] == 0 and c["fetching"] == 0 and c["unextracted"] == 0:
-            if job_finish(job_id=job.id, reason="done"):
-                out["finished"] += 1
-        elif inside:
-            job_stall_check(job=job, now=now)
+        out["finished"] += _guarded(job, "window", lambda job=job: _window_edge(job, now))
     return out
+
+
+def _guarded(job: Job, step: str, fn) -> int:
+    """One job's step of the tick: whatever goes wrong with this job (a schedule that never comes, a time
+    zone gone from the system) is logged and moves it forward, and the other jobs' steps still run."""
+    try:
+        with transaction.atomic():
+            return int(fn())
+    except JobError as exc:
+        log.info("%s of job %s skipped: %s", step, job.name, exc)
+    except Exception:
+        log.exception("%s of job %s failed; the other jobs go on", step, job.name)
+    if step == "schedule":
+        # Its next start unknown: asked again in a day, not at every tick.
+        Job.objects.filter(id=job.id).update(next_run_at=timezone.now() + timedelta(days=1))
+    return 0
+
+
+def _revisit_due(job: Job, now: datetime) -> bool:
+    last = JobRun.objects.filter(job_id=job.id).order_by("-started_at").values_list("ended_at", flat=True).first()
+    if last is None or (now - last).total_seconds() < (job.revisit_after or 0):
+        return False
+    job_start(name=job.name, trigger="revisit")
+    return True
+
+
+def _schedule_due(job: Job, now: datetime) -> bool:
+    tz = ZoneInfo(job.time_zone)
+    if job.next_run_at is None:
+        nxt = jobrules.schedule_next(job.schedule, now.astimezone(tz))
+        Job.objects.filter(id=job.id, next_run_at__isnull=True).update(next_run_at=nxt)
+        return False
+    if job.next_run_at > now:
+        return False
+    nxt = jobrules.schedule_next(job.schedule, now.astimezone(tz))
+    if not Job.objects.filter(id=job.id, next_run_at=job.next_run_at).update(next_run_at=nxt):
+        return False  # another tick took this start
+    try:
+        job_start(name=job.name, trigger="schedule")
+    except JobError as exc:
+        log.info("scheduled start of %s skipped: %s (next %s)", job.name, exc, nxt)
+        return False
+    return True
+
+
+def _window_edge(job: Job, now: datetime) -> bool:
+    inside = jobrules.in_windows(job.windows, now.astimezone(ZoneInfo(job.time_zone)))
+    if inside:
+        servers = job_unhold(job_id=job.id, reasons=[jobrules.OUTSIDE_WINDOW])
+        _dispatch_soon(servers)
+    else:
+        job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
+    c = job_counts(job_id=job.id, now=now)
+    if inside and c["queued"] == 0 and c["fetching"] == 0 and c["unextracted"] == 0:
+        return job_finish(job_id=job.id, reason="done")
+    if inside:
+        job_stall_check(job=job, now=now)
+    return False
 
 
 # -- definitions (admin, API, config file) -------------------------------------------------------------
@@ -682,5 +729,5 @@ def job_delete(*, name: str) -> bool:
         return False
     job_hold(job_id=job.id, reason=jobrules.JOB_STOPPED)
     JobUrl.objects.filter(job_id=job.id).delete()
-    job.delete()
+    job.delete()  # its politeness goes with it: read while it runs (selectors_jobs.jobs_politeness), never written
     return True

@@ -44,6 +44,7 @@ from ..assertions import Assertion, AssertionRuleError, assertion_failure, asser
 from ..confirm import Confirmation, confirm
 from ..content import ContentRule, content_failure
 from ..kinds import Kind
+from ..kinds.dns import DnsSpec
 from ..models import LocationState, ServerMonitor, StatusChange
 from ..quorum import locations_parse, quorum_decide, quorum_needed
 from ..selectors import in_window, maintenance_windows
@@ -211,6 +212,13 @@ def _guard(trusted: bool):
     return None if trusted else address_guard()
 
 
+def _kind_guard(target):
+    """A DNS check's own nameserver is guarded whatever the server's trust (trust.nameserver_refusal)."""
+    if isinstance(target.spec, DnsSpec) and target.spec.nameserver:
+        return address_guard()
+    return _guard(target.trusted)
+
+
 def checks_fetch(*, targets: Sequence[Target], retries: int | None = None) -> list[Checked]:
     """Fetch every target's health URL in parallel; nothing is written. Every check is a fresh
     connection (no keep-alive), so each one measures DNS, connect, first byte and body, as a check
@@ -264,7 +272,7 @@ def _fetch_once(targets: Sequence[Target]) -> list[Checked]:
     other = [t for t in targets if t.spec is not None and not t.problem]
     if not other:
         return _fetch_http(targets)
-    ran = kinds_run(jobs=[(t.spec, _guard(t.trusted), t.threshold_s) for t in other], policy=_policy())
+    ran = kinds_run(jobs=[(t.spec, _kind_guard(t), t.threshold_s) for t in other], policy=_policy())
     done = {id(t): _kind_checked(t, r) for t, r in zip(other, ran, strict=True)}
     rest = iter(_fetch_http([t for t in targets if id(t) not in done]))
     return [done[id(t)] if id(t) in done else next(rest) for t in targets]

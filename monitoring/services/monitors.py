@@ -30,6 +30,7 @@ from ..kinds.heartbeat import PING_KINDS, START, SUCCESS, check_interval, token_
 from ..kinds.tcp import TcpTargetError, tcp_target_parse
 from ..models import HeartbeatPing, ServerMonitor
 from ..server_list import MAX_INTERVAL_S, MIN_INTERVAL_S
+from .trust import nameserver_refusal
 
 MIN_PERIOD_S = 1.0
 MAX_NAME_LENGTH = 200
@@ -143,6 +144,8 @@ def monitor_add(
         elif k is Kind.TCP:
             given.update(tcp_tls=tls or None, tcp_banner=_text(banner, "banner", 200) or None)
         elif k is Kind.DNS:
+            if refused := nameserver_refusal(text=nameserver):
+                raise MonitorError(f"nameserver: {refused}")
             try:
                 nameserver_parse(nameserver)
                 given.update(
