@@ -4,6 +4,8 @@ actions start, pause, resume, stop."""
 
 from __future__ import annotations
 
+import json
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -32,7 +34,15 @@ class LinesField(forms.CharField):
     def to_python(self, value) -> list[str]:
         if isinstance(value, list | tuple):
             return [str(v) for v in value]
-        return [line.strip() for line in (value or "").splitlines() if line.strip()]
+        text = (value or "").strip()
+        if text.startswith("["):  # the JSON list this field took before (scripts, saved forms) still works
+            try:
+                found = json.loads(text)
+            except ValueError:
+                found = None
+            if isinstance(found, list):
+                return [str(v) for v in found]
+        return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 class JobForm(forms.ModelForm):
