@@ -135,6 +135,15 @@ _TITLES = {
 }
 
 
+# A heartbeat is not "disconnected": its job is late (missed its ping), failed, or back on time.
+HEARTBEAT_WORDS = {
+    "disconnect": "late, missed its ping",
+    "error": "failed (the job reported a failure)",
+    "delay": "late",
+    "normal": "on time again (pinged)",
+}
+
+
 @dataclass(frozen=True)
 class EventView:
     """What a message says about one event."""
@@ -148,6 +157,7 @@ class EventView:
     to_status: str = ""
     reason: str = ""
     locations: dict[str, str] = field(default_factory=dict)  # crawler number -> what it saw (quorum)
+    monitor_kind: str = ""  # http, tcp, dns, heartbeat: a heartbeat's changes are told in its own words
     # What the server answered (monitoring.selectors_evidence.evidence_alert_lines: status, the body's start
     # with its control characters gone, the slowest phase) and the incident page's address; empty if none.
     answered: str = ""
@@ -156,6 +166,8 @@ class EventView:
     def line(self) -> str:
         if not self.to_status:
             change = self.kind
+        elif self.monitor_kind == "heartbeat" and self.to_status in HEARTBEAT_WORDS:
+            change = HEARTBEAT_WORDS[self.to_status]
         elif self.from_status == self.to_status:  # a reminder: the reason says "still ..."
             change = self.to_status
         else:

@@ -595,6 +595,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+FORMAT_MODULE_PATH = ["crawladmin.formats"]  # the admin writes times as the dashboard does (crawladmin/formats/en)
 TIME_ZONE: str = _cfg["TIME_ZONE"]
 USE_I18N = True
 USE_TZ = True

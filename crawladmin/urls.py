@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import admin
 from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
@@ -13,6 +14,8 @@ from dashboard.public import status_page
 
 urlpatterns = [
     path("", lambda request: redirect("dashboard:grid")),
+    # Browsers ask for /favicon.ico whatever the page links: the product's icon, not a 404.
+    path("favicon.ico", lambda request: redirect(static("dashboard/favicon.svg"), permanent=True)),
     path("admin/", admin.site.urls),
     path("api/summary", api.summary, name="api-summary"),
     path("api/servers", api.servers, name="api-servers"),

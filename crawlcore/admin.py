@@ -30,7 +30,7 @@ from crawler.hosthealth import until_parse
 from crawler.lifecycle import State
 
 from . import access, workers
-from .admin_base import ReaderScopedAdmin, log_change
+from .admin_base import NamedValuesFilter, ReaderScopedAdmin, log_change
 from .models import Link, Page, Server, Sitemap, StatusCheck, Url, UrlEvent
 from .selectors_health import server_health
 from .services import operator
@@ -75,9 +75,14 @@ class ServerAdmin(ReaderScopedAdmin):
         "excluded_reason",
         "health",
     )
-    list_filter = ("enabled", "group", "crawler_num", "robots_kind")
+    list_filter = ("enabled", ("group", NamedValuesFilter), "crawler_num", ("robots_kind", NamedValuesFilter))
     search_fields = ("host", "ip", "group")
-    readonly_fields = ("health", "robots_txt", "robots_fetched_at", "next_request_at", "dispatched_at")
+    # What the crawler and the monitor learn (the address last resolved, robots.txt, the load profile, the
+    # schedule) is shown, not edited: an operator's value there would be overwritten at the next visit.
+    readonly_fields = (
+        "health", "ip", "robots_txt", "robots_kind", "robots_fetched_at", "crawl_delay", "sitemaps_read_at",
+        "next_request_at", "dispatched_at", "paused_until", "load_profile", "load_profile_at", "alias_of",
+    )  # fmt: skip
     actions = ["enable", "disable", "pin", "crawl_now", "revive_dead", "pause_crawl", "resume_crawl"]
     group_paths = ("group",)
     role_object = "server"  # and its address, trust and owner's address a superuser's (crawlcore.roles)
@@ -348,7 +353,7 @@ class PageAdmin(ReaderScopedAdmin):
 @admin.register(StatusCheck)
 class StatusCheckAdmin(ReaderScopedAdmin):
     list_display = ("requested_url", "checked_at", "status_code", "category", "failure_kind", "latency_ms", "agent")
-    list_filter = ("category", "failure_kind", "agent", "crawler_num")
+    list_filter = ("category", ("failure_kind", NamedValuesFilter), "agent", "crawler_num")
     raw_id_fields = ("url", "server")
     date_hierarchy = "checked_at"
     show_full_result_count = False

@@ -36,6 +36,17 @@ def log_change(request: HttpRequest, model, ids, message: str) -> None:
     )
 
 
+class NamedValuesFilter(admin.AllValuesFieldListFilter):
+    """Django's filter by every value of a field, with the empty value named "(none)": its own choice is
+    otherwise a link with no text, which a screen reader cannot name."""
+
+    def choices(self, changelist):
+        for choice in super().choices(changelist):
+            if choice["display"] == "":
+                choice = {**choice, "display": "(none)"}
+            yield choice
+
+
 class ReaderScopedAdmin(admin.ModelAdmin):
     """An admin page cut to the reader's server groups (crawlcore.access).
 

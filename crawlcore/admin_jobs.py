@@ -4,6 +4,8 @@ actions start, pause, resume, stop."""
 
 from __future__ import annotations
 
+import json
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -13,13 +15,41 @@ from django.utils.html import format_html, format_html_join
 from crawler.jobrules import JOB_KEYS, job_spec_check
 
 from . import roles
-from .admin_base import ReaderScopedAdmin
+from .admin_base import NamedValuesFilter, ReaderScopedAdmin
 from .models import Job, JobRun
 from .selectors_jobs import job_definition, job_progress, job_stalled
 from .services.jobs import JobError, job_pause, job_resume, job_save, job_start, job_stop
 
 
+class LinesField(forms.CharField):
+    """A list of strings (seeds, patterns, windows) edited one a line instead of as JSON text."""
+
+    widget = forms.Textarea(attrs={"class": "one-a-line", "rows": 6, "spellcheck": "false"})
+
+    def prepare_value(self, value):
+        if isinstance(value, list | tuple):
+            return "\n".join(str(v) for v in value)
+        return value
+
+    def to_python(self, value) -> list[str]:
+        if isinstance(value, list | tuple):
+            return [str(v) for v in value]
+        text = (value or "").strip()
+        if text.startswith("["):  # the JSON list this field took before (scripts, saved forms) still works
+            try:
+                found = json.loads(text)
+            except ValueError:
+                found = None
+            if isinstance(found, list):
+                return [str(v) for v in found]
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+
 class JobForm(forms.ModelForm):
+    seeds = LinesField(help_text="Seed URLs (depth 0), one a line")
+    include = LinesField(required=False, help_text="Path patterns (regular expressions) a URL must match, one a line")
+    exclude = LinesField(required=False, help_text="Path patterns (regular expressions) that exclude a URL, one a line")
+    windows = LinesField(required=False, help_text='Time windows "HH:MM-HH:MM" in the time zone, one a line')
     actor = None  # the user saving it (JobAdmin.get_form): held to the role rules for the job's seeds
 
     class Meta:
@@ -136,7 +166,7 @@ class JobRunAdmin(ReaderScopedAdmin):
     group_paths = ("job__group",)
     role_object = "job"
     list_display = ("job", "started_at", "ended_at", "trigger", "pages", "failures", "stop_reason")
-    list_filter = ("trigger", "stop_reason")
+    list_filter = ("trigger", ("stop_reason", NamedValuesFilter))
     readonly_fields = ("job", "started_at", "ended_at", "trigger", "done_at_start", "failed_at_start", "pages",
                        "failures", "stop_reason")  # fmt: skip
 

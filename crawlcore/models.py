@@ -544,6 +544,10 @@ class JobRun(models.Model):
     class Meta:
         indexes = [models.Index(fields=["job", "-started_at"], name="jobrun_job_idx")]
 
+    def __str__(self) -> str:
+        # The admin's inline rows and log name a run by when it started, not "JobRun object (3)".
+        return f"run started {self.started_at:%Y-%m-%d %H:%M:%S %Z} ({self.trigger})"
+
     def active_seconds(self, now: datetime) -> float:
         """Seconds the run was let run up to `now` (its paused time left out)."""
         end = self.ended_at or now

@@ -27,6 +27,7 @@ urlpatterns = [
     path("", views.grid, name="grid"),
     path("grid.json", views.grid_json, name="grid-json"),
     path("servers/<id:server_id>/", views.server, name="server"),
+    path("servers/bulk", views.servers_bulk, name="servers-bulk"),
     path("crawl/", views.crawl, name="crawl"),
     path("dead-links/", views.dead_links, name="dead-links"),
     path("dead-links/<id:server_id>/", views.dead_links_site, name="dead-links-site"),

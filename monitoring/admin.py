@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from crawlcore.admin import ReaderScopedAdmin, ServerAdmin, log_change
-from crawlcore.admin_base import RoleInline
+from crawlcore.admin_base import NamedValuesFilter, RoleInline
 from crawlcore.models import Server
 from crawler.status import Category, Status
 
@@ -17,19 +17,12 @@ from .services.checks import monitors_check
 from .services.incidents import incident_status_sync
 
 CHECK_NOW_LIMIT = 20  # checks run in the request: at most this many servers, each bounded by the timeouts
-STATUS_COLOURS = {
-    Status.NORMAL: "#3a9d4f",
-    Status.DELAY: "#e3a21a",
-    Status.DISCONNECT: "#7b3fa0",
-    Status.ERROR: "#c8352b",
-    Status.MAINTENANCE: "#4a7ab5",
-}
 
 
 def _badge(status: str) -> str:
-    colour = STATUS_COLOURS.get(status, "#999")
-    style = f"background:{colour};color:#fff;padding:1px 7px;border-radius:8px"
-    return format_html('<span style="{}">{}</span>', style, status)
+    """The dashboard's own status badge (its colours live in dashboard.css, which the admin loads too:
+    templates/admin/base_site.html), so a status reads the same in both."""
+    return format_html('<span class="badge {}">{}</span>', status, status)
 
 
 class MonitorStatusFilter(admin.SimpleListFilter):
@@ -96,7 +89,7 @@ class ServerMonitorAdmin(ReaderScopedAdmin):
         "name",
         "kind",
         "enabled",
-        "status",
+        "status_shown",
         "status_since",
         "last_category",
         "last_check_at",
@@ -105,7 +98,14 @@ class ServerMonitorAdmin(ReaderScopedAdmin):
         "accepted_codes",
         "next_check_at",
     )
-    list_filter = ("enabled", "kind", "status", "last_category", "server__group", "server__crawler_num")
+    list_filter = (
+        "enabled", "kind", "status", ("last_category", NamedValuesFilter), ("server__group", NamedValuesFilter),
+        "server__crawler_num",
+    )  # fmt: skip
+
+    @admin.display(description="status", ordering="status")
+    def status_shown(self, obj: ServerMonitor) -> str:
+        return _badge(obj.status)
     search_fields = ("server__host", "health_url", "name")
     list_select_related = ("server",)
     raw_id_fields = ("server",)

@@ -15,6 +15,8 @@ from crawler.status import CONFIRMED, Status
 from .assertions import AssertionRuleError, assertions_parse
 from .content import ContentRule, ContentRuleError, rule_check
 from .kinds import Kind
+from .kinds import shown_name as _shown_name
+from .kinds import target_text as _target_text
 from .quorum import LocationsError, locations_parse
 from .validate import monitor_problems
 
@@ -118,6 +120,17 @@ class ServerMonitor(models.Model):
     def __str__(self) -> str:
         return self.name or f"monitor of {self.server_id}"
 
+    @property
+    def target_text(self) -> str:
+        s = self.server
+        return _target_text(scheme=s.scheme, host=s.host, port=s.port, origin=s.origin)
+
+    @property
+    def shown_name(self) -> str:
+        """The name every reader shows (monitoring.kinds.shown_name)."""
+        s = self.server
+        return _shown_name(name=self.name, scheme=s.scheme, host=s.host, port=s.port, origin=s.origin)
+
     def clean(self) -> None:
         problems = monitor_problems(
             health_url=self.health_url,
@@ -166,6 +179,25 @@ class ServerMonitor(models.Model):
         if content_refusal(url=self.health_url, server=self.server, has_rule=reads):
             out["assertions"] = "header and json assertions run only on a trusted server, on its own host"
         return out
+
+
+class HeartbeatPing(models.Model):
+    """One ping a heartbeat's job sent: when, which signal, what it sent, from where. The newest
+    PINGS_KEPT of each heartbeat are kept (monitoring.services.monitors.heartbeat_ping prunes)."""
+
+    PINGS_KEPT = 50
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="heartbeat_pings")
+    at = models.DateTimeField()
+    kind = models.CharField(max_length=8)  # success, start or fail (monitoring.kinds.heartbeat)
+    body = models.TextField(blank=True)  # cut at MONITOR_PING_BODY_BYTES, control characters removed
+    source = models.GenericIPAddressField(null=True, blank=True, help_text="The address the ping came from")
+
+    class Meta:
+        indexes = [models.Index(fields=["server", "at"], name="ping_server_time_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} ping at {self.at:%Y-%m-%d %H:%M:%S}"
 
 
 class StatusChange(models.Model):

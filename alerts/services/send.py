@@ -35,7 +35,7 @@ from django.utils import timezone
 
 from crawlcore.models import Server
 from monitoring.models import Incident
-from monitoring.selectors import monitor_names
+from monitoring.selectors import monitor_kinds, monitor_names
 from monitoring.selectors_evidence import evidence_alert_lines
 
 from ..delivery import Outcome, deliver_all
@@ -146,7 +146,8 @@ def _release(ids: list[int], token: str) -> None:
 def _views(rows: Sequence[Notification]) -> list[EventView]:
     ids = {r.event.server_id for r in rows if r.event.server_id}
     servers = Server.objects.filter(id__in=ids)
-    names = monitor_names(server_ids=ids)  # a monitor is named by its name, else by its server's origin
+    names = monitor_names(server_ids=ids)  # a monitor is named by its name, else by its target
+    kinds = monitor_kinds(server_ids=ids)
     origins = {s.id: (names.get(s.id) or s.origin, s.group) for s in servers.only("scheme", "host", "port", "group")}
     answered, links = _evidence(rows)
     views = []
@@ -164,6 +165,7 @@ def _views(rows: Sequence[Notification]) -> list[EventView]:
                 to_status=e.to_status,
                 reason=e.reason,
                 locations=dict(e.locations or {}),
+                monitor_kind=kinds.get(e.server_id, ""),
                 answered=answered.get(e.status_change_id, ""),
                 incident_url=links.get(e.status_change_id, ""),
             )
