@@ -25,8 +25,9 @@ pywb: $(PYWB_VENV)/.installed
 
 # Embedded default: SQLite + in-process broker and worker. Starts the local test web, crawls it,
 # prints the summary, then serves the admin with a password printed once.
+# `make demo CHANNEL=json://127.0.0.1:9000/` also sends the demo servers' down and up alerts there.
 demo: install
-	$(PY) manage.py demo
+	$(PY) manage.py demo $(if $(CHANNEL),--channel '$(CHANNEL)')
 
 # Every test but the chaos crawl: unit, the embedded end-to-end crawl, and the cluster crawl against
 # PostgreSQL and Redis (127.0.0.1:5432 and a redis-server it starts itself; see README "Tests").

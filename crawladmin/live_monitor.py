@@ -1,9 +1,11 @@
 """The embedded mode's monitor: checks the due servers and keeps their rollups while a command serves.
 
-In the cluster mode beat dispatches due servers to the `monitor` queue and workers check them. A command
-that only serves (the demo's runserver) has neither, so without this the dashboard would show the last
-checks made before serving as if they were current. This loop plays beat and worker for the monitor in
-one thread of the serving process, with the same services: `monitors_check` claims only the due servers
+In the cluster mode beat dispatches due servers to the `monitor` queue and workers check them, and beat's
+`alerts: send notifications` job sends the outbox every 10 s. A command that only serves (the demo's
+runserver) has neither, so without this the dashboard would show the last checks made before serving as
+if they were current, and the notifications those checks wrote would stay pending. This loop plays beat
+and worker for the monitor and the alert sender in one thread of the serving process, with the same
+services: `monitors_check` claims only the due servers
 (one guarded UPDATE), so a second checker, a cluster worker or an operator's "check now", never checks a
 server twice in one interval.
 """
@@ -19,6 +21,8 @@ from contextlib import contextmanager
 from django.db import OperationalError, close_old_connections, connection
 from django.utils import timezone
 
+from alerts.services.reminders import reminders_write
+from alerts.services.send import notifications_send
 from monitoring.selectors import monitors_selected
 from monitoring.services.checks import checks_fetch, checks_record, monitors_claim, target_of
 from monitoring.services.history import load_profiles_build, rollups_build
@@ -28,6 +32,7 @@ log = logging.getLogger(__name__)
 TICK = 1.0  # seconds between looks for due servers: a check is at most this late
 ROLLUP_EVERY = 60.0  # beat's is five minutes; uptime reads the newest checks live anyway
 PROFILES_EVERY = 3600.0
+SEND_EVERY = 10.0  # as beat's `alerts: send notifications`; the grouping window still holds each row back
 
 
 class _Loop(threading.Thread):
@@ -37,11 +42,16 @@ class _Loop(threading.Thread):
 
     def run(self) -> None:
         last_rollup = last_profiles = time.monotonic()
+        last_send = 0.0
         try:
             while not self.stopping.wait(TICK):
                 try:
                     _round()
                     now = time.monotonic()
+                    if now - last_send >= SEND_EVERY:
+                        # After the round: a change it confirmed is sent in this pass once its window is over.
+                        last_send = now
+                        _send()
                     if now - last_rollup >= ROLLUP_EVERY:
                         rollups_build()
                         last_rollup = now
@@ -77,9 +87,19 @@ def _round() -> None:
             time.sleep(0.1)
 
 
+def _send() -> None:
+    """The outbox once, as beat's job does: rows past their grouping window go out (each in its own child,
+    bounded by ALERTS_SEND_TIMEOUT), failed ones wait their back-off."""
+    reminders_write()
+    for sent in notifications_send():
+        if not sent.ok:
+            state = "failed for good" if sent.final else "failed, will retry"
+            log.warning("embedded sender: %s %s: %s", sent.channel, state, sent.error)
+
+
 @contextmanager
 def embedded_monitor() -> Iterator[None]:
-    """Check due servers in a background thread for the duration of the block."""
+    """Check due servers and send the alerts they cause, in a background thread, for the duration of the block."""
     loop = _Loop()
     loop.start()
     try:

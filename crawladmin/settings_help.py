@@ -200,7 +200,7 @@ HELP: dict[str, str] = {
         "behind a TLS proxy: its https header (e.g. `X-Forwarded-Proto`) and the https origins allowed to POST"
     ),
     "GUIDE_URL": (
-        "where the pages' \"?\" links find the user guide: the default `/guide/` is the site `make docs` built, "
+        'where the pages\' "?" links find the user guide: the default `/guide/` is the site `make docs` built, '
         "served by this app; a URL of a copy hosted elsewhere works too"
     ),
     "OIDC_RP_CLIENT_ID": (
@@ -233,4 +233,43 @@ HELP: dict[str, str] = {
     "OIDC_OP_TOKEN_ENDPOINT": ("single sign-on: the provider's token endpoint"),
     "OIDC_OP_USER_ENDPOINT": ("single sign-on: the provider's user-info endpoint"),
     "OIDC_OP_JWKS_ENDPOINT": ("single sign-on: the provider's signing keys (JWKS) endpoint"),
+    "JOBS_STALL_MINUTES": (
+        "minutes without a page done after which a running job (not paused, inside its window) tells "
+        "`job.stalled`, once a run"
+    ),
+    "CRAWL_PARSE_TIMEOUT": (
+        "seconds one stored page's parse (HTML or PDF, in a child process) may take; past it the child is "
+        "killed and the page is classified `parse:time`"
+    ),
+    "CRAWL_PARSE_MEMORY_MB": ("memory one page's parse may add; past it the page is classified `parse:memory`"),
+    "CRAWL_BACKOFF_BASE": (
+        "a 429 or 503 without Retry-After: seconds of the first back-off (doubled per repeat, ±10 %); a held "
+        "server's probe window too"
+    ),
+    "CRAWL_BACKOFF_MAX": ("the longest back-off after repeated 429 / 503 answers without Retry-After"),
+    "CRAWL_BACKOFF_FORGIVE": (
+        "seconds without a 429 / 503 after which the back-off starts again from `CRAWL_BACKOFF_BASE`"
+    ),
+    "CRAWL_RETRY_AFTER_MAX": ("the longest Retry-After honoured, in seconds"),
+    "CRAWL_PACE_FACTOR": (
+        "a server's delay is at least this factor × the p95 response time of its last `CRAWL_PACE_WINDOW` "
+        "answers (up to `CRAWL_MAX_DELAY`); 0 turns the pacing off"
+    ),
+    "CRAWL_PACE_WINDOW": (
+        "how many of a server's last answers its pace (p95 response time, timeouts and 5xx) is read over"
+    ),
+    "EVIDENCE_BODY_BYTES": ("bytes of a failing answer's body the monitor keeps as an incident's evidence"),
+    "EVIDENCE_MAX_BYTES": ("bytes of evidence kept per incident at most (heads, body, timings)"),
+    "EVIDENCE_RETENTION_DAYS": ("days an incident's evidence and its archive exchanges are kept; 0 keeps them"),
+    "ARCHIVE_REPLAY_URL": (
+        "a pywb collection's address (`http://host:8080/crawl/`): the incident page links the replay of the "
+        "failing answer and the last good capture there"
+    ),
+    "ALERTS_BASE_URL": (
+        "the address people reach this app at, for the links in alerts (the incident page); empty: that of "
+        "`MONITOR_PING_BASE_URL`"
+    ),
+    "ALERTS_NO_EXCERPT_GROUPS": (
+        "server groups whose alerts do not quote what the server answered (the body excerpt): a comma list"
+    ),
 }

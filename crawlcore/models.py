@@ -5,13 +5,16 @@ every unit of work is a row, claimed with a lease, so a lost message or a killed
 from __future__ import annotations
 
 import zlib
+from datetime import datetime
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
 from crawler.lifecycle import Agent, State
+from crawler.politeness import crawl_delay
 from crawler.status import Category
 from crawler.urlnorm import ServerKey
 
@@ -25,7 +28,7 @@ def _choices(enum_cls) -> list[tuple[str, str]]:
 class Server(models.Model):
     """One web server (scheme, host, port): the unit of politeness and of crawler-number pinning."""
 
-    scheme = models.CharField(max_length=8)
+    scheme = models.CharField(max_length=12)  # http, https, or a monitor's tcp, dns, heartbeat
     host = models.CharField(max_length=255)
     port = models.PositiveIntegerField()
     ip = models.GenericIPAddressField(null=True, blank=True, help_text="Address last resolved")
@@ -95,6 +98,14 @@ class Server(models.Model):
         except ValueError:
             return False
         return (parts.hostname or "").lower() == self.host.strip("[]").lower() and port == self.port
+
+    def request_delay(self) -> float:
+        """Seconds between request starts politeness asks for: robots.txt's Crawl-delay (capped) or the
+        default, raised by the server's own floor (an operator's). The crawl's pace
+        (crawlcore.models.ServerHealth.pace_delay) and a running job (selectors_jobs.jobs_politeness, read
+        where requests are paced) may ask for more."""
+        delay = crawl_delay(self.crawl_delay, default=settings.CRAWL_DEFAULT_DELAY, cap=settings.CRAWL_MAX_DELAY)
+        return max(delay, self.min_delay or 0.0)
 
     def clean(self) -> None:
         problems = server_problems(
@@ -222,6 +233,10 @@ class Page(models.Model):
     # "pdf_truncated": crawler.pdf); empty when it was read whole. The full-text index of the page is kept
     # beside the row by the extract agent (crawlcore.db.fulltext), not in a model field.
     extract_problem = models.CharField(max_length=32, blank=True, db_default="")
+    # What the page says (its visible text, then its description; whitespace collapsed), kept by the extract
+    # agent for search snippets, so that no search parses a page again (search.selectors). NULL: extracted
+    # before it was kept (the snippet is then the title, until the page is extracted again).
+    text = models.TextField(null=True, blank=True)
     # The exchange that brought this copy, for the archive (a WARC request and response record): written by
     # the same statement as the body, columns rather than rows so the load path writes nothing more
     # (crawler.sanitize.clean_head: CRLF-separated, at most 16 KiB each).
@@ -238,6 +253,11 @@ class Page(models.Model):
         indexes = [
             models.Index(fields=["fetched_at"], name="page_unextracted_idx", condition=Q(extracted_at__isnull=True)),
             models.Index(fields=["checksum"], name="page_checksum_idx"),
+            # The pages whose text is still to be kept (crawlcore.services.extract.pages_text_fill): few, once
+            # the pages extracted before it was kept have it.
+            models.Index(
+                fields=["id"], name="page_text_missing_idx", condition=Q(text__isnull=True, extracted_at__isnull=False)
+            ),
         ]
 
     def __str__(self) -> str:
@@ -261,6 +281,9 @@ class Exchange(models.Model):
     heads stay."""
 
     PAGE, ROBOTS, SITEMAP = "page", "robots", "sitemap"
+    # The monitor's check whose answer is an incident's evidence (monitoring.services.evidence): kept, and
+    # removed, with the evidence (EVIDENCE_RETENTION_DAYS), not by the error bodies' retention.
+    MONITOR = "monitor"
 
     server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+", db_index=False)
     # SET_NULL through the ORM only: the row outlives nothing it needs from the URL but its text.
@@ -268,7 +291,7 @@ class Exchange(models.Model):
         Url, null=True, blank=True, on_delete=models.SET_NULL, related_name="exchanges", db_constraint=False
     )
     requested_url = models.TextField()
-    kind = models.CharField(max_length=8, default=PAGE, help_text="page, robots or sitemap")
+    kind = models.CharField(max_length=8, default=PAGE, help_text="page, robots, sitemap or monitor")
     method = models.CharField(max_length=8, default="GET")
     fetched_at = models.DateTimeField()
     status = models.PositiveSmallIntegerField()
@@ -504,9 +527,32 @@ class JobRun(models.Model):
     pages = models.PositiveIntegerField(default=0, help_text="URLs fetched in the run")
     failures = models.PositiveIntegerField(default=0)
     stop_reason = models.CharField(max_length=100, blank=True)
+    # The time the run spent paused, so its rate (and ETA) counts only the time it was let run.
+    paused_at = models.DateTimeField(null=True, blank=True, help_text="Paused since (while paused)")
+    paused_seconds = models.FloatField(default=0.0, help_text="Seconds paused before paused_at")
+    resumed_at = models.DateTimeField(null=True, blank=True, help_text="Last resumed (its rate is taken since)")
+    set_aside = models.PositiveIntegerField(
+        default=0, help_text="Queued URLs set aside by the job's patterns edited during the run"
+    )
+    # Each told once a run: the guarded write that sets one decides who tells it.
+    stalled_at = models.DateTimeField(null=True, blank=True, help_text="When the run was told stalled")
+    budget_reached_at = models.DateTimeField(null=True, blank=True, help_text="When the run used up max_pages")
+    samples = models.JSONField(
+        default=list, blank=True, help_text="[seconds since the start, done, queued] now and then (the job's chart)"
+    )
 
     class Meta:
         indexes = [models.Index(fields=["job", "-started_at"], name="jobrun_job_idx")]
+
+    def __str__(self) -> str:
+        # The admin's inline rows and log name a run by when it started, not "JobRun object (3)".
+        return f"run started {self.started_at:%Y-%m-%d %H:%M:%S %Z} ({self.trigger})"
+
+    def active_seconds(self, now: datetime) -> float:
+        """Seconds the run was let run up to `now` (its paused time left out)."""
+        end = self.ended_at or now
+        paused = self.paused_seconds + ((end - self.paused_at).total_seconds() if self.paused_at else 0.0)
+        return max(0.0, (end - self.started_at).total_seconds() - paused)
 
 
 class JobUrl(models.Model):
@@ -515,6 +561,72 @@ class JobUrl(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+", db_index=False)
     url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="+")
     depth = models.PositiveIntegerField()
+    # The URL was in the crawl, due for its own sake, when the job reached it: the job's pause or removal
+    # leaves it as it was (crawlcore.services.jobs.job_hold), for it is not the job's alone.
+    joined = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "url"], name="joburl_unique")]
+
+
+class ServerHealth(models.Model):
+    """What the monitor, the crawl, robots.txt and the operator know of a server's health, in one row that
+    only crawlcore.services.health writes and crawlcore.selectors_health reads (the rules:
+    crawler.hosthealth). No row: nothing is known against the server, it is healthy.
+
+    Each party writes its own columns, so one's news never erases another's (an operator's resume leaves
+    the monitor's outage standing); `state` … `until` are the summary the last write derived from them all."""
+
+    server = models.OneToOneField(Server, on_delete=models.CASCADE, primary_key=True, related_name="health")
+    # The summary, as of the last write (readers derive it afresh: a hold may have lapsed since).
+    state = models.CharField(max_length=16, default="healthy", db_index=True)
+    source = models.CharField(max_length=12, blank=True)
+    reason = models.CharField(max_length=300, blank=True)
+    since = models.DateTimeField(null=True, blank=True)
+    until = models.DateTimeField(null=True, blank=True)
+    # operator
+    paused_at = models.DateTimeField(null=True, blank=True)
+    paused_until = models.DateTimeField(null=True, blank=True)
+    paused_by = models.CharField(max_length=150, blank=True)
+    pause_note = models.CharField(max_length=200, blank=True)
+    # monitor: its confirmed outage
+    down_since = models.DateTimeField(null=True, blank=True)
+    down_reason = models.CharField(max_length=200, blank=True)
+    # robots.txt answered 5xx or not at all
+    robots_since = models.DateTimeField(null=True, blank=True)
+    robots_reason = models.CharField(max_length=200, blank=True)
+    # While down or robots-held: one probe request per window, the window doubling on each failed probe.
+    probe_at = models.DateTimeField(null=True, blank=True)
+    probe_strikes = models.PositiveIntegerField(default=0)
+    # crawl: 429 / 503 back-off (strikes: repeats, forgiven after quiet minutes)
+    limited_at = models.DateTimeField(null=True, blank=True)
+    limited_until = models.DateTimeField(null=True, blank=True, db_index=True)
+    limited_reason = models.CharField(max_length=200, blank=True)
+    limited_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    limited_asked = models.BooleanField(default=False, help_text="The wait was the server's own Retry-After")
+    strikes = models.PositiveIntegerField(default=0)
+    # crawl: the pace its answers ask for (p95 response time, share of failures over the last answers)
+    window = models.JSONField(default=list, blank=True, help_text="Last answers' ms, null for a failure")
+    pace_delay = models.FloatField(default=0.0)
+    error_floor = models.FloatField(default=0.0)
+    p95_ms = models.FloatField(null=True, blank=True)
+    error_share = models.FloatField(default=0.0)
+    paced_since = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"health of {self.server_id}: {self.state}"
+
+
+class ServerHealthEvent(models.Model):
+    """A change of a server's health summary: the history the server page shows."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="health_events")
+    at = models.DateTimeField()
+    state = models.CharField(max_length=16)
+    source = models.CharField(max_length=12, blank=True)
+    reason = models.CharField(max_length=300, blank=True)
+    until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["server", "-at"], name="health_event_server_at")]

@@ -26,7 +26,8 @@ def _body(request: HttpRequest) -> str:
 @csrf_exempt
 @require_http_methods(["GET", "HEAD", "POST"])
 def ping(request: HttpRequest, token: str, signal: str = "success") -> HttpResponse:
-    outcome = heartbeat_ping(token=token, signal=signal, body=_body(request))
+    source = request.META.get("REMOTE_ADDR", "")
+    outcome = heartbeat_ping(token=token, signal=signal, body=_body(request), source=source)
     if outcome == OK:
         return HttpResponse("OK\n", content_type="text/plain")
     if outcome == LIMITED:

@@ -20,17 +20,20 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Case, Count, IntegerField, Model, OuterRef, Subquery, Value, When
+from django.db.models import Count, Model, OuterRef, Q, Subquery
 from django.urls import reverse
 from django.utils import timezone
 
 from crawlcore.db import estimates, features, raw
 from crawlcore.models import BeatJobRun, Page, Server, StatusCheck
 from crawlcore.selectors import check_category_counts, check_time_floor
+from crawlcore.selectors_health import servers_health_summaries
 from crawlcore.services.schedule import schedule_table
 from crawlcore.templatetags.times import ago_text, when_text
 from crawler.lifecycle import Agent, State
 from crawler.status import Category, Status
+from crawler.urlnorm import ServerKey
+from monitoring.kinds import CRAWLED_SCHEMES, SCHEMES, Kind, kind_of_scheme, shown_name
 from monitoring.models import HourlyRollup, ServerCertificate, ServerMonitor, StatusChange
 from monitoring.selectors import hour_floor, monitor_intervals, servers_shown, uptime_counts, uptime_of
 
@@ -39,6 +42,7 @@ from .cache import cached
 from .formats import heat_scale, ms
 from .idrange import first_id_since
 from .models import CrawlSample, ServerRollup
+from .ordering import natural_key
 
 FAILING = rollups.FAILING
 SERVER_ANSWERS = rollups.SERVER_ANSWERS
@@ -262,6 +266,7 @@ def _grid_queryset(now: datetime):
     return servers_shown(now=now, intervals=_intervals())
 
 
+TIMED = (Category.NORMAL.value, Category.DELAY.value)  # checks that passed: their time is a latency
 TILE_BAR = 30  # the tile's bar: the server's last checks by the monitor
 
 
@@ -270,6 +275,8 @@ class Tile:
     id: int
     origin: str
     group: str
+    name: str  # monitoring.kinds.shown_name: what people called it, else its target as they write it
+    kind: str
     crawler_num: int | None
     enabled: bool
     status: str
@@ -285,6 +292,8 @@ class Tile:
     bar: list[str] = field(default_factory=list)  # the last TILE_BAR monitor checks' categories, oldest first
     cert_days: float | None = None  # days the https certificate has left (negative: expired); None: no https
     cert_error: str = ""  # the last check's TLS failure
+    named: bool = False  # people gave it a name (else `name` is its target)
+    health: str = ""  # the crawl's view when it holds or slows the server: "rate_limited (crawl): HTTP 429 …"
 
     @property
     def cert_text(self) -> str:
@@ -300,11 +309,17 @@ class Tile:
 
     @property
     def uptime_text(self) -> str:
-        return "–" if self.uptime_24h is None else f"{self.uptime_24h:.2f} %"
+        return "–" if self.uptime_24h is None else f"{self.uptime_24h:.2f}\u00a0%"
+
+    @property
+    def kind_text(self) -> str:
+        return KIND_TEXT.get(self.kind, self.kind)
 
     def as_json(self) -> dict:
         return {
             "id": self.id,
+            "name": self.name,
+            "kind": self.kind,
             "status": self.status,
             "latency_ms": None if self.latency_ms is None else round(self.latency_ms, 1),
             "last_check_at": self.last_check_at.isoformat() if self.last_check_at else None,
@@ -314,7 +329,83 @@ class Tile:
             "uptime_24h": None if self.uptime_24h is None else round(self.uptime_24h, 2),
             "bar": self.bar,
             "cert": self.cert_text,
+            "health": self.health,
         }
+
+
+KIND_TEXT = {"http": "HTTP", "tcp": "TCP", "dns": "DNS", "heartbeat": "heartbeat"}
+GRID_KINDS = tuple(KIND_TEXT)
+MAX_QUERY = 100
+
+
+@dataclass(frozen=True)
+class GridFilter:
+    """What a grid or list page shows: by status, group, kind and a search in names and addresses."""
+
+    status: str = ""
+    group: str = ""
+    kind: str = ""
+    q: str = ""
+    groups: frozenset[str] | None = None  # the reader's scope (None: every group)
+    by_group: bool = False  # ordered by group first (the list's collapsible groups)
+
+
+def _kind_q(kind: str) -> Q:
+    if kind == "http":
+        return Q(scheme__in=CRAWLED_SCHEMES)
+    return Q(scheme=SCHEMES[Kind(kind)])
+
+
+def grid_rows(*, filters: GridFilter, now: datetime) -> list[dict]:
+    """Every matching server's light row, in the grid's order: problems first (GRID_STATUSES' order), then
+    by name as people sort names (dashboard.ordering). One query of small rows; at thousands of servers
+    sorting them here costs less than a page's details, which grid_tiles reads for one page only."""
+    qs = _grid_queryset(now)
+    if filters.status:
+        qs = qs.filter(shown_status=filters.status)
+    if filters.group:
+        qs = qs.filter(group=filters.group)
+    if filters.groups is not None:
+        qs = qs.filter(group__in=filters.groups)
+    if filters.kind in GRID_KINDS:
+        qs = qs.filter(_kind_q(filters.kind))
+    if filters.q:
+        qs = qs.filter(Q(host__icontains=filters.q) | Q(monitor__name__icontains=filters.q))
+    rows = list(qs.values("id", "scheme", "host", "port", "group", "shown_status", "monitor__name"))
+    severity = {s: i for i, s in enumerate(GRID_STATUSES)}
+    for r in rows:
+        # The server's origin as Server.origin writes it, without building a model per row (thousands).
+        origin = ServerKey(r["scheme"], r["host"], r["port"]).origin()
+        r["name"] = shown_name(
+            name=r["monitor__name"] or "", scheme=r["scheme"], host=r["host"], port=r["port"], origin=origin
+        )
+        r["origin"] = origin
+        r["sort"] = (severity.get(r["shown_status"], len(severity)), natural_key(r["name"]), r["port"], r["id"])
+    if filters.by_group:
+        rows.sort(key=lambda r: (natural_key(r["group"]), r["sort"]))
+    else:
+        rows.sort(key=lambda r: r["sort"])
+    return rows
+
+
+@dataclass(frozen=True)
+class GroupCount:
+    name: str
+    servers: int
+    problems: int  # servers whose status is a problem (down, unconfirmed, slow, stale)
+
+
+PROBLEMS = frozenset(GRID_STATUSES[:5])
+
+
+def grid_group_counts(rows: Sequence[dict]) -> dict[str, GroupCount]:
+    """Servers and problems per group of grid_rows' rows (every match, not one page)."""
+    servers: Counter = Counter()
+    problems: Counter = Counter()
+    for r in rows:
+        servers[r["group"]] += 1
+        problems[r["group"]] += r["shown_status"] in PROBLEMS
+    return {g: GroupCount(g, n, problems[g]) for g, n in servers.items()}
 
 
 def grid_groups() -> list[str]:
@@ -413,6 +504,13 @@ def _older_newest_checks(rows: list[dict]) -> list[int]:
     return [last for _, last in found if last]
 
 
+def _health_text(h) -> str:
+    """A tile's tooltip of the crawl's view of the server, when it is not plain healthy."""
+    if h is None or h.state == "healthy":
+        return ""
+    return f"crawl {h.state} ({h.source}): {h.reason}" + (f" until {h.until:%Y-%m-%d %H:%M:%S %Z}" if h.until else "")
+
+
 def grid_tiles(
     *,
     status: str = "",
@@ -421,30 +519,38 @@ def grid_tiles(
     limit: int = 300,
     offset: int = 0,
     details: bool = True,
+    filters: GridFilter | None = None,
 ) -> tuple[int, list[Tile]]:
-    """One page of servers for the grid, worst status first: (matching servers, tiles). Each tile's
-    last check is the server's newest finished StatusCheck (any agent), found through the
-    (server, checked_at) index, one probe per tile; its bar and 24 h uptime come from one query each
-    for the whole page (details=False: neither, for /metrics). `groups`: only servers in these groups."""
+    """One page of servers for the grid or the list, worst status first, then by name as people sort
+    them: (matching servers, tiles). Each tile's last check is the server's newest finished StatusCheck
+    (any agent), found through the (server, checked_at) index, one probe per tile; its bar and 24 h uptime
+    come from one query each for the whole page (details=False: neither, for /metrics). `groups`: only
+    servers in these groups. `filters` (GridFilter) replaces status, group and groups when given."""
     now = timezone.now()
-    qs = _grid_queryset(now)
-    if status:
-        qs = qs.filter(shown_status=status)
-    if group:
-        qs = qs.filter(group=group)
-    if groups is not None:
-        qs = qs.filter(group__in=groups)
-    severity = Case(
-        *(When(shown_status=s, then=Value(i)) for i, s in enumerate(GRID_STATUSES)), output_field=IntegerField()
-    )
+    filters = filters or GridFilter(status=status, group=group, groups=groups)
+    ordered = grid_rows(filters=filters, now=now)
+    return len(ordered), _tiles_of(ordered[offset : offset + limit], now, details)
+
+
+def grid_page(*, filters: GridFilter, limit: int, offset: int) -> tuple[int, list[Tile], dict[str, GroupCount]]:
+    """grid_tiles with the counts per group of every matching server (the list's group headings)."""
+    now = timezone.now()
+    ordered = grid_rows(filters=filters, now=now)
+    return len(ordered), _tiles_of(ordered[offset : offset + limit], now, True), grid_group_counts(ordered)
+
+
+def _tiles_of(page: list[dict], now: datetime, details: bool) -> list[Tile]:
+    light = {r["id"]: r for r in page}
     # On a table partitioned by time the newest check is looked for in the partitions of the last
     # LAST_CHECK_WINDOW first (a probe per partition per tile otherwise), then, for the tiles with none
     # there, in every partition.
     floor = check_time_floor(now - LAST_CHECK_WINDOW)
     newest = _newest_check(floor)
-    rows = list(
-        qs.annotate(severity=severity, last_check_id=newest)
-        .order_by("severity", "host", "port", "id")
+    found = {
+        r["id"]: r
+        for r in _grid_queryset(now)
+        .filter(id__in=list(light))
+        .annotate(last_check_id=newest)
         .values(
             "id",
             "scheme",
@@ -460,8 +566,10 @@ def grid_tiles(
             "monitor__interval_s",
             "monitor__streak",
             "monitor__fail_after",
-        )[offset : offset + limit]
-    )
+        )
+    }
+    kept = ("name", "origin", "monitor__name")
+    rows = [{**found[sid], **{k: light[sid][k] for k in kept}} for sid in light if sid in found]
     recent_ids = [r["last_check_id"] for r in rows if r["last_check_id"]]
     older_ids = _older_newest_checks(rows) if floor is not None else []
     recent = StatusCheck.objects.filter(id__in=recent_ids)
@@ -474,23 +582,31 @@ def grid_tiles(
     bars = tile_bars(server_ids=monitored, now=now)
     uptimes = uptime_counts(server_ids=monitored, now=now)
     certs = tile_certificates(server_ids=[r["id"] for r in rows if r["scheme"] == "https"], now=now)
+    health = servers_health_summaries(server_ids=[r["id"] for r in rows], now=now) if details else {}
     server_href = reverse("dashboard:server", args=[0])[: -len("0/")]
     tiles = []
     for r in rows:
         check = checks.get(r["last_check_id"])
         up = uptime_of(uptimes.get(r["id"]))["24h"].up if r["id"] in uptimes else None
+        kind = kind_of_scheme(r["scheme"]).value
+        timed = check and check["latency_ms"] is not None and kind != "heartbeat"
+        # HTTP: any answer's time (a 503 took 42 ms); TCP and DNS: a connect or a lookup that succeeded.
+        timed = timed and (check["status_code"] is not None if kind == "http" else check["category"] in TIMED)
         tiles.append(
             Tile(
                 id=r["id"],
-                origin=Server(scheme=r["scheme"], host=r["host"], port=r["port"]).origin,
+                origin=r["origin"],
                 group=r["group"],
+                name=r["name"],
+                named=bool(r["monitor__name"]),
+                kind=kind,
                 crawler_num=r["crawler_num"],
                 enabled=r["enabled"],
                 status=r["shown_status"],
                 status_since=r["monitor__status_since"],
                 last_check_at=check["checked_at"] if check else None,
                 last_category=check["category"] if check else "",
-                latency_ms=check["latency_ms"] if check and check["status_code"] is not None else None,
+                latency_ms=check["latency_ms"] if timed else None,
                 status_code=check["status_code"] if check else None,
                 href=f"{server_href}{r['id']}/",
                 ago=ago_text(check["checked_at"], now) if check else "never checked",
@@ -499,9 +615,10 @@ def grid_tiles(
                 bar=bars.get(r["id"], []),
                 cert_days=certs.get(r["id"], (None, ""))[0],
                 cert_error=certs.get(r["id"], (None, ""))[1],
+                health=_health_text(health.get(r["id"])),
             )
         )
-    return qs.count(), tiles
+    return tiles
 
 
 # --------------------------------------------------------------------------------------------------
@@ -534,7 +651,7 @@ def server_latency_series(*, server_id: int, range_name: str, now: datetime | No
         return {
             "kind": "checks",
             "labels": [r["checked_at"].isoformat() for r in rows],
-            "series": {"latency": [None if r["status_code"] is None else round(r["latency_ms"], 1) for r in rows]},
+            "series": {"latency": [round(r["latency_ms"], 1) if answered(r) else None for r in rows]},
             "categories": [r["category"] for r in rows],
             "kinds": [_outcome(r) for r in rows],
         }
@@ -561,10 +678,19 @@ def server_latency_series(*, server_id: int, range_name: str, now: datetime | No
     }
 
 
+def answered(check: dict) -> bool:
+    """A check whose time is a response time: an HTTP answer, or a TCP connect or DNS lookup that passed
+    (they have no status code). A failure's time is how long we waited, never a latency."""
+    return check["status_code"] is not None or check["category"] in TIMED
+
+
 def _outcome(check: dict) -> str:
-    """What a check got: "HTTP 200", or the failure kind of one with no answer ("header_timeout")."""
+    """What a check got: "HTTP 200", "passed" (TCP, DNS, heartbeat), or the failure kind of one with no
+    answer ("header_timeout")."""
     if check["status_code"] is not None:
         return f"HTTP {check['status_code']}"
+    if check["category"] in TIMED:
+        return "passed"
     return check["failure_kind"] or "no answer"
 
 
@@ -609,12 +735,15 @@ def server_latency_chart(*, server_id: int, range_name: str, now: datetime | Non
     return ChartData("rollups", points, text.translate(_JSON_SCRIPT_ESCAPES))
 
 
-def server_recent_checks(*, server_id: int, limit: int = 60) -> list[dict]:
+def server_recent_checks(*, server_id: int, limit: int = 60, timed: bool = True, monitored: bool = False) -> list[dict]:
     """The server's newest checks, oldest first (the bar reads left to right): each a dict of the check's
-    fields, plus `latency` formatted and `summary`, the line its bar segment shows on hover."""
+    fields, plus `latency` formatted and `summary`, the line its bar segment shows on hover. A monitored
+    server's are its monitor's checks only: a crawled page's 404 says nothing of whether the server is up."""
+    agent = f"AND agent = '{Agent.MONITOR.value}'" if monitored else ""
     sql = (
         "SELECT checked_at, status_code, category, failure_kind, detail, latency_ms, agent, requested_url"
-        f" FROM {raw.table(StatusCheck)} WHERE server_id = %s {{since}} ORDER BY checked_at DESC, id DESC LIMIT %s"
+        f" FROM {raw.table(StatusCheck)} WHERE server_id = %s {agent} {{since}}"
+        " ORDER BY checked_at DESC, id DESC LIMIT %s"
     )
     # Partitioned by time: the last LAST_CHECK_WINDOW's partitions first, every partition only when they
     # do not hold `limit` checks of the server.
@@ -626,9 +755,13 @@ def server_recent_checks(*, server_id: int, limit: int = 60) -> list[dict]:
         rows = raw.fetch(sql.format(since=""), [server_id, limit], datetimes=["checked_at"])
     rows.reverse()
     for c in rows:  # formatted here once: the page shows each check twice, and template filters cost more
-        # A check with no answer has no latency (latency_ms is how long we waited): never "2003 ms".
-        c["latency"] = ms(c["latency_ms"]) if c["status_code"] is not None else "no answer"
-        outcome = c["failure_kind"] if c["status_code"] is None else c["status_code"]
+        # A check with no answer has no latency (latency_ms is how long we waited): never "2003 ms". A
+        # heartbeat (timed=False) has none at all: its check reads the last ping's time.
+        if not timed:
+            c["latency"] = "–"
+        else:
+            c["latency"] = ms(c["latency_ms"]) if answered(c) else "no answer"
+        outcome = c["status_code"] if c["status_code"] is not None else _outcome(c)
         c["summary"] = (
             f"{c['checked_at'].isoformat()} · {c['agent']} · {outcome} · {c['latency']} · {c['requested_url']}"
         )
@@ -750,23 +883,29 @@ NEVER_ANSWERED = "no answered check in the profile's days: a server that never a
 
 
 def load_heatmap(*, group: str = "", groups: frozenset[str] | None = None, limit: int = 200) -> list[HeatRow]:
-    """Every monitored server (of the group), with its profile's cells or the reason it has none."""
-    qs = Server.objects.filter(monitor__isnull=False, alias_of__isnull=True)
+    """Every monitored server with a response time (of the group; heartbeats have none), named as
+    everywhere, in natural order: first those with a profile (their cells), then the others with the
+    reason they have none (the page folds those into one line)."""
+    qs = Server.objects.filter(monitor__isnull=False, alias_of__isnull=True).exclude(
+        monitor__kind=Kind.HEARTBEAT.value
+    )
     if group:
         qs = qs.filter(group=group)
     if groups is not None:
         qs = qs.filter(group__in=groups)
-    rows = qs.order_by("host", "port").values_list("id", "load_profile", "scheme", "host", "port")[:limit]
+    rows = qs.values_list("id", "load_profile", "scheme", "host", "port", "monitor__name")
     out = []
-    for sid, profile, scheme, host, port in rows:
+    for sid, profile, scheme, host, port, name in rows:
         origin = Server(scheme=scheme, host=host, port=port).origin
+        label = shown_name(name=name or "", scheme=scheme, host=host, port=port, origin=origin)
         if len(profile or []) != 24:
-            out.append(HeatRow(sid, origin, [], NO_PROFILE))
+            out.append(HeatRow(sid, label, [], NO_PROFILE))
         elif all(v is None for v in profile):
-            out.append(HeatRow(sid, origin, [], NEVER_ANSWERED))
+            out.append(HeatRow(sid, label, [], NEVER_ANSWERED))
         else:
-            out.append(heat_row(sid, origin, profile))
-    return out
+            out.append(heat_row(sid, label, profile))
+    out.sort(key=lambda r: (not r.cells, r.reason, natural_key(r.origin)))
+    return out[:limit]
 
 
 # --------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from django.db import models
 from django.utils import timezone
 
 from crawler.status import BAD, GOOD, Status
-from monitoring.models import HourlyRollup, IncidentUpdate, MaintenanceWindow, ServerMonitor, StatusChange
+from monitoring.models import HourlyRollup, IncidentUpdate, MaintenanceWindow, StatusChange
 from monitoring.models import Incident as IncidentRow
 
 from . import selectors
@@ -78,15 +78,10 @@ def status_page_data(*, page: dict, now: datetime | None = None) -> dict:
     now = now or timezone.now()
     _, tiles = selectors.grid_tiles(group=page["group"], limit=MAX_SERVERS, details=False)
     # A monitor an operator named (a heartbeat, a TCP port) is shown by its name, not its server row's address.
-    named = dict(
-        ServerMonitor.objects.filter(server_id__in=[t.id for t in tiles])
-        .exclude(name="")
-        .values_list("server_id", "name")
-    )
     servers = [
         PublicServer(
             id=t.id,
-            name=named.get(t.id) or (t.origin if page["show_addresses"] else _host(t.origin)),
+            name=t.name if t.named else (t.origin if page["show_addresses"] else _host(t.origin)),
             href=t.origin + "/" if page["show_addresses"] and t.origin.startswith("http") else "",
             state=PUBLIC_STATE[t.status][0],
             text=PUBLIC_STATE[t.status][1],

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
-from . import views
+from . import views, views_incidents, views_jobs
 
 app_name = "dashboard"
 
@@ -27,6 +27,7 @@ urlpatterns = [
     path("", views.grid, name="grid"),
     path("grid.json", views.grid_json, name="grid-json"),
     path("servers/<id:server_id>/", views.server, name="server"),
+    path("servers/bulk", views.servers_bulk, name="servers-bulk"),
     path("crawl/", views.crawl, name="crawl"),
     path("dead-links/", views.dead_links, name="dead-links"),
     path("dead-links/<id:server_id>/", views.dead_links_site, name="dead-links-site"),
@@ -36,6 +37,12 @@ urlpatterns = [
     path("uptime/", views.uptime, name="uptime"),
     path("uptime/report.<str:fmt>", views.uptime_download, name="uptime-export"),
     path("search/", views.search, name="search"),
+    path("jobs/", views_jobs.jobs, name="jobs"),
+    path("jobs.json", views_jobs.jobs_json, name="jobs-json"),
+    path("jobs/<str:name>/", views_jobs.job, name="job"),
+    path("jobs/<str:name>/job.json", views_jobs.job_json, name="job-json"),
+    path("jobs/<str:name>/action/", views_jobs.job_action, name="job-action"),
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="dashboard:login"), name="logout"),
+    path("incidents/<id:incident_id>/", views_incidents.incident, name="incident"),
 ]

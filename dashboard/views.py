@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import wraps
 from urllib.parse import urlencode
 
@@ -35,16 +36,19 @@ from alerts.views import MUTE_CHOICES
 from crawlcore.access import READER_GROUPS, may_read, sees_server_group, server_groups_of
 from crawlcore.models import Server
 from crawlcore.selectors import urls_orphaned, urls_orphaned_count
+from crawlcore.selectors_health import server_health_history, server_health_summary
+from crawlcore.selectors_jobs import jobs_of_server, jobs_states
 from monitoring.report import COLUMNS as UPTIME_COLUMNS
 from monitoring.report import FORMATS as UPTIME_FORMATS
 from monitoring.report import MAINTENANCE_NOTE, ReportError, report_write, uptime_report
-from monitoring.selectors import server_certificate, server_load_profile
+from monitoring.selectors import monitor_kind_details, server_certificate, server_load_profile
+from monitoring.services.monitors import ping_url
 from ranking.selectors import latest_run, top_pages
 from reports.export import FORMATS, dead_links_export
 from reports.selectors import link_breaks_count, link_breaks_first, link_breaks_of_site
 from search.selectors import Filters, SearchError, search_pages
 
-from . import broker, cache, selectors
+from . import broker, bulk, cache, selectors
 from .cache import cached
 
 DASHBOARD_GROUPS = READER_GROUPS
@@ -121,47 +125,114 @@ def _int(request: HttpRequest, name: str, default: int = 0) -> int:
     return int(raw)
 
 
-def _grid_filters(request: HttpRequest) -> tuple[str, str, frozenset[str] | None]:
+VIEWS = ("tiles", "list")
+LIST_PAGE_SIZE = 100
+
+
+@dataclass(frozen=True)
+class GridAsked:
+    """What a grid or list page was asked for, all of it in the URL so a view can be bookmarked."""
+
+    filters: selectors.GridFilter
+    view: str
+    offset: int
+    closed: tuple[str, ...]  # the list's collapsed groups
+
+    @property
+    def page_size(self) -> int:
+        return LIST_PAGE_SIZE if self.view == "list" else PAGE_SIZE
+
+    def query(self, **change) -> str:
+        """This view's query string with `change` applied (None drops a key; empty values are left out)."""
+        f = self.filters
+        values = {
+            "view": "list" if self.view == "list" else "",
+            "q": f.q, "status": f.status, "kind": f.kind, "group": f.group,
+            "by": "group" if f.by_group else "", "closed": ",".join(self.closed),
+            "offset": str(self.offset) if self.offset else "",
+        }  # fmt: skip
+        values.update({k: ("" if v is None else str(v)) for k, v in change.items()})
+        return urlencode({k: v for k, v in values.items() if v})
+
+
+def _grid_asked(request: HttpRequest) -> GridAsked:
     status = request.GET.get("status", "")
     group = request.GET.get("group", "")[:100]
-    return (status if status in selectors.GRID_STATUSES else ""), group, _scope(request, group)
+    kind = request.GET.get("kind", "")
+    view = request.GET.get("view", "")
+    q = " ".join(request.GET.get("q", "").split())[: selectors.MAX_QUERY]
+    closed = tuple(g for g in request.GET.get("closed", "").split(",") if g)[:200]
+    filters = selectors.GridFilter(
+        status=status if status in selectors.GRID_STATUSES else "",
+        group=group,
+        kind=kind if kind in selectors.GRID_KINDS else "",
+        q=q,
+        groups=_scope(request, group),
+        by_group=view == "list" and request.GET.get("by", "") == "group",
+    )
+    return GridAsked(filters, "list" if view == "list" else "tiles", _int(request, "offset"), closed)
 
 
-def _shared_key(status: str, group: str, offset: int, scope: frozenset[str] | None) -> str | None:
-    """The cache key of a grid page every viewer with this scope sees alike; None (not cached) for a group
-    or offset no grid link leads to, so requests cannot fill the cache with made-up keys. Scopes are the
-    admin's groups, so there are few of them."""
-    if (group and group not in selectors.grid_groups()) or offset % PAGE_SIZE:
+def _shared_key(asked: GridAsked) -> str | None:
+    """The cache key of a grid page every viewer with this scope sees alike; None (not cached) for a search,
+    a group or an offset no grid link leads to, so requests cannot fill the cache with made-up keys. Scopes
+    are the admin's groups, so there are few of them."""
+    f = asked.filters
+    if f.q or asked.closed or (f.group and f.group not in selectors.grid_groups()) or asked.offset % asked.page_size:
         return None
-    return json.dumps([status, group, offset, None if scope is None else sorted(scope)])
+    scope = None if f.groups is None else sorted(f.groups)
+    return json.dumps([f.status, f.group, f.kind, f.by_group, asked.view, asked.offset, scope])
 
 
-def _grid_page(status: str, group: str, offset: int, scope: frozenset[str] | None) -> dict:
-    """One page of the grid, its tiles rendered: the same for every viewer (of one scope), so kept
+def _sections(asked: GridAsked, tiles: list, counts: dict) -> list[tuple[str, object, list]]:
+    """The list's tables: one per group (in the rows' order, which is by group) or one for all."""
+    if not asked.filters.by_group:
+        return [("", None, tiles)]
+    out: list[tuple[str, object, list]] = []
+    for t in tiles:
+        if not out or out[-1][0] != t.group:
+            out.append((t.group, counts.get(t.group), []))
+        out[-1][2].append(t)
+    return out
+
+
+def _grid_page(asked: GridAsked, operator: bool = False) -> dict:
+    """One page of the grid or list, rendered: the same for every viewer (of one scope), so kept
     SHARED_VIEW_TTL seconds per process (twenty open grids refreshing cost one query round and one render
     per process)."""
 
     def compute() -> dict:
         now = timezone.now()
-        total, tiles = selectors.grid_tiles(status=status, group=group, groups=scope, limit=PAGE_SIZE, offset=offset)
+        total, tiles, group_counts = selectors.grid_page(
+            filters=asked.filters, limit=asked.page_size, offset=asked.offset
+        )
+        template = "dashboard/_rows.html" if asked.view == "list" else "dashboard/_tiles.html"
+        shown = {"tiles": tiles, "by_group": asked.filters.by_group, "sections": _sections(asked, tiles, group_counts)}
         return {
             "as_of": now,
             "total": total,
-            "counts": selectors.monitor_status_counts(groups=scope),
+            "counts": selectors.monitor_status_counts(groups=asked.filters.groups),
             "tiles": tiles,
-            "html": render_to_string("dashboard/_tiles.html", {"tiles": tiles}),
+            "html": render_to_string(template, {**shown, "closed": asked.closed, "select": operator}),
         }
 
-    key = _shared_key(status, group, offset, scope)
-    return compute() if key is None else cached(f"grid:{key}", selectors.SHARED_VIEW_TTL, compute)
+    key = _shared_key(asked)
+    if key is None:
+        return compute()
+    return cached(f"grid:{key}:{int(operator)}", selectors.SHARED_VIEW_TTL, compute)
+
+
+may_operate = bulk.may_operate
+servers_bulk = dashboard_view(bulk.bulk_view)
 
 
 @dashboard_view
 def grid(request: HttpRequest) -> HttpResponse:
-    status, group, scope = _grid_filters(request)
-    offset = _int(request, "offset")
-    page = _grid_page(status, group, offset, scope)
-    total = page["total"]
+    asked = _grid_asked(request)
+    operator = may_operate(request.user)
+    page = _grid_page(asked, operator)
+    total, size = page["total"], asked.page_size
+    f = asked.filters
     return render(
         request,
         "dashboard/grid.html",
@@ -169,15 +240,30 @@ def grid(request: HttpRequest) -> HttpResponse:
             "tiles_html": page["html"],
             "as_of": page["as_of"],
             "total": total,
-            "status": status,
-            "group": group,
-            "groups": _visible_groups(scope),
+            "asked": asked,
+            "view": asked.view,
+            "q": f.q,
+            "status": f.status,
+            "group": f.group,
+            "kind": f.kind,
+            "by_group": f.by_group,
+            "groups": _visible_groups(f.groups),
             "statuses": selectors.GRID_STATUSES,
+            "kinds": selectors.KIND_TEXT,
             "counts": page["counts"],
-            "offset": offset,
-            "next_offset": offset + PAGE_SIZE if offset + PAGE_SIZE < total else None,
-            "prev_offset": max(offset - PAGE_SIZE, 0) if offset else None,
+            "offset": asked.offset,
+            "first": asked.offset + 1 if total else 0,
+            "last": min(asked.offset + size, total),
+            "next_query": asked.query(offset=asked.offset + size) if asked.offset + size < total else None,
+            "prev_query": asked.query(offset=max(asked.offset - size, 0) or None) if asked.offset else None,
+            "list_query": asked.query(view="list", offset=None),
+            "tiles_query": asked.query(view=None, offset=None, by=None, closed=None),
+            "json_query": asked.query(),
+            "status_query": {s: asked.query(status=s, offset=None) for s in selectors.GRID_STATUSES},
             "refresh_seconds": selectors.grid_refresh_seconds(),
+            "operator": operator,
+            "mute_choices": MUTE_CHOICES,
+            "health_actions": bulk.HEALTH_ACTIONS_READY,
         },
     )
 
@@ -185,11 +271,10 @@ def grid(request: HttpRequest) -> HttpResponse:
 @dashboard_view
 def grid_json(request: HttpRequest) -> HttpResponse:
     """What the grid's script polls: the same page of tiles, as data (`generated_at`: as of when)."""
-    status, group, scope = _grid_filters(request)
-    offset = _int(request, "offset")
+    asked = _grid_asked(request)
 
     def compute() -> bytes:
-        page = _grid_page(status, group, offset, scope)
+        page = _grid_page(asked)
         return json.dumps(
             {
                 "generated_at": page["as_of"].isoformat(),
@@ -199,7 +284,7 @@ def grid_json(request: HttpRequest) -> HttpResponse:
             }
         ).encode()
 
-    key = _shared_key(status, group, offset, scope)
+    key = _shared_key(asked)
     body = compute() if key is None else cached(f"grid.json:{key}", selectors.SHARED_VIEW_TTL, compute)
     return HttpResponse(body, content_type="application/json")
 
@@ -223,7 +308,9 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
             range_name, chart = "1h", recent
     srv, monitor = head.server, head.monitor
     profile = (monitor["load_profile"] if monitor else None) or server_load_profile(server_id=server_id)
-    checks = selectors.server_recent_checks(server_id=server_id)
+    kind = monitor_kind_details(server_id=server_id)
+    timed = kind is None or kind["kind"] != "heartbeat"
+    checks = selectors.server_recent_checks(server_id=server_id, timed=timed, monitored=monitor is not None)
     figures = selectors.server_figures(server_id=server_id)
     status, note = selectors.server_shown_status(server_id=server_id)
     return render(
@@ -232,6 +319,12 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
         {
             "server": srv,
             "monitor": monitor,
+            "kind": kind,
+            "name": kind["name"] if kind else srv.origin,
+            "crawled": kind["crawled"] if kind else True,
+            "timed": timed,
+            # The token lets anyone ping: the URL is for those who set jobs up (operators), not every viewer.
+            "ping_url": ping_url(kind["token"]) if kind and kind.get("token") and may_operate(request.user) else "",
             "status": status,
             "note": note,
             "range": range_name,
@@ -248,6 +341,9 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
             "certificate": server_certificate(server_id=server_id),
             "mutes": server_mutes(server_id=server_id, group=srv.group, now=timezone.now()),
             "mute_choices": list(MUTE_CHOICES),
+            "health": server_health_summary(server_id=server_id),
+            "health_history": server_health_history(server_id=server_id, limit=10),
+            "jobs": jobs_of_server(server=srv, groups=server_groups_of(request.user)),
         },
     )
 
@@ -288,6 +384,7 @@ def crawl(request: HttpRequest) -> HttpResponse:
             "top": top,
             "rank_run": latest_run(),
             "beat_runs": selectors.beat_runs(),
+            "jobs": jobs_states(),
         },
     )
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.urls import reverse
 from django.utils.html import format_html
 
 from crawlcore.admin import ReaderScopedAdmin, ServerAdmin, log_change
+from crawlcore.admin_base import NamedValuesFilter, RoleInline
 from crawlcore.models import Server
 from crawler.status import Category, Status
 
@@ -15,19 +17,12 @@ from .services.checks import monitors_check
 from .services.incidents import incident_status_sync
 
 CHECK_NOW_LIMIT = 20  # checks run in the request: at most this many servers, each bounded by the timeouts
-STATUS_COLOURS = {
-    Status.NORMAL: "#3a9d4f",
-    Status.DELAY: "#e3a21a",
-    Status.DISCONNECT: "#7b3fa0",
-    Status.ERROR: "#c8352b",
-    Status.MAINTENANCE: "#4a7ab5",
-}
 
 
 def _badge(status: str) -> str:
-    colour = STATUS_COLOURS.get(status, "#999")
-    style = f"background:{colour};color:#fff;padding:1px 7px;border-radius:8px"
-    return format_html('<span style="{}">{}</span>', style, status)
+    """The dashboard's own status badge (its colours live in dashboard.css, which the admin loads too:
+    templates/admin/base_site.html), so a status reads the same in both."""
+    return format_html('<span class="badge {}">{}</span>', status, status)
 
 
 class MonitorStatusFilter(admin.SimpleListFilter):
@@ -61,7 +56,7 @@ class MonitoredServerAdmin(ServerAdmin):
         monitor = getattr(obj, "monitor", None)
         return _badge(monitor.status) if monitor is not None else "–"
 
-    @admin.action(description="Check now (monitoring)", permissions=["change"])
+    @admin.action(description="Check now (monitoring)", permissions=["run"])
     def check_now(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         if len(ids) > CHECK_NOW_LIMIT:
@@ -88,12 +83,13 @@ admin.site.register(Server, MonitoredServerAdmin)
 @admin.register(ServerMonitor)
 class ServerMonitorAdmin(ReaderScopedAdmin):
     group_paths = ("server__group",)
+    role_object = "monitor"  # its kind, nameserver and server a superuser's (crawlcore.roles)
     list_display = (
         "server",
         "name",
         "kind",
         "enabled",
-        "status",
+        "status_shown",
         "status_since",
         "last_category",
         "last_check_at",
@@ -102,7 +98,14 @@ class ServerMonitorAdmin(ReaderScopedAdmin):
         "accepted_codes",
         "next_check_at",
     )
-    list_filter = ("enabled", "kind", "status", "last_category", "server__group", "server__crawler_num")
+    list_filter = (
+        "enabled", "kind", "status", ("last_category", NamedValuesFilter), ("server__group", NamedValuesFilter),
+        "server__crawler_num",
+    )  # fmt: skip
+
+    @admin.display(description="status", ordering="status")
+    def status_shown(self, obj: ServerMonitor) -> str:
+        return _badge(obj.status)
     search_fields = ("server__host", "health_url", "name")
     list_select_related = ("server",)
     raw_id_fields = ("server",)
@@ -151,11 +154,13 @@ class HourlyRollupAdmin(ReaderScopedAdmin):
 @admin.register(MaintenanceWindow)
 class MaintenanceWindowAdmin(ReaderScopedAdmin):
     group_paths = ("server__group",)
+    role_object = "maintenance"
     list_display = ("server", "starts_at", "ends_at", "reason")
     raw_id_fields = ("server",)
 
 
-class IncidentUpdateInline(admin.TabularInline):
+class IncidentUpdateInline(RoleInline, admin.TabularInline):
+    role_object = "incident"
     model = IncidentUpdate
     extra = 1
     fields = ("status", "text", "at", "author")
@@ -169,11 +174,19 @@ class IncidentAdmin(ReaderScopedAdmin):
     resolved) with text; the incident takes the status of its latest update. Shown on the status pages."""
 
     group_paths = ("server__group",)
+    role_object = "incident"
     list_display = ("title", "server", "status", "opened_at", "resolved_at")
     list_filter = ("status",)
     search_fields = ("title", "server__host")
     raw_id_fields = ("server", "status_change")
-    readonly_fields = ("status", "resolved_at")
+    readonly_fields = ("status", "resolved_at", "evidence")
+
+    @admin.display(description="evidence")
+    def evidence(self, obj: Incident) -> str:
+        """The dashboard's incident page: what the server answered (kept by monitoring.services.evidence)."""
+        if obj.pk is None:
+            return "-"
+        return format_html('<a href="{}">what it answered</a>', reverse("dashboard:incident", args=[obj.pk]))
     inlines = [IncidentUpdateInline]
     date_hierarchy = "opened_at"
 

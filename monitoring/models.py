@@ -9,12 +9,14 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
-from crawlcore.models import Server, StatusCheck
+from crawlcore.models import Exchange, Server, StatusCheck
 from crawler.status import CONFIRMED, Status
 
 from .assertions import AssertionRuleError, assertions_parse
 from .content import ContentRule, ContentRuleError, rule_check
 from .kinds import Kind
+from .kinds import shown_name as _shown_name
+from .kinds import target_text as _target_text
 from .quorum import LocationsError, locations_parse
 from .validate import monitor_problems
 
@@ -118,6 +120,17 @@ class ServerMonitor(models.Model):
     def __str__(self) -> str:
         return self.name or f"monitor of {self.server_id}"
 
+    @property
+    def target_text(self) -> str:
+        s = self.server
+        return _target_text(scheme=s.scheme, host=s.host, port=s.port, origin=s.origin)
+
+    @property
+    def shown_name(self) -> str:
+        """The name every reader shows (monitoring.kinds.shown_name)."""
+        s = self.server
+        return _shown_name(name=self.name, scheme=s.scheme, host=s.host, port=s.port, origin=s.origin)
+
     def clean(self) -> None:
         problems = monitor_problems(
             health_url=self.health_url,
@@ -135,6 +148,11 @@ class ServerMonitor(models.Model):
             assertions_parse(self.assertions)
         except AssertionRuleError as exc:
             problems.setdefault("assertions", str(exc))
+        if self.kind == Kind.DNS.value and self.dns_server:
+            from .services.trust import nameserver_refusal  # services import these models
+
+            if refused := nameserver_refusal(text=self.dns_server):
+                problems["dns_server"] = refused
         if self.server_id is not None and "health_url" not in problems:
             problems.update(self._trust_problems())
         if problems:
@@ -161,6 +179,25 @@ class ServerMonitor(models.Model):
         if content_refusal(url=self.health_url, server=self.server, has_rule=reads):
             out["assertions"] = "header and json assertions run only on a trusted server, on its own host"
         return out
+
+
+class HeartbeatPing(models.Model):
+    """One ping a heartbeat's job sent: when, which signal, what it sent, from where. The newest
+    PINGS_KEPT of each heartbeat are kept (monitoring.services.monitors.heartbeat_ping prunes)."""
+
+    PINGS_KEPT = 50
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="heartbeat_pings")
+    at = models.DateTimeField()
+    kind = models.CharField(max_length=8)  # success, start or fail (monitoring.kinds.heartbeat)
+    body = models.TextField(blank=True)  # cut at MONITOR_PING_BODY_BYTES, control characters removed
+    source = models.GenericIPAddressField(null=True, blank=True, help_text="The address the ping came from")
+
+    class Meta:
+        indexes = [models.Index(fields=["server", "at"], name="ping_server_time_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} ping at {self.at:%Y-%m-%d %H:%M:%S}"
 
 
 class StatusChange(models.Model):
@@ -306,3 +343,38 @@ class DomainExpiry(models.Model):
 
     def __str__(self) -> str:
         return self.domain
+
+
+class Evidence(models.Model):
+    """What the server answered when a change into disconnect, error or delay was confirmed: the confirming
+    check's heads and first bytes of its body (kept as an archive exchange, crawlcore's Exchange of kind
+    monitor, so an export writes it as any other answer), its timings, the address and certificate, what each
+    location saw, the last good answer of the URL and what differs. monitoring.services.evidence writes it
+    in the transaction of the change; EVIDENCE_RETENTION_DAYS removes it."""
+
+    status_change = models.OneToOneField(StatusChange, on_delete=models.CASCADE, related_name="evidence")
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+")
+    taken_at = models.DateTimeField()
+    url = models.TextField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    category = models.CharField(max_length=12)
+    failure_kind = models.CharField(max_length=32, blank=True)
+    detail = models.CharField(max_length=300, blank=True)
+    content_type = models.CharField(max_length=200, blank=True)
+    size = models.PositiveIntegerField(default=0, help_text="Body bytes received (the first of them are kept)")
+    checksum = models.CharField(max_length=40, blank=True, help_text="sha1 of the body kept")
+    # milliseconds by phase: dns, connect (TCP), tls, first_byte, body, total; null where not reached
+    timings = models.JSONField(default=dict)
+    peer_ip = models.GenericIPAddressField(null=True, blank=True)
+    certificate = models.JSONField(null=True, blank=True, help_text="subject, issuer, names, not_after")
+    locations = models.JSONField(default=list, help_text="[{location, verdict, status_code}]")
+    # The archive exchange holding the heads (secrets masked) and the body; none when nothing answered.
+    # No database key: the exchange table is crawlcore's and is removed with this row.
+    exchange = models.ForeignKey(
+        Exchange, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
+    last_good = models.JSONField(null=True, blank=True, help_text="at, status_code, url, size, checksum, source")
+    difference = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["taken_at"], name="evidence_taken_idx")]

@@ -109,7 +109,7 @@ def uptime_report(
     windows = _maintenance(ids, start, end)
     latency = _latency(ids, start, end, windows)
     rows = []
-    for m in sorted(monitors, key=lambda m: (m.server.group, m.name or m.server.origin)):
+    for m in sorted(monitors, key=lambda m: (m.server.group, m.shown_name)):
         figures = period_uptime(
             start=start,
             end=end,
@@ -121,7 +121,7 @@ def uptime_report(
         mean, p95 = (None, None) if m.kind == Kind.HEARTBEAT.value else latency.get(m.server_id, (None, None))
         rows.append(
             {
-                "server": m.name or m.server.origin,
+                "server": m.shown_name,
                 "group": m.server.group,
                 "month": label,
                 "uptime_percent": None if up is None else round(up, 4),

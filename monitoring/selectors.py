@@ -16,8 +16,9 @@ from crawler.lifecycle import Agent
 from crawler.status import BAD, GOOD, STALE_AFTER_INTERVALS, Status
 
 from .check_stats import COUNT_FIELDS, CategoryCounts, Uptime, uptime
+from .kinds import CRAWLED_SCHEMES, Kind, shown_name
 from .load_profile import load_profile
-from .models import HourlyRollup, MaintenanceWindow, ServerCertificate, ServerMonitor
+from .models import HeartbeatPing, HourlyRollup, MaintenanceWindow, ServerCertificate, ServerMonitor
 
 Windows = Sequence[tuple[datetime, datetime]]
 UPTIME_WINDOWS = {"24h": 24, "7d": 7 * 24, "30d": 30 * 24}  # in hourly buckets
@@ -206,11 +207,18 @@ def _profile_rows(qs, now: datetime, days: int):
 
 
 def monitor_names(*, server_ids: Iterable[int]) -> dict[int, str]:
-    """What alerts and pages call each monitored server: the monitor's name, or the server's origin."""
+    """What alerts and pages call each server (monitoring.kinds.shown_name): the monitor's name, or its
+    target as people write it (``db.example.org:5432``, ``campus.test``, a web server's origin)."""
     ids = list(server_ids)
     named = dict(ServerMonitor.objects.filter(server_id__in=ids).exclude(name="").values_list("server_id", "name"))
     servers = Server.objects.filter(id__in=[i for i in ids if i not in named]).only("scheme", "host", "port")
-    return {**{s.id: s.origin for s in servers}, **named}
+    unnamed = {s.id: shown_name(name="", scheme=s.scheme, host=s.host, port=s.port, origin=s.origin) for s in servers}
+    return {**unnamed, **named}
+
+
+def monitor_kinds(*, server_ids: Iterable[int]) -> dict[int, str]:
+    """Each monitored server's monitor kind (http, tcp, dns, heartbeat)."""
+    return dict(ServerMonitor.objects.filter(server_id__in=list(server_ids)).values_list("server_id", "kind"))
 
 
 def servers_by_id(*, server_ids: Iterable[int]) -> dict[int, Server]:
@@ -225,3 +233,38 @@ def server_certificate(*, server_id: int, now: datetime | None = None) -> dict |
     now = now or timezone.now()
     days = None if cert.not_after is None else (cert.not_after - now).total_seconds() / 86400.0
     return {"cert": cert, "days_left": days, "expired": days is not None and days < 0}
+
+
+PINGS_SHOWN = 10
+
+
+def monitor_kind_details(*, server_id: int) -> dict | None:
+    """What a monitor's page shows of its kind, besides what every kind shows (status, checks, uptime):
+    a heartbeat's period, grace and last pings; a TCP port's connect and TLS times and banner; a DNS
+    name's answer and the nameserver asked. None for a server without a monitor."""
+    m = ServerMonitor.objects.select_related("server").filter(server_id=server_id).first()
+    if m is None:
+        return None
+    kind = m.kind or Kind.HTTP.value
+    out: dict = {"kind": kind, "name": m.shown_name, "named": bool(m.name), "target": m.target_text}
+    out["crawled"] = m.server.scheme in CRAWLED_SCHEMES
+    if kind == Kind.HEARTBEAT.value:
+        pings = HeartbeatPing.objects.filter(server_id=server_id).order_by("-at", "-id")[:PINGS_SHOWN]
+        out.update(
+            period_s=m.period_s, grace_s=m.grace_s, token=m.ping_token or "",
+            last_ping_at=m.last_ping_at, last_ping_kind=m.last_ping_kind, started_at=m.ping_started_at,
+            pings=list(pings.values("at", "kind", "body", "source")),
+        )  # fmt: skip
+        return out
+    passed = (
+        StatusCheck.objects.filter(server_id=server_id, agent=Agent.MONITOR.value, category__in=[s.value for s in GOOD])
+        .order_by("-checked_at", "-id")
+        .values("checked_at", "detail", "dns_ms", "connect_ms", "latency_ms")
+        .first()
+    )
+    out["last_passed"] = passed
+    if kind == Kind.TCP.value:
+        out.update(tls=m.tcp_tls, banner=m.tcp_banner)
+    elif kind == Kind.DNS.value:
+        out.update(record_type=m.dns_record_type or "A", expected=m.dns_expected, nameserver=m.dns_server)
+    return out

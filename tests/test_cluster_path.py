@@ -50,5 +50,5 @@ def test_the_guide_cluster_recipe_starts_a_worker_for_every_queue_beat_and_the_w
 def test_the_guide_says_how_to_go_from_the_demo_to_a_cluster():
     guide = (ROOT / "docs" / "getting-started.md").read_text()
     section = guide.split("## From the demo to a cluster\n", 1)[1].split("\n## ", 1)[0]
-    for needed in ("import_servers", "createsuperuser", "DJANGO_SECURE", "migrate", "DJANGO_ALLOWED_HOSTS"):
+    for needed in ("export_config", "apply", "createsuperuser", "DJANGO_SECURE", "migrate", "DJANGO_ALLOWED_HOSTS"):
         assert needed in section

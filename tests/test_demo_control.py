@@ -104,3 +104,65 @@ def test_serving_on_an_address_requests_will_not_name_hints_at_allowed_hosts(add
     assert (hint is not None) == hinted
     if hinted:
         assert "DJANGO_ALLOWED_HOSTS" in hint and "400" in hint
+
+
+def _lines_until(proc: subprocess.Popen, marker: str, deadline: float) -> list[str]:
+    """The demo's output up to the line holding `marker` (a bounded wait: the reader is a thread)."""
+    import threading
+
+    lines: list[str] = []
+    seen = threading.Event()
+
+    def read() -> None:
+        for line in proc.stdout:
+            lines.append(line)
+            if marker in line:
+                seen.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    seen.wait(max(0.0, deadline - time.monotonic()))
+    assert seen.is_set(), f"the demo never said {marker!r}: {''.join(lines)[-2000:]}"
+    return lines
+
+
+def test_the_serving_demo_sends_the_down_of_testweb_down_to_a_local_receiver_within_a_minute(tmp_path):
+    import re
+
+    from testweb.alerts import webhook_receiver
+    from testweb.ports import free_port
+
+    env = clean_env(CRAWLADMIN_DATA_DIR=str(tmp_path), PYTHONUNBUFFERED="1")
+    with webhook_receiver() as receiver:
+        demo = subprocess.Popen(
+            [sys.executable, "manage.py", "demo", "--addr", f"127.0.0.1:{free_port()}"]
+            + ["--channel", f"{receiver.base}/"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            lines = _lines_until(demo, "loopback destinations (127.0.0.0/8) are allowed", time.monotonic() + 400)
+            text = "".join(lines)
+            assert "alerts: channel demo: json://127.0.0.1:" in text
+            host = re.search(r"testweb down (\S+)`", text).group(1)
+            down = manage(tmp_path, "testweb", "down", host)
+            assert down.returncode == 0, down.stderr
+            stopped = time.monotonic()
+            deadline = stopped + 60
+            while time.monotonic() < deadline:
+                kinds = [(e["kind"], e["server"]) for r in receiver.ok() for e in r.body.get("events", [])]
+                if any(kind == "down" and host in server for kind, server in kinds):
+                    break
+                time.sleep(0.5)
+            else:
+                raise AssertionError(f"no down for {host} within 60 s; received {receiver.received}")
+            assert time.monotonic() - stopped < 60
+        finally:
+            demo.terminate()
+            try:
+                demo.wait(30)
+            except subprocess.TimeoutExpired:
+                demo.kill()
+                demo.wait(10)

@@ -17,7 +17,7 @@ from django.db import transaction
 from crawlcore.models import Server, StatusCheck
 
 from ..logic import BAD, Kind, Route, cert_threshold_crossed, event_kind, kinds_parse, routes_match
-from ..models import Channel, Event, Notification, Rule
+from ..models import Channel, Event, Notification, Rule, owner_destination
 from .mutes import muted_servers
 
 log = logging.getLogger(__name__)
@@ -27,8 +27,8 @@ OWNER_KINDS = frozenset(kinds_parse(""))  # a server's owner hears every kind of
 
 
 def routes_load() -> list[Route]:
-    rules = Rule.objects.filter(channel__enabled=True).values_list("channel_id", "kinds", "group", "server_id")
-    return [Route(cid, frozenset(kinds_parse(kinds)), group, sid) for cid, kinds, group, sid in rules]
+    rules = Rule.objects.filter(channel__enabled=True).values_list("channel_id", "kinds", "group", "server_id", "job")
+    return [Route(cid, frozenset(kinds_parse(kinds)), group, sid, job) for cid, kinds, group, sid, job in rules]
 
 
 def _owner_channels(emails: set[str]) -> dict[str, int]:
@@ -36,12 +36,28 @@ def _owner_channels(emails: set[str]) -> dict[str, int]:
     an owner: their events then go only where the rules send them."""
     if not emails or not settings.EMAIL_HOST:
         return {}
-    found = dict(Channel.objects.filter(owner_of__in=emails).values_list("owner_of", "id"))
+    # Only a channel to the owner's own address is theirs: one marked theirs but pointing elsewhere (written
+    # past Channel.clean) would take their alerts.
+    found = {}
+    for email, cid, url in Channel.objects.filter(owner_of__in=emails).values_list("owner_of", "id", "url"):
+        if url == owner_destination(email):
+            found[email] = cid
     for email in sorted(emails - set(found)):
-        channel = Channel(name=f"owner {email}"[:100], url=f"email:{email}", owner_of=email)
+        channel = Channel(name=_free_name(f"owner {email}"[:90]), url=owner_destination(email), owner_of=email)
         channel.save()
         found[email] = channel.id
     return found
+
+
+def _free_name(name: str) -> str:
+    """`name`, or `name (2)`, (3) ... when taken: a channel of that name must not stop the owner's."""
+    taken = set(Channel.objects.filter(name__startswith=name).values_list("name", flat=True))
+    n = 1
+    candidate = name
+    while candidate in taken:
+        n += 1
+        candidate = f"{name} ({n})"
+    return candidate
 
 
 def send_soon_on_commit(delay_s: float) -> None:
@@ -157,6 +173,8 @@ def outbox_write(*, events: Sequence[Event], servers: dict[int, dict], now: date
         s = servers[e.server_id] if e.server_id is not None else {"group": "", "owner_email": ""}
         if e.server_id in muted:
             continue
+        if e.kind.startswith("job."):
+            continue  # a crawl job's event: routed by its job (alerts.services.job_events), never here
         channel_ids = set(routes_match(routes, kind=e.kind, server_id=e.server_id, group=s["group"]))
         if s["owner_email"] in owners and e.kind in OWNER_KINDS:
             channel_ids.add(owners[s["owner_email"]])

@@ -25,6 +25,11 @@ def servers_set_enabled(*, server_ids: Sequence[int], enabled: bool) -> int:
     return Server.objects.filter(id__in=list(server_ids)).exclude(enabled=enabled).update(enabled=enabled)
 
 
+def servers_move_to_group(*, server_ids: Sequence[int], group: str) -> int:
+    """Put these servers in `group` ("" for none). Returns servers changed."""
+    return Server.objects.filter(id__in=list(server_ids)).exclude(group=group).update(group=group)
+
+
 def servers_pin(*, server_ids: Sequence[int], crawler_num: int | None) -> int:
     """Pin servers to a crawler number (None: unpin). Work already queued keeps its queue; the next
     dispatch sends to the new one. Returns servers changed."""

@@ -35,6 +35,7 @@ from django.utils import timezone
 from crawlcore.models import Server, StatusCheck, Url
 from crawlcore.selectors import load_profiles
 from crawler.lifecycle import Agent, State
+from crawler.urlnorm import ALLOWED_SCHEMES
 from scheduling.hybrid_sorting import HOURS, ServerOrder, best_hour, policy_build, profile_normalized
 
 
@@ -187,7 +188,8 @@ class ScheduleTable:
 def schedule_table(*, now: datetime | None = None, policy: str | None = None) -> ScheduleTable:
     """The table the dispatcher follows now, over the enabled servers, with each server's profile and pause."""
     now = now or timezone.now()
-    servers = Server.objects.filter(enabled=True, excluded_reason="").order_by("id")
+    # Only web servers are crawled: a TCP, DNS or heartbeat monitor's row is not something to schedule.
+    servers = Server.objects.filter(enabled=True, excluded_reason="", scheme__in=ALLOWED_SCHEMES).order_by("id")
     rows = {s.id: s for s in servers.only("id", "scheme", "host", "port", "paused_until")}
     order = policy_for(list(rows), name=policy)
     profiles = {sid: profile_normalized(p) for sid, p in load_profiles(server_ids=list(rows)).items()}

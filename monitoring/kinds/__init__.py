@@ -29,6 +29,29 @@ class Kind(enum.StrEnum):
 SCHEMES = {Kind.TCP: "tcp", Kind.DNS: "dns", Kind.HEARTBEAT: "heartbeat"}
 
 
+def target_text(*, scheme: str, host: str, port: int, origin: str) -> str:
+    """What a monitor watches, as people write it: ``db.example.org:5432`` for TCP, the name for DNS, the
+    origin for a web server. A heartbeat watches no address (its name says which job)."""
+    if scheme == SCHEMES[Kind.TCP]:
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if scheme in (SCHEMES[Kind.DNS], SCHEMES[Kind.HEARTBEAT]):
+        return host
+    return origin
+
+
+def shown_name(*, name: str, scheme: str, host: str, port: int, origin: str) -> str:
+    """The one name a monitor goes by on every page, alert, status page and report: the name people gave
+    it, else its target as they write it."""
+    return name or target_text(scheme=scheme, host=host, port=port, origin=origin)
+
+
+def kind_of_scheme(scheme: str) -> Kind:
+    return next((k for k, s in SCHEMES.items() if s == scheme), Kind.HTTP)
+
+
+CRAWLED_SCHEMES = ("http", "https")  # the crawler visits only web servers; other kinds' rows are monitors only
+
+
 @dataclass(frozen=True)
 class KindResult:
     """One check of a non-HTTP monitor. `failure` is the kind's own failure name ("" when it passed),

@@ -136,5 +136,8 @@ def dns_check(spec: DnsSpec, *, timeout: float, guard: AddressCheck | None, thre
         shown = ", ".join(sorted(got))[:120]
         detail = f"{spec.record_type} records {shown!r}, expected {', '.join(sorted(spec.expected))!r}"
         return done(Category.ERROR, "records", clean_line(detail, 300), len(got), peer)
-    passed = done(Category.NORMAL, n=len(got), peer=peer)
-    return KindResult(passed.started_at, passed.result, timed_category(passed.result.timings.total_ms, threshold_s))
+    asked = spec.nameserver or "the system resolver"
+    answer_text = clean_line(f"{spec.record_type} {', '.join(sorted(got))} (asked {asked})", 300)
+    passed = done(Category.NORMAL, detail=answer_text, n=len(got), peer=peer)
+    category = timed_category(passed.result.timings.total_ms, threshold_s)
+    return KindResult(passed.started_at, passed.result, category, detail=passed.detail)

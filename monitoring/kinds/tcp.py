@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from crawler.fetch import FailureKind, FetchPolicy, Timings
-from crawler.lookup import resolver_pool
+from crawler.lookup import lookup_submit
 from crawler.sanitize import clean_line
 from crawler.status import Category
 
@@ -63,7 +63,8 @@ def tcp_target_parse(text: str) -> tuple[str, int]:
 
 def _lookup(host: str, port: int, timeout: float) -> list[str]:
     """The host's addresses, within `timeout` (getaddrinfo has no deadline of its own: crawler.lookup)."""
-    future = resolver_pool().submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
+    # Counted under the name's domain, with its deadline: hanging names cannot take the pool (crawler.lookup).
+    future = lookup_submit(host, port, timeout=timeout)
     try:
         infos = future.result(timeout=timeout)
     except concurrent.futures.TimeoutError:
@@ -81,6 +82,7 @@ def tcp_check(spec: TcpSpec, *, policy: FetchPolicy, guard: AddressCheck | None,
     ms = lambda: (time.monotonic() - t0) * 1000  # noqa: E731
     dns_ms = connect_ms = first_ms = None
     peer = None
+    said: list[str] = []  # what a passed check saw: connect and TLS times, the banner (its detail)
 
     def done(category: Category, failure: str = "", detail: str = "", kind: FailureKind | None = None, n: int = 0):
         timings = Timings(dns_ms, connect_ms, first_ms, None, ms())
@@ -108,6 +110,7 @@ def tcp_check(spec: TcpSpec, *, policy: FetchPolicy, guard: AddressCheck | None,
         try:
             sock = socket.create_connection((ip, spec.port), timeout=left)
             peer = ip
+            said.append(f"connected to {ip} in {(time.monotonic() - connect_start) * 1000:.0f} ms")
             break
         except TimeoutError:
             last_error = f"connect to {ip} timed out"
@@ -122,8 +125,10 @@ def tcp_check(spec: TcpSpec, *, policy: FetchPolicy, guard: AddressCheck | None,
         if spec.tls:
             left = max(0.001, deadline - time.monotonic())
             sock.settimeout(left)
+            tls_start = time.monotonic()
             try:
                 sock = ssl.create_default_context().wrap_socket(sock, server_hostname=spec.host)
+                said.append(f"TLS handshake {(time.monotonic() - tls_start) * 1000:.0f} ms")
             except ssl.SSLCertVerificationError as exc:
                 connect_ms = (time.monotonic() - connect_start) * 1000
                 return done(
@@ -137,13 +142,15 @@ def tcp_check(spec: TcpSpec, *, policy: FetchPolicy, guard: AddressCheck | None,
                 return done(category, kind.value, f"TLS handshake failed: {exc}", kind)
         connect_ms = (time.monotonic() - connect_start) * 1000
         if not spec.banner:
-            return done(timed_category(ms(), threshold_s))
-        return _banner(spec, sock, policy, done, threshold_s)
+            return done(timed_category(ms(), threshold_s), detail="; ".join(said))
+        return _banner(spec, sock, policy, done, threshold_s, said)
     finally:
         sock.close()
 
 
-def _banner(spec: TcpSpec, sock: socket.socket, policy: FetchPolicy, done, threshold_s: float) -> KindResult:
+def _banner(
+    spec: TcpSpec, sock: socket.socket, policy: FetchPolicy, done, threshold_s: float, said: list[str]
+) -> KindResult:
     """Read until the expected banner shows, BANNER_MAX_BYTES came, the peer closed or header_timeout."""
     want = spec.banner.encode("utf-8", "replace")
     deadline = time.monotonic() + policy.header_timeout
@@ -166,9 +173,9 @@ def _banner(spec: TcpSpec, sock: socket.socket, policy: FetchPolicy, done, thres
         got += chunk
     seen = clean_line(got[:120].decode("utf-8", "replace"), 120)
     if want in got:
-        passed = done(Category.NORMAL, n=len(got))
+        passed = done(Category.NORMAL, detail="; ".join([*said, f"banner {seen!r}"]), n=len(got))
         category = timed_category(passed.result.timings.total_ms, threshold_s)
-        return KindResult(passed.started_at, passed.result, category)
+        return KindResult(passed.started_at, passed.result, category, detail=passed.detail)
     if not got:
         detail = f"no banner within {policy.header_timeout:g}s"
         return done(Category.DISCONNECT, FailureKind.HEADER_TIMEOUT.value, detail, FailureKind.HEADER_TIMEOUT)

@@ -30,11 +30,13 @@ from django.utils import timezone
 
 from crawlcore.db import bulk
 from crawlcore.models import StatusCheck
+from crawlcore.services.health import health_hold, health_release
 from crawlcore.services.leases import lease_deadline
 from crawler.fetch import FailureKind, FetchPolicy, FetchResult, Timings
+from crawler.hosthealth import HealthSource
 from crawler.lifecycle import Agent
 from crawler.multicheck import CheckRequest, MultiChecker
-from crawler.status import CONFIRMED, Category, Status
+from crawler.status import BAD, CONFIRMED, GOOD, Category, Status
 
 from .. import hooks
 from ..accepted_codes import AcceptedCodes, classify
@@ -42,11 +44,13 @@ from ..assertions import Assertion, AssertionRuleError, assertion_failure, asser
 from ..confirm import Confirmation, confirm
 from ..content import ContentRule, content_failure
 from ..kinds import Kind
+from ..kinds.dns import DnsSpec
 from ..models import LocationState, ServerMonitor, StatusChange
 from ..quorum import locations_parse, quorum_decide, quorum_needed
 from ..selectors import in_window, maintenance_windows
 from ..validate import monitor_problems
 from .certificates import certificates_record
+from .evidence import evidence_record
 from .incidents import incidents_from_changes
 from .kinds import SPEC_FIELDS, Spec, kinds_run, spec_of
 from .trust import REFUSED, address_guard, url_trusted
@@ -208,6 +212,13 @@ def _guard(trusted: bool):
     return None if trusted else address_guard()
 
 
+def _kind_guard(target):
+    """A DNS check's own nameserver is guarded whatever the server's trust (trust.nameserver_refusal)."""
+    if isinstance(target.spec, DnsSpec) and target.spec.nameserver:
+        return address_guard()
+    return _guard(target.trusted)
+
+
 def checks_fetch(*, targets: Sequence[Target], retries: int | None = None) -> list[Checked]:
     """Fetch every target's health URL in parallel; nothing is written. Every check is a fresh
     connection (no keep-alive), so each one measures DNS, connect, first byte and body, as a check
@@ -261,7 +272,7 @@ def _fetch_once(targets: Sequence[Target]) -> list[Checked]:
     other = [t for t in targets if t.spec is not None and not t.problem]
     if not other:
         return _fetch_http(targets)
-    ran = kinds_run(jobs=[(t.spec, _guard(t.trusted), t.threshold_s) for t in other], policy=_policy())
+    ran = kinds_run(jobs=[(t.spec, _kind_guard(t), t.threshold_s) for t in other], policy=_policy())
     done = {id(t): _kind_checked(t, r) for t, r in zip(other, ran, strict=True)}
     rest = iter(_fetch_http([t for t in targets if id(t) not in done]))
     return [done[id(t)] if id(t) in done else next(rest) for t in targets]
@@ -279,7 +290,12 @@ def _fetch_http(targets: Sequence[Target]) -> list[Checked]:
     fetchable = [t for t in targets if not t.problem]
     guards = {trusted: _guard(trusted) for trusted in {t.trusted for t in fetchable}}
     requests = [
-        CheckRequest(t.url, guards[t.trusted], keep_body=bool(t.content) or any(a.kind == "json" for a in t.assertions))
+        CheckRequest(
+            t.url,
+            guards[t.trusted],
+            keep_body=bool(t.content) or any(a.kind == "json" for a in t.assertions),
+            keep_first_bytes=settings.EVIDENCE_BODY_BYTES,  # a failing answer's start is kept as evidence
+        )
         for t in fetchable
     ]
     timed = iter(_checker().check_all(requests))  # never raises
@@ -400,10 +416,31 @@ def checks_record(*, checked: Sequence[Checked], claimed_at: datetime | None = N
         bulk.update_rows(list(monitors.values()), _STATE_FIELDS)
         _location_states_save(locations)
         StatusChange.objects.bulk_create(changes)
+        evidence_record(changes=changes, checked=checked)  # what the server answered, with the change
         incidents_from_changes(changes=changes)  # an outage people can read about, with the change
+        _health_from_changes(changes)  # the crawl holds a server confirmed down and goes on when it is up
         hooks.status_changes_written(changes)  # alerts' outbox rows, in this same transaction
         certificates_record(checked=[c for c in checked if c.result.certificate is not None])
     return list(checked)
+
+
+def _health_from_changes(changes: Sequence[StatusChange]) -> None:
+    """A confirmed outage (disconnect, or error: the server answers, but not as it should) holds the server's
+    crawl; a confirmed recovery releases it (crawlcore.services.health), in the transaction of the change."""
+    down: dict[int, str] = {}
+    up: set[int] = set()
+    for change in sorted(changes, key=lambda c: c.at):
+        to = Status(change.to_status)
+        if to in BAD:
+            down[change.server_id] = change.reason
+            up.discard(change.server_id)
+        elif to in GOOD:
+            up.add(change.server_id)
+            down.pop(change.server_id, None)
+    for server_id, reason in down.items():
+        health_hold(server_ids=[server_id], source=HealthSource.MONITOR, reason=reason)
+    if up:
+        health_release(server_ids=sorted(up), source=HealthSource.MONITOR)
 
 
 def _state_of(m: ServerMonitor) -> Confirmation:

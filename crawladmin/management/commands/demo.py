@@ -5,7 +5,9 @@ monitoring, ranks and analyses the crawled pages, then serves the dashboard and 
 generated password printed once. While it serves, the test web stays up and an embedded monitor checks
 its servers every DEMO_CHECK_INTERVAL seconds, so the dashboard shows live data: stop a server with
 `python manage.py testweb down 127.0.0.10` from another terminal (`up` to start it again) and its tile
-turns amber, then red.
+turns amber, then red. The same loop sends the alerts those changes cause, as beat does in a cluster:
+`--channel URL` (or a channel added from another terminal) receives the "down" within a minute. The demo
+lets alerts reach loopback (127.0.0.0/8), where its own test web and a local receiver live, and says so.
 
 One demo per data directory (crawladmin.demo_control): a second one is refused before it touches the
 database, as is an --addr whose port is taken.
@@ -24,6 +26,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from alerts.services.channels import ChannelError, channel_add
 from crawladmin.demo_control import DemoBusy, demo_lock, down_watcher, port_problem
 from crawladmin.live_monitor import embedded_monitor
 from dashboard.services import status_page_ensure
@@ -34,6 +37,8 @@ from testweb import SiteSpec, TestWebServer
 DEMO_CHECK_ROUNDS = 3
 # Short, so a newcomer sees a server go amber then red within a minute (the default is five minutes).
 DEMO_CHECK_INTERVAL = 10.0
+# Short, so the "down" of `testweb down` reaches a channel within a minute (the default is a minute).
+DEMO_GROUP_WINDOW = 10.0
 DEMO_PORT = 8090  # fixed, so a second demo finds its URLs in the database and resumes
 
 
@@ -65,6 +70,12 @@ class Command(BaseCommand):
         parser.add_argument("--addr", default="127.0.0.1:8000", help="Where to serve the admin")
         parser.add_argument("--no-serve", action="store_true", help="Stop after the crawl and the summary")
         parser.add_argument("--json", action="store_true", help="Print the crawl summary as JSON")
+        parser.add_argument(
+            "--channel",
+            default="",
+            metavar="URL",
+            help="send the demo servers' down and up alerts here (an Apprise URL, e.g. json://127.0.0.1:9000/)",
+        )
 
     def handle(self, *args, **opts) -> None:
         if not settings.CELERY_EMBEDDED:
@@ -88,6 +99,11 @@ class Command(BaseCommand):
         settings.CRAWL_DEFAULT_DELAY = 0.0
         settings.CRAWL_HEADER_TIMEOUT = min(settings.CRAWL_HEADER_TIMEOUT, 2.0)
         settings.MONITOR_INTERVAL = DEMO_CHECK_INTERVAL
+        # A receiver on this machine is what a newcomer tries first: alerts may reach loopback in the demo.
+        settings.ALERTS_ALLOW_PRIVATE = tuple(settings.ALERTS_ALLOW_PRIVATE) + ("127.0.0.0/8",)
+        settings.ALERTS_GROUP_WINDOW = min(settings.ALERTS_GROUP_WINDOW, DEMO_GROUP_WINDOW)
+        if opts["channel"]:
+            self._channel(opts["channel"])
         with _test_web() as web:
             hosts = len(web.web.hosts())
             self.stdout.write(
@@ -110,6 +126,12 @@ class Command(BaseCommand):
                 f"the test web keeps running and its servers are checked every {DEMO_CHECK_INTERVAL:.0f} s; "
                 f"stop one with `python manage.py testweb down {web.web.hosts()[0]}` (`up` starts it again)"
             )
+            self.stdout.write(
+                "alerts: sent while the demo serves (every 10 s, grouped for "
+                f"{settings.ALERTS_GROUP_WINDOW:.0f} s); loopback destinations (127.0.0.0/8) are allowed in "
+                "this demo; from another terminal: ALERTS_ALLOW_PRIVATE=127.0.0.0/8 python manage.py add_channel "
+                "NAME json://127.0.0.1:PORT/ --events down,up"
+            )
             hint = allowed_hosts_hint(opts["addr"])
             if hint:
                 self.stdout.write(hint)
@@ -119,6 +141,13 @@ class Command(BaseCommand):
             os.environ.setdefault("DJANGO_RUNSERVER_HIDE_WARNING", "true")
             with down_watcher(Path(settings.DATA_DIR), web.set_down, web.web.hosts()), embedded_monitor():
                 call_command("runserver", opts["addr"], use_reloader=False)
+
+    def _channel(self, url: str) -> None:
+        try:
+            added = channel_add(name="demo", url=url, events="down,up")
+        except ChannelError as exc:
+            raise CommandError(f"--channel: {exc}") from None
+        self.stdout.write(f"alerts: channel demo: {added.channel.masked}; rule: {added.rule}")
 
     def _monitor(self, web: TestWebServer) -> None:
         """Put the test web's servers under monitoring and check them a few times, so the dashboard's

@@ -23,8 +23,12 @@
     hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false
   });
 
+  var SECONDS = new Intl.DateTimeFormat("sv-SE", { timeZone: tz, hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+
+  // Precise enough that eight ticks over the span read differently: seconds for a crawl of minutes.
   function label(ms) {
-    return (span > 20 * 3600 * 1000 ? DAY : SHORT).format(new Date(ms));
+    var format = span > 20 * 3600 * 1000 ? DAY : span > 15 * 60 * 1000 ? SHORT : SECONDS;
+    return format.format(new Date(ms));
   }
 
   function ago(ms) {
@@ -52,7 +56,11 @@
       interaction: { mode: "nearest", axis: "x", intersect: false },
       scales: {
         x: { type: "linear", min: times[0], max: times[times.length - 1], title: { display: true, text: tz },
-             ticks: { maxTicksLimit: 8, callback: function (v) { return label(v); } } },
+             ticks: { maxTicksLimit: 8, callback: function (v, i, ticks) {
+               // A label the tick before already shows is left out rather than repeated.
+               var text = label(v);
+               return i > 0 && label(ticks[i - 1].value) === text ? "" : text;
+             } } },
         y: { beginAtZero: true, title: { display: true, text: "URLs" } }
       },
       plugins: { tooltip: { callbacks: {

@@ -1,5 +1,5 @@
-// The server grid refreshes itself: every few seconds it fetches the same page of tiles as JSON and
-// updates each tile's badge, latency and last check in place. Only textContent and class names are
+// The server grid and list refresh themselves: every few seconds they fetch the same page of servers as
+// JSON and update each tile's (or row's) badge, latency and last check in place. Only textContent and class names are
 // set, never HTML, so nothing a server sends can become markup. A tile set that changed (a server
 // added, a filter's members moved) reloads the page.
 (function () {
@@ -43,8 +43,45 @@
     el.classList.add(status);
   }
 
+  function setText(el, field, text) {
+    var f = el.querySelector("[data-field=" + field + "]");
+    if (f) { f.textContent = text; }
+  }
+
+  // The list: select all shown, the count of selected servers, and the collapsed groups kept in the URL
+  // (?closed=a,b) so a view can be bookmarked.
+  var bulk = document.getElementById("bulk");
+  function selected() { return grid.querySelectorAll("input[name=ids]:checked").length; }
+  function count() {
+    var c = document.getElementById("bulk-count");
+    if (c) { var n = selected(); c.textContent = n ? n + " selected" : "none selected"; }
+  }
+  grid.addEventListener("change", count);
+  if (bulk) {
+    var all = bulk.querySelector("input.selall");
+    if (all) {
+      all.addEventListener("change", function () {
+        grid.querySelectorAll("input[name=ids]").forEach(function (b) { b.checked = all.checked; });
+        count();
+      });
+    }
+    bulk.addEventListener("submit", function (e) {
+      if (!selected()) { e.preventDefault(); var c = document.getElementById("bulk-count"); if (c) { c.textContent = "select servers first"; } }
+    });
+  }
+  grid.querySelectorAll("details.lgroup").forEach(function (d) {
+    d.addEventListener("toggle", function () {
+      var closed = [];
+      grid.querySelectorAll("details.lgroup").forEach(function (x) { if (!x.open) { closed.push(x.dataset.group); } });
+      var u = new URL(window.location.href);
+      if (closed.length) { u.searchParams.set("closed", closed.join(",")); } else { u.searchParams.delete("closed"); }
+      window.history.replaceState(null, "", u.toString());
+    });
+  });
+
   function apply(data) {
-    var tiles = grid.querySelectorAll(".tile[data-server]");
+    if (selected()) { return; }  // an operator choosing rows: no reload under their hand
+    var tiles = grid.querySelectorAll("[data-server]");
     if (tiles.length !== data.tiles.length) { window.location.reload(); return; }
     for (var i = 0; i < data.tiles.length; i++) {
       var t = data.tiles[i], el = tiles[i];
@@ -53,17 +90,20 @@
       var badge = el.querySelector("[data-field=status]");
       setStatus(badge, t.status);
       badge.textContent = t.status;
-      el.querySelector("[data-field=latency]").textContent = latency(t.latency_ms);
-      el.querySelector("[data-field=note]").textContent = t.note || "";
-      el.querySelector("[data-field=cert]").textContent = t.cert || "";
+      setText(el, "latency", latency(t.latency_ms));
+      setText(el, "note", t.note || "");
+      setText(el, "cert", t.cert || "");
       var up = el.querySelector("[data-field=uptime]");
-      up.firstChild.textContent = (t.uptime_24h === null || t.uptime_24h === undefined ? "–" : t.uptime_24h.toFixed(2) + " %") + " ";
+      var upText = t.uptime_24h === null || t.uptime_24h === undefined ? "–" : t.uptime_24h.toFixed(2) + "\u00a0%";
+      if (up && up.firstChild) { up.firstChild.textContent = upText + (up.children.length ? " " : ""); }
       var bar = el.querySelector("[data-field=bar]");
-      bar.replaceChildren.apply(bar, (t.bar || []).map(function (c) {
-        var i = document.createElement("i");
-        i.className = c;
-        return i;
-      }));
+      if (bar) {
+        bar.replaceChildren.apply(bar, (t.bar || []).map(function (c) {
+          var i = document.createElement("i");
+          i.className = c;
+          return i;
+        }));
+      }
       var when = el.querySelector("[data-field=last_check]");
       when.textContent = ago(t.last_check_at);
       if (t.last_check_at) { when.title = t.last_check_at; }

@@ -10,8 +10,9 @@ KIND is one of
              (/start when it begins, /fail when it failed); --every is the job's period, --grace the
              lateness allowed (default: the period). Later than period + grace is a failed check.
 
-The target's addresses go through the private-address guard (CRAWL_ALLOW_PRIVATE). Adding a target
-already monitored updates its monitor.
+The target's addresses go through the private-address guard (CRAWL_ALLOW_PRIVATE). Adding a monitor
+again (a heartbeat by its name, any other kind by its target or name) updates it: only the options given
+change, and it prints `unchanged monitor NAME` or `changed monitor NAME: field old -> new, ...`.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class Command(BaseCommand):
         parser.add_argument("--name", default="", help="what alerts and pages call it")
         parser.add_argument("--every", type=float, help="seconds between checks (heartbeat: the job's period)")
         parser.add_argument("--grace", type=float, help="heartbeat: seconds of lateness allowed")
-        parser.add_argument("--group", default="", help="server group")
+        parser.add_argument("--group", default=None, help="server group")
         parser.add_argument("--sla", type=float, dest="sla_target", help="uptime percent promised a month")
         parser.add_argument("--tls", action="store_true", help="tcp: complete a TLS handshake")
         parser.add_argument("--banner", default="", help="tcp: the server's first bytes contain this")
@@ -69,10 +70,10 @@ class Command(BaseCommand):
         m = added.monitor
         if as_json:
             out = {"server_id": m.server_id, "kind": m.kind, "name": m.name, "server": m.server.origin,
-                   "created": added.created, "ping_url": added.ping_url or None}  # fmt: skip
+                   "created": added.created, "ping_url": added.ping_url or None,
+                   "changed": {f: [str(old), str(new)] for f, old, new in added.changes}}  # fmt: skip
             self.stdout.write(json.dumps(out))
             return
-        verb = "added" if added.created else "updated"
-        self.stdout.write(f"{verb} {m.kind} monitor {m.name or m.server.origin} (server {m.server_id})")
+        self.stdout.write(added.summary())
         if added.ping_url:
             self.stdout.write(f"ping URL: {added.ping_url}")
