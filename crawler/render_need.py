@@ -1,0 +1,139 @@
+"""Whether a page needs a browser: cheap signals read from the body the crawler already has and what the
+parser found on it, and the per-host decision built from what rendering actually added on sampled pages.
+
+Pure: no Django, no browser. The extract agent asks `render_reason` of every HTML page in `auto` mode; a
+non-empty answer sends the page to the render agent (crawlcore.services.render). After a render,
+`render_gain` says whether the rendered DOM held more than the raw body, and `HostDecision` turns a host's
+samples into "render every page", "render none" or "keep sampling".
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+# Reasons a page is rendered, as stored on the page (Page.render_reason). The first signal found wins.
+NOSCRIPT = "noscript"  # a <noscript> notice asking for JavaScript
+EMPTY_MOUNT = "empty_mount"  # an application's mount element (#root, #app, #__next…) with nothing in it
+SCRIPT_LINKS = "script_links"  # paths written in inline scripts that no anchor of the page carries
+THIN_TEXT = "thin_text"  # scripts, and next to no visible text
+FRAMEWORK = "framework"  # a client-side framework's fingerprint, with little text
+HOST = "host"  # not flagged itself: its host's sampled pages needed rendering (HostDecision)
+ALWAYS = "always"  # the job or CRAWL_RENDER says to render every page
+
+MODES = ("auto", "always", "never")
+
+# Visible characters below which a page with scripts counts as thin; a real article or listing has more.
+THIN_TEXT_CHARS = 200
+# With a framework's fingerprint, a page below this much text is taken for a client-rendered shell.
+FRAMEWORK_TEXT_CHARS = 600
+
+_NOSCRIPT = re.compile(
+    rb"<noscript\b[^>]*>(?:(?!</noscript).){0,2000}?(?:enable|requires?|need|turn on|activate)\b[^<]{0,80}?javascript",
+    re.I | re.S,
+)
+_MOUNT = re.compile(
+    rb"<(?:div|main|section|app-root)\b[^>]*\bid\s*=\s*[\"']?(?:root|app|__next|___gatsby|__nuxt|svelte|main-app)"
+    rb"[\"']?[^>]*>\s*</(?:div|main|section|app-root)>",
+    re.I,
+)
+_ANGULAR_ROOT = re.compile(rb"<app-root\b[^>]*>\s*</app-root>", re.I)
+_FINGERPRINTS = re.compile(
+    rb"data-reactroot|__NEXT_DATA__|/_next/static/|ng-version=|data-v-app|window\.__NUXT__|/_nuxt/"
+    rb"|id=[\"']?___gatsby|data-svelte|ember-application|react-dom(?:\.production)?(?:\.min)?\.js",
+    re.I,
+)
+_SCRIPT = re.compile(rb"<script\b([^>]*)>(.*?)</script\s*>", re.I | re.S)
+# A quoted same-site path or absolute URL in script text, not one of a script's own resources.
+_SCRIPT_PATH = re.compile(r"""["'`]((?:https?://[^"'`\s<>]{3,200})|(?:/[A-Za-z0-9_\-.~%/]{1,200}))["'`]""")
+_RESOURCE_END = re.compile(r"\.(?:js|mjs|css|png|jpe?g|gif|svg|webp|ico|woff2?|ttf|json|map)(?:[?#].*)?$", re.I)
+
+
+def _script_paths(body: bytes) -> set[str]:
+    paths: set[str] = set()
+    for attrs, code in _SCRIPT.findall(body[:2_000_000]):
+        if b"src=" in attrs.lower() or not code.strip():
+            continue
+        if re.search(rb"type\s*=\s*[\"']?application/(?:ld\+)?json", attrs, re.I):
+            continue  # data, not code (JSON-LD): its URLs are not links a reader meets
+        for path in _SCRIPT_PATH.findall(code.decode("utf-8", "replace")):
+            if not _RESOURCE_END.search(path) and path not in ("/", "//"):
+                paths.add(path)
+    return paths
+
+
+def render_reason(body: bytes, *, text: str, links: list[str], page_url: str = "") -> str:
+    """Why this HTML page looks built by JavaScript ("" when nothing says so). `text` is the visible text
+    the parser found, `links` the absolute URLs of its links."""
+    if _NOSCRIPT.search(body[:2_000_000]):
+        return NOSCRIPT
+    if _MOUNT.search(body) or _ANGULAR_ROOT.search(body):
+        return EMPTY_MOUNT
+    has_scripts = b"<script" in body.lower()
+    if not has_scripts:
+        return ""
+    known = set(links)
+    for path in _script_paths(body):
+        if path.startswith("/") and not any(link.endswith(path) or f"{path}?" in link for link in known):
+            return SCRIPT_LINKS
+        if path.startswith("http") and path not in known:
+            return SCRIPT_LINKS
+    chars = len(text.strip())
+    if chars < THIN_TEXT_CHARS:
+        return THIN_TEXT
+    if chars < FRAMEWORK_TEXT_CHARS and _FINGERPRINTS.search(body):
+        return FRAMEWORK
+    return ""
+
+
+def render_gain(*, raw_links: set[str], dom_links: set[str], raw_text: str, dom_text: str) -> bool:
+    """Whether the rendered DOM gave what the raw body did not: a link the parser had not found, or a good
+    deal more text (a fifth more, and at least a hundred characters)."""
+    if dom_links - raw_links:
+        return True
+    extra = len(dom_text.strip()) - len(raw_text.strip())
+    return extra >= 100 and extra >= 0.2 * max(len(raw_text.strip()), 1)
+
+
+class HostRender(enum.StrEnum):
+    """A host's rendering decision (Server.render_decision)."""
+
+    SAMPLING = ""  # not decided: flagged pages are rendered, and each render is a sample
+    RENDER = "render"  # its sampled pages needed rendering: every page is rendered
+    PLAIN = "plain"  # its sampled pages never did: flagged pages are not rendered
+
+
+@dataclass(frozen=True)
+class HostDecision:
+    """Turns a host's samples (renders, and how many of them gained) into its decision.
+
+    A host is decided after `decide_after` samples: RENDER when at least `render_share` of them gained,
+    PLAIN when none did. A RENDER host keeps counting (every page it renders is a sample, at no extra cost:
+    the raw body was parsed anyway) and falls back to sampling when its gains drop below the share over the
+    last `recheck_every` renders; a PLAIN host renders one flagged page in `recheck_every` again."""
+
+    decide_after: int = 3
+    render_share: float = 0.5
+    recheck_every: int = 50
+
+    def decide(self, *, current: str, samples: int, gains: int) -> HostRender:
+        state = HostRender(current)
+        if samples < self.decide_after:
+            return state if state != HostRender.PLAIN else HostRender.SAMPLING
+        share = gains / samples
+        if share >= self.render_share:
+            return HostRender.RENDER
+        if gains == 0:
+            return HostRender.PLAIN
+        return HostRender.SAMPLING
+
+    def wants(self, *, decision: str, flagged: bool, seen_since: int) -> bool:
+        """Whether a page of a host in `decision` is rendered: flagged or not, and `seen_since` the host's
+        pages seen since its last render (for the PLAIN host's occasional re-check)."""
+        state = HostRender(decision)
+        if state == HostRender.RENDER:
+            return True
+        if state == HostRender.PLAIN:
+            return flagged and seen_since >= self.recheck_every
+        return flagged
