@@ -74,10 +74,12 @@ class Server(models.Model):
     owner_name = models.CharField(max_length=200, blank=True)
     owner_email = models.EmailField(max_length=254, blank=True, help_text="Gets this server's alerts")
     # Rendering (crawler.render_need.HostDecision): whether this host's pages need a browser, from the pages
-    # sampled so far (rendered, and how many of them the browser gave more); pages seen since the last render.
+    # read in auto mode, sampled (rendered), and how many of those the browser gave more; flagged pages not
+    # rendered since the last render (a plain host's re-check).
     render_decision = models.CharField(
         max_length=8, blank=True, db_default="", help_text="render: every page; plain: none; empty: sampling"
     )
+    render_seen = models.PositiveIntegerField(db_default=0)
     render_samples = models.PositiveIntegerField(db_default=0)
     render_gains = models.PositiveIntegerField(db_default=0)
     render_skipped = models.PositiveIntegerField(db_default=0)
@@ -248,6 +250,7 @@ class Page(models.Model):
     dom_z = models.BinaryField(null=True, blank=True)
     render_problem = models.CharField(max_length=200, blank=True, db_default="")
     render_attempts = models.PositiveSmallIntegerField(db_default=0)
+    render_dispatched_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [

@@ -106,27 +106,29 @@ class HostRender(enum.StrEnum):
 
 @dataclass(frozen=True)
 class HostDecision:
-    """Turns a host's samples (renders, and how many of them gained) into its decision.
+    """Turns a host's counts into its decision: `seen` pages of the host read in auto mode, `samples` of
+    them rendered, `gains` of those for which the browser gave more (render_gain).
 
-    A host is decided after `decide_after` samples: RENDER when at least `render_share` of them gained,
-    PLAIN when none did. A RENDER host keeps counting (every page it renders is a sample, at no extra cost:
-    the raw body was parsed anyway) and falls back to sampling when its gains drop below the share over the
-    last `recheck_every` renders; a PLAIN host renders one flagged page in `recheck_every` again."""
+    RENDER when, after `decide_after` pages, at least `render_share` of the pages seen needed the browser:
+    most of the host is built by JavaScript (a single-page application), so every page is rendered without
+    waiting for its signals, which such a host's pages do not all show. Each of its renders is still a
+    sample (the raw body is parsed anyway), so the decision is re-checked as it goes and falls back to
+    sampling when the share drops. PLAIN when `decide_after` samples gave nothing: the signals mislead on
+    this host, and its flagged pages are no longer rendered, but for one in `recheck_every`."""
 
-    decide_after: int = 3
+    decide_after: int = 4
     render_share: float = 0.5
     recheck_every: int = 50
 
-    def decide(self, *, current: str, samples: int, gains: int) -> HostRender:
+    def decide(self, *, current: str, seen: int, samples: int, gains: int) -> HostRender:
         state = HostRender(current)
-        if samples < self.decide_after:
-            return state if state != HostRender.PLAIN else HostRender.SAMPLING
-        share = gains / samples
-        if share >= self.render_share:
+        if seen >= self.decide_after and gains >= self.render_share * seen:
             return HostRender.RENDER
-        if gains == 0:
+        if samples >= self.decide_after and gains == 0:
             return HostRender.PLAIN
-        return HostRender.SAMPLING
+        if state == HostRender.PLAIN and gains:
+            return HostRender.SAMPLING  # a re-check gained: sample again
+        return HostRender.SAMPLING if state == HostRender.RENDER else state
 
     def wants(self, *, decision: str, flagged: bool, seen_since: int) -> bool:
         """Whether a page of a host in `decision` is rendered: flagged or not, and `seen_since` the host's

@@ -23,11 +23,12 @@ import logging
 import threading
 import zlib
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from crawlcore.models import Job, JobUrl, Page, Server
@@ -40,7 +41,8 @@ from crawler.robots import RobotsRules
 from crawler.urlnorm import UrlError, canonicalize
 
 from ..queues import Queue
-from .queue import enqueue_extract_on_commit
+from ..selectors import pages_to_render
+from .queue import enqueue_extract_on_commit, queue_backlog
 from .visit import ServerVisit, address_check_for, thread_fetcher, untrusted_address_check
 
 log = logging.getLogger(__name__)
@@ -97,6 +99,7 @@ def pages_render_flag(*, pages: list[ExtractedPage]) -> dict[int, str]:
     }
     flagged: dict[int, str] = {}
     skipped: dict[int, int] = {}
+    seen: dict[int, int] = {}
     for page in pages:
         mode = page_render_mode(job_modes=job_modes.get(page.url_id, []))
         if mode == "never":
@@ -107,6 +110,7 @@ def pages_render_flag(*, pages: list[ExtractedPage]) -> dict[int, str]:
         server = decisions.get(servers.get(page.page_id, -1))
         if server is None:
             continue
+        seen[server.id] = seen.get(server.id, 0) + 1
         reason = render_need.render_reason(page.body, text=page.text, links=page.links)
         wants = DECISION.wants(
             decision=server.render_decision, flagged=bool(reason), seen_since=server.render_skipped
@@ -115,13 +119,34 @@ def pages_render_flag(*, pages: list[ExtractedPage]) -> dict[int, str]:
             flagged[page.page_id] = reason or render_need.HOST
         elif reason:
             skipped[server.id] = skipped.get(server.id, 0) + 1
-    for server_id, n in skipped.items():
-        Server.objects.filter(id=server_id).update(render_skipped=F("render_skipped") + n)
+    for server_id, n in seen.items():
+        Server.objects.filter(id=server_id).update(
+            render_seen=F("render_seen") + n, render_skipped=F("render_skipped") + skipped.get(server_id, 0)
+        )
+    now = timezone.now()
     for page_id, reason in flagged.items():
         # Guarded: a page rendered already (a redelivered batch) is not sent again.
-        if Page.objects.filter(id=page_id, rendered_at__isnull=True).update(render_reason=reason, render_problem=""):
+        if Page.objects.filter(id=page_id, rendered_at__isnull=True).update(
+            render_reason=reason, render_problem="", render_attempts=0, render_dispatched_at=now
+        ):
             enqueue_render_on_commit(page_id=page_id)
     return flagged
+
+
+def pages_render_redispatch(*, stale: datetime, now: datetime) -> int:
+    """Send again the render messages of flagged pages not rendered whose message was sent before `stale`
+    (lost with a worker or the broker); a page whose render is under way or retrying moves its mark on."""
+    if queue_backlog(Queue.RENDER.value):
+        return 0
+    lost = list(
+        pages_to_render()
+        .filter(Q(render_dispatched_at__isnull=True) | Q(render_dispatched_at__lt=stale))
+        .values_list("id", flat=True)[:1000]
+    )
+    for page_id in lost:
+        Page.objects.filter(id=page_id).update(render_dispatched_at=now)
+        enqueue_render_on_commit(page_id=page_id)
+    return len(lost)
 
 
 def enqueue_render_on_commit(*, page_id: int, countdown: float | None = None) -> None:
@@ -237,6 +262,7 @@ def page_render(*, page_id: int, owner: str) -> RenderOutcome:
     )
     if page is None or not page.url.server_id:
         return RenderOutcome(done=True)
+    Page.objects.filter(id=page.id).update(render_dispatched_at=timezone.now())  # under way: not lost
     visit = ServerVisit.open(server_id=page.url.server_id, owner=owner, agent=Agent.RENDER)
     if visit is None:
         return RenderOutcome(done=False, retry=True, reason="server busy")
@@ -289,10 +315,11 @@ def server_render_sample(*, server_id: int, gained: bool) -> str:
     Server.objects.filter(id=server_id).update(
         render_samples=F("render_samples") + 1, render_gains=F("render_gains") + int(gained), render_skipped=0
     )
-    server = Server.objects.only("render_decision", "render_samples", "render_gains").get(id=server_id)
+    server = Server.objects.only("render_decision", "render_seen", "render_samples", "render_gains").get(id=server_id)
     decision = DECISION.decide(
-        current=server.render_decision, samples=server.render_samples, gains=server.render_gains
-    )
+        current=server.render_decision, seen=server.render_seen, samples=server.render_samples,
+        gains=server.render_gains,
+    )  # fmt: skip
     if decision != server.render_decision:
         Server.objects.filter(id=server_id).update(render_decision=decision.value)
         log.info("server %s: rendering decision %r after %d samples (%d gained)", server_id, decision.value,
@@ -312,10 +339,12 @@ def _given_up(page: Page, reason: str) -> RenderOutcome:
     """The page is not rendered: it keeps what its raw body gave, and says why."""
     log.warning("render of %s given up: %s", page.url.url[:200], reason)
     Page.objects.filter(id=page.id).update(
-        render_attempts=F("render_attempts") + 1, render_problem=reason[:200] or "failed"
+        render_attempts=settings.CRAWL_RENDER_ATTEMPTS, render_problem=reason[:200] or "failed"
     )
     return RenderOutcome(done=True, reason=reason)
 
 
 def page_render_give_up(*, page_id: int, reason: str) -> None:
-    Page.objects.filter(id=page_id, rendered_at__isnull=True).update(render_problem=reason[:200] or "failed")
+    Page.objects.filter(id=page_id, rendered_at__isnull=True).update(
+        render_attempts=settings.CRAWL_RENDER_ATTEMPTS, render_problem=reason[:200] or "failed"
+    )
