@@ -166,6 +166,7 @@ class Browser:
             raise
         self.user_agent = user_agent
         self.pid = _find_marked(self._token)
+        self._calls = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="render-fetch")
 
     def rss_bytes(self) -> int:
         if self.pid is None:
@@ -183,6 +184,7 @@ class Browser:
                 pass
 
     def close(self) -> None:
+        self._calls.shutdown(wait=False)
         try:
             self._browser.close()
         except Exception:  # already dead: nothing to close
@@ -232,7 +234,9 @@ class Browser:
                 )
                 out.requests += 1
                 try:
-                    answer = handler(sub)
+                    # On a thread of its own: this one runs Playwright's event loop, where the handler's
+                    # blocking work (Django refuses database calls under a running loop) does not belong.
+                    answer = self._calls.submit(handler, sub).result(timeout=self.bounds.page_seconds)
                 except Exception as exc:  # the handler's fault must not hang the page: refused
                     log.exception("render handler failed for %s", request.url[:200])
                     answer = f"handler error: {type(exc).__name__}"
