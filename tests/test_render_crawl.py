@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import random
 import sqlite3
 import subprocess
@@ -83,6 +84,9 @@ class JsWeb:
             for href in links
         )
         if spy:
+            # The rendered title and a word only the script writes: what search finds of the page.
+            code += "document.title='Shell rendered';var p=document.createElement('p');p.textContent='quokkaberry';"
+            code += "document.body.appendChild(p);"
             code += f"new Image().src={self.spy + '/pixel.png'!r};fetch({self.spy + '/api'!r}).catch(function(){{}});"
         return code
 
@@ -209,14 +213,20 @@ def test_the_private_address_gets_no_request(crawls):
     assert crawls["spy"] == []
 
 
-def test_the_rendered_title_and_text_are_the_pages(crawls):
+def test_the_rendered_title_and_text_are_the_pages_and_searchable(crawls):
     origin, web = crawls["origin"], crawls["web"]
     (title,) = _query(
         crawls["auto"]["db"],
         "SELECT p.title FROM crawladmin_page p JOIN crawladmin_url u ON u.id = p.url_id"
         f" WHERE u.url = '{origin}{web.js[0]}'",
     )[0]
-    assert title == "Shell"
+    assert title == "Shell rendered"
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "search", "--json", "quokkaberry"],
+        cwd=ROOT, env=crawls["auto"]["env"], capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [hit["url"] for hit in json.loads(proc.stdout)["results"]] == [origin + web.js[0]]
 
 
 def test_a_dead_link_only_in_the_rendered_dom_is_reported(crawls):
@@ -227,3 +237,29 @@ def test_a_dead_link_only_in_the_rendered_dom_is_reported(crawls):
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {(r["source_url"], r["target_url"]) for r in csv.DictReader(io.StringIO(proc.stdout))}
     assert (origin + web.js[1], origin + web.gone) in rows, sorted(rows)
+
+
+def test_the_archive_holds_the_raw_response_and_the_rendered_dom(crawls, tmp_path):
+    from warcio.archiveiterator import ArchiveIterator
+
+    origin, web = crawls["origin"], crawls["web"]
+    out = tmp_path / "crawl.warc.gz"
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "export_warc", str(out)],
+        cwd=ROOT, env=crawls["auto"]["env"], capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records: dict[str, list[tuple[str, bytes, dict]]] = {}
+    for path in sorted(tmp_path.glob("crawl*.warc.gz")):
+        with open(path, "rb") as f:
+            for rec in ArchiveIterator(f):
+                uri = rec.rec_headers.get_header("WARC-Target-URI")
+                headers = dict(rec.rec_headers.headers)
+                records.setdefault(uri, []).append((rec.rec_type, rec.content_stream().read(), headers))
+    shell = {kind: (body, headers) for kind, body, headers in records[origin + web.js[0]]}
+    assert b"quokkaberry" not in shell["response"][0] and b'<div id="root"></div>' in shell["response"][0]
+    dom, headers = shell["conversion"]
+    assert b"quokkaberry" in dom and web.hidden[0].encode() in dom
+    assert headers["WARC-Render-Reason"] == "empty_mount" and headers["WARC-Refers-To"]
+    # A page that was not rendered has no conversion.
+    assert "conversion" not in {kind for kind, _, _ in records[origin + "/"]}
