@@ -260,7 +260,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
 def _render_candidates(parsed: list[tuple[StoredPage, Extracted | None]]) -> list[ExtractedPage]:
     """The batch's pages read from their raw bodies (a rendered one is not rendered again)."""
     return [
-        ExtractedPage(page.id, page.url_id, page.body, page.content_type, ex.text, ex.urls)
+        ExtractedPage(page.id, page.url_id, page.body, page.content_type, ex.text, ex.urls, page.of_job)
         for page, ex in parsed
         if ex is not None and not page.dom_z and not ex.problem
     ]

@@ -75,6 +75,7 @@ class ExtractedPage:
     content_type: str
     text: str
     links: list[str] = field(default_factory=list)
+    of_job: bool = False  # a crawl job reached its URL: the jobs' `render` keys count
 
 
 def pages_render_flag(*, pages: list[ExtractedPage]) -> dict[int, str]:
@@ -87,10 +88,10 @@ def pages_render_flag(*, pages: list[ExtractedPage]) -> dict[int, str]:
     if settings.CRAWL_RENDER == "never" and not Job.objects.filter(render__in=("auto", "always")).exists():
         return {}  # nothing renders: not even a query more for the batch
     job_modes: dict[int, list[str]] = {}
-    for url_id, mode in JobUrl.objects.filter(url_id__in=[p.url_id for p in pages]).values_list(
-        "url_id", "job__render"
-    ):
-        job_modes.setdefault(url_id, []).append(mode)
+    of_jobs = [p.url_id for p in pages if p.of_job]
+    if of_jobs:  # none of the batch's pages a job's: the job table is not read
+        for url_id, mode in JobUrl.objects.filter(url_id__in=of_jobs).values_list("url_id", "job__render"):
+            job_modes.setdefault(url_id, []).append(mode)
     servers = dict(
         Page.objects.filter(id__in=[p.page_id for p in pages]).values_list("id", "url__server_id")
     )
