@@ -44,6 +44,7 @@ _FINGERPRINTS = re.compile(
     rb"|id=[\"']?___gatsby|data-svelte|ember-application|react-dom(?:\.production)?(?:\.min)?\.js",
     re.I,
 )
+_SCRIPT_OPEN = re.compile(rb"<script\b", re.I)
 _SCRIPT = re.compile(rb"<script\b([^>]*)>(.*?)</script\s*>", re.I | re.S)
 # A quoted same-site path or absolute URL in script text, not one of a script's own resources.
 _SCRIPT_PATH = re.compile(r"""["'`]((?:https?://[^"'`\s<>]{3,200})|(?:/[A-Za-z0-9_\-.~%/]{1,200}))["'`]""")
@@ -70,8 +71,7 @@ def render_reason(body: bytes, *, text: str, links: list[str], page_url: str = "
         return NOSCRIPT
     if _MOUNT.search(body) or _ANGULAR_ROOT.search(body):
         return EMPTY_MOUNT
-    has_scripts = b"<script" in body.lower()
-    if not has_scripts:
+    if not _SCRIPT_OPEN.search(body):
         return ""
     known = set(links)
     for path in _script_paths(body):

@@ -10,7 +10,8 @@ is answered by our own fetcher under the private-address guard:
 - other requests to the page's server: robots.txt for documents (frames), the server's turn, the guard;
 - requests to other servers: the guard of a host nobody vouched for; a document (frame) of another
   server is refused (its robots.txt is not known to this visit), and so is any navigation away from the page;
-- only GET and HEAD: a page's script never makes the crawler write to a server.
+- only GET and HEAD: a page's script never makes the crawler write to a server;
+- no images, media, fonts or stylesheets: a page's links and text do not depend on them.
 
 The rendered DOM is stored beside the raw body (Page.dom_z) and the page is handed to the extract agent
 again, which reads the DOM in place of the body: its links, text and title enter the same extract path.
@@ -50,6 +51,9 @@ log = logging.getLogger(__name__)
 RENDER_TASK = "tasks.render.render_page"
 DECISION = render_need.HostDecision()
 ALLOWED_METHODS = frozenset({"GET", "HEAD"})
+# What a page's links, text and title never depend on: not fetched at all (no request, no cost). Images and
+# the rest are checked by the load agent as the DOM's resources, like those of any page.
+NOT_NEEDED = frozenset({"image", "media", "font", "stylesheet", "manifest", "texttrack", "ping", "beacon", "other"})
 
 
 # -- which pages are rendered (the extract agent asks) ----------------------------------------------------
@@ -210,6 +214,8 @@ class _Handler:
             return "too many requests"
         if sub.method.upper() not in ALLOWED_METHODS:
             return "not GET"
+        if sub.kind in NOT_NEEDED:
+            return "not needed to render"
         try:
             url = canonicalize(sub.url)
         except UrlError as exc:
