@@ -25,6 +25,7 @@ import threading
 import zlib
 from dataclasses import dataclass, field
 from datetime import datetime
+from urllib.parse import urlsplit
 
 from celery import current_app
 from django.conf import settings
@@ -355,3 +356,31 @@ def page_render_give_up(*, page_id: int, reason: str) -> None:
     Page.objects.filter(id=page_id, rendered_at__isnull=True).update(
         render_attempts=settings.CRAWL_RENDER_ATTEMPTS, render_problem=reason[:200] or "failed"
     )
+
+
+def answer_render(*, url: str, status: int | None, headers: dict[str, str], body: bytes, own_check) -> bytes | str:
+    """The DOM a browser makes of an answer already fetched (a monitor's check): its document is that
+    answer, no second request; the page's other requests are fetched under `own_check` on its own host
+    and the private-address guard elsewhere (GET only, nothing a render does not need, no navigation).
+    The DOM as UTF-8, or why it could not be rendered."""
+    if status is None or not settings.CRAWL_RENDER_CHROMIUM:
+        return "no browser" if status is not None else "no answer"
+    host = urlsplit(url).hostname
+    count = 0
+
+    def handler(sub: SubRequest) -> Answer | str:
+        nonlocal count
+        count += 1
+        if sub.main:
+            return Answer(status, dict(headers), body)
+        if count > settings.CRAWL_RENDER_REQUESTS:
+            return "too many requests"
+        if sub.navigation or sub.method.upper() not in ALLOWED_METHODS or sub.kind in NOT_NEEDED:
+            return "not needed to render"
+        check = own_check if urlsplit(sub.url).hostname == host else untrusted_address_check()
+        return _answer(thread_fetcher().fetch(sub.url, method=sub.method.upper(), address_check=check))
+
+    try:
+        return render_pool().render(url, handler).html.encode("utf-8", "replace")
+    except RenderFailed as exc:
+        return exc.reason
