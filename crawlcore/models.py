@@ -77,12 +77,13 @@ class Server(models.Model):
     # read in auto mode, sampled (rendered), and how many of those the browser gave more; flagged pages not
     # rendered since the last render (a plain host's re-check).
     render_decision = models.CharField(
-        max_length=8, blank=True, db_default="", help_text="render: every page; plain: none; empty: sampling"
+        max_length=8, blank=True, default="", db_default="",
+        help_text="render: every page; plain: none; empty: sampling",
     )
-    render_seen = models.PositiveIntegerField(db_default=0)
-    render_samples = models.PositiveIntegerField(db_default=0)
-    render_gains = models.PositiveIntegerField(db_default=0)
-    render_skipped = models.PositiveIntegerField(db_default=0)
+    render_seen = models.PositiveIntegerField(default=0, db_default=0)
+    render_samples = models.PositiveIntegerField(default=0, db_default=0)
+    render_gains = models.PositiveIntegerField(default=0, db_default=0)
+    render_skipped = models.PositiveIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -245,11 +246,11 @@ class Page(models.Model):
     revisit_response_head = models.TextField(blank=True)
     # Rendered in a browser (crawlcore.services.render): why (crawler.render_need's reasons), when, the DOM
     # it gave (zlib, UTF-8), which the extract agent reads instead of the body; what stopped a render.
-    render_reason = models.CharField(max_length=16, blank=True, db_default="")
+    render_reason = models.CharField(max_length=16, blank=True, default="", db_default="")
     rendered_at = models.DateTimeField(null=True, blank=True)
     dom_z = models.BinaryField(null=True, blank=True)
-    render_problem = models.CharField(max_length=200, blank=True, db_default="")
-    render_attempts = models.PositiveSmallIntegerField(db_default=0)
+    render_problem = models.CharField(max_length=200, blank=True, default="", db_default="")
+    render_attempts = models.PositiveSmallIntegerField(default=0, db_default=0)
     render_dispatched_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -498,7 +499,7 @@ class Job(models.Model):
     )
     windows = models.JSONField(default=list, blank=True, help_text='Time windows "HH:MM-HH:MM" in the time zone')
     render = models.CharField(
-        max_length=6, blank=True, db_default="", help_text="auto, always or never; empty: CRAWL_RENDER"
+        max_length=6, blank=True, default="", db_default="", help_text="auto, always or never; empty: CRAWL_RENDER"
     )
     time_zone = models.CharField(max_length=64, default="UTC")
     schedule = models.CharField(max_length=100, blank=True, help_text='Cron, in the time zone, e.g. "0 2 * * *"')
