@@ -152,6 +152,10 @@ class Browser:
                     # port ("<-loopback>" takes loopback off the default bypass list).
                     "--proxy-server=socks5://127.0.0.1:9",
                     "--proxy-bypass-list=<-loopback>",
+                    # WebRTC's UDP does not go through a proxy: none but proxied; and no name is looked up.
+                    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+                    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+                    "--host-resolver-rules=MAP * ~NOTFOUND",
                     "--disable-background-networking",
                     "--disable-component-update",
                     "--disable-sync",
@@ -252,6 +256,8 @@ class Browser:
                 route.fulfill(status=answer.status, headers=headers, body=answer.body)
 
             context.route("**/*", on_route)
+            # WebSockets are not requests the routing above sees: each is closed before it connects.
+            context.route_web_socket("**/*", lambda ws: ws.close())
             timeout_ms = self.bounds.page_seconds * 1000
             try:
                 page.goto(url, wait_until="load", timeout=timeout_ms)
