@@ -11,8 +11,8 @@ from .retry import DATABASE_LOST, retry_after_database_loss
 
 # A busy server (all its slots taken by other agents) or a failed render is tried again after this many
 # seconds, this many times at most; then the page keeps what its raw body gave.
-RETRY_SECONDS = 5.0
-MAX_RETRIES = 60
+RETRY_SECONDS = 2.0
+MAX_RETRIES = 150
 
 
 @shared_task(name="tasks.render.render_page", acks_late=True, bind=True, max_retries=MAX_RETRIES)
