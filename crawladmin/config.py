@@ -39,7 +39,7 @@ SERVER_KEYS = ("url", "group", "enabled", "crawler_num", "trusted", "owner_name"
 SUPERUSER_SERVER_KEYS = ("url", "trusted", "owner_email")
 MONITOR_KEYS = ("server", "kind", "enabled", "health_url", "interval_s", "delay_threshold_s", "accepted_codes",
                 "fail_after", "recover_after", "locations", "content_must", "content_must_not", "content_regex",
-                "quorum")  # fmt: skip
+                "content_rendered", "quorum")  # fmt: skip
 CHANNEL_KEYS = ("name", "url", "enabled", "owner_of", "rules")
 RULE_KEYS = ("kinds", "group", "server")
 

@@ -541,7 +541,7 @@ def _apply_located(
 # What target_of reads; the rest (the server's robots.txt, the load profile...) stays in the database.
 _TARGET_FIELDS = [
     *("health_url", "interval_s", "delay_threshold_s", "accepted_codes", "fail_after", "recover_after"),
-    *("content_must", "content_must_not", "content_regex", "assertions"),
+    *("content_must", "content_must_not", "content_regex", "content_rendered", "assertions"),
     *("server__scheme", "server__host", "server__port", "server__trusted"),
     *SPEC_FIELDS,
 ]
