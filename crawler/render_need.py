@@ -29,31 +29,56 @@ THIN_TEXT_CHARS = 200
 # With a framework's fingerprint, a page below this much text is taken for a client-rendered shell.
 FRAMEWORK_TEXT_CHARS = 600
 
-_NOSCRIPT = re.compile(
-    rb"<noscript\b[^>]*>(?:(?!</noscript).){0,2000}?(?:enable|requires?|need|turn on|activate)\b[^<]{0,80}?javascript",
-    re.I | re.S,
-)
+# What a <noscript> notice says when it asks for JavaScript (read in its first 2,000 bytes).
+_ASKS_FOR_JS = re.compile(rb"(?:enable|requires?|need|turn on|activate)\b[^<]{0,80}?javascript", re.I)
 _MOUNT = re.compile(
-    rb"<(?:div|main|section|app-root)\b[^>]*\bid\s*=\s*[\"']?(?:root|app|__next|___gatsby|__nuxt|svelte|main-app)"
-    rb"[\"']?[^>]*>\s*</(?:div|main|section|app-root)>",
+    rb"<(?:div|main|section|app-root)\b[^>]{0,300}?\bid\s*=\s*[\"']?(?:root|app|__next|___gatsby|__nuxt|svelte|main-app)"
+    rb"[\"']?[^>]{0,300}>\s{0,1000}</(?:div|main|section|app-root)>",
     re.I,
 )
-_ANGULAR_ROOT = re.compile(rb"<app-root\b[^>]*>\s*</app-root>", re.I)
+_ANGULAR_ROOT = re.compile(rb"<app-root\b[^>]{0,300}>\s{0,1000}</app-root>", re.I)
 _FINGERPRINTS = re.compile(
     rb"data-reactroot|__NEXT_DATA__|/_next/static/|ng-version=|data-v-app|window\.__NUXT__|/_nuxt/"
     rb"|id=[\"']?___gatsby|data-svelte|ember-application|react-dom(?:\.production)?(?:\.min)?\.js",
     re.I,
 )
 _SCRIPT_OPEN = re.compile(rb"<script\b", re.I)
-_SCRIPT = re.compile(rb"<script\b([^>]*)>(.*?)</script\s*>", re.I | re.S)
+# Bounds of the detector's own reading, so that a hostile page (thousands of unclosed tags) costs it little:
+# the tags it looks at, and the bytes of each.
+MAX_TAGS = 100
+MAX_TAG_BYTES = 100_000
 # A quoted same-site path or absolute URL in script text, not one of a script's own resources.
 _SCRIPT_PATH = re.compile(r"""["'`]((?:https?://[^"'`\s<>]{3,200})|(?:/[A-Za-z0-9_\-.~%/]{1,200}))["'`]""")
 _RESOURCE_END = re.compile(r"\.(?:js|mjs|css|png|jpe?g|gif|svg|webp|ico|woff2?|ttf|json|map)(?:[?#].*)?$", re.I)
 
 
+def _elements(body: bytes, name: bytes) -> list[tuple[bytes, bytes]]:
+    """(attributes, content) of the first MAX_TAGS `<name>` elements, each read up to MAX_TAG_BYTES: found
+    by plain searches, no backtracking, whatever the page."""
+    lower = body.lower()
+    out: list[tuple[bytes, bytes]] = []
+    at = 0
+    while len(out) < MAX_TAGS:
+        start = lower.find(b"<" + name, at)
+        if start < 0:
+            break
+        after = start + len(name) + 1
+        if after < len(lower) and lower[after : after + 1] not in b" \t\r\n>/":
+            at = after  # <scripts…>, another tag
+            continue
+        close = lower.find(b">", after, after + MAX_TAG_BYTES)
+        if close < 0:
+            break
+        end = lower.find(b"</" + name, close, close + MAX_TAG_BYTES)
+        end = end if end >= 0 else min(len(body), close + MAX_TAG_BYTES)
+        out.append((body[after:close], body[close + 1 : end]))
+        at = end
+    return out
+
+
 def _script_paths(body: bytes) -> set[str]:
     paths: set[str] = set()
-    for attrs, code in _SCRIPT.findall(body[:2_000_000]):
+    for attrs, code in _elements(body, b"script"):
         if b"src=" in attrs.lower() or not code.strip():
             continue
         if re.search(rb"type\s*=\s*[\"']?application/(?:ld\+)?json", attrs, re.I):
@@ -67,7 +92,7 @@ def _script_paths(body: bytes) -> set[str]:
 def render_reason(body: bytes, *, text: str, links: list[str], page_url: str = "") -> str:
     """Why this HTML page looks built by JavaScript ("" when nothing says so). `text` is the visible text
     the parser found, `links` the absolute URLs of its links."""
-    if _NOSCRIPT.search(body[:2_000_000]):
+    if any(_ASKS_FOR_JS.search(content[:2000]) for _, content in _elements(body, b"noscript")):
         return NOSCRIPT
     if _MOUNT.search(body) or _ANGULAR_ROOT.search(body):
         return EMPTY_MOUNT

@@ -105,3 +105,19 @@ def test_a_host_whose_samples_never_gain_stops_being_sampled_but_for_a_recheck()
 def test_a_render_host_whose_share_drops_goes_back_to_sampling():
     d = rn.HostDecision(decide_after=4, render_share=0.5)
     assert d.decide(current="render", seen=100, samples=60, gains=20) == rn.HostRender.SAMPLING
+
+
+def test_a_hostile_page_costs_the_detector_little():
+    import time
+
+    bodies = [
+        b"<div " * 200_000,
+        b"<noscript>" * 100_000,
+        b"<script>'/a'" * 100_000,
+        b'<div id="root" ' + b"x" * 1_000_000,
+        b"<script>" + b"'/p'," * 300_000 + b"</script>",
+    ]
+    for body in bodies:
+        started = time.process_time()
+        rn.render_reason(body, text="", links=[])
+        assert time.process_time() - started < 2.0, body[:20]
