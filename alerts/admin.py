@@ -11,7 +11,9 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.utils.html import format_html
 
+from crawlcore import roles
 from crawlcore.admin import ReaderScopedAdmin
+from crawlcore.admin_base import RoleInline
 from crawlcore.models import Server
 from monitoring.admin import MonitoredServerAdmin
 
@@ -22,7 +24,8 @@ from .services.maintenance_windows import maintenance_windows_write
 from .services.mutes import mute_add, mute_end
 
 
-class RuleInline(admin.TabularInline):
+class RuleInline(RoleInline, admin.TabularInline):
+    role_object = "rule"
     model = Rule
     extra = 1
     raw_id_fields = ("server",)
@@ -73,6 +76,7 @@ class ChannelForm(forms.ModelForm):
 
 @admin.register(Channel)
 class ChannelAdmin(ReaderScopedAdmin):  # no group paths: superusers (destinations are secrets)
+    role_object = "channel"
     form = ChannelForm
     list_display = ("name", "masked", "enabled", "owner_of", "log")
     list_filter = ("enabled",)
@@ -133,6 +137,7 @@ class NotificationAdmin(ReaderScopedAdmin):
 @admin.register(Mute)
 class MuteAdmin(ReaderScopedAdmin):
     group_paths = ("server__group", "group")
+    role_object = "mute"
     list_display = ("__str__", "server", "group", "until", "reason")
     raw_id_fields = ("server",)
 
@@ -140,6 +145,7 @@ class MuteAdmin(ReaderScopedAdmin):
 @admin.register(MaintenanceSchedule)
 class MaintenanceScheduleAdmin(ReaderScopedAdmin):
     group_paths = ("server__group", "group")
+    role_object = "maintenance"
     list_display = ("__str__", "server", "group", "schedule", "duration_minutes", "enabled", "reason")
     list_filter = ("enabled",)
     raw_id_fields = ("server",)
@@ -156,7 +162,7 @@ class AlertingServerAdmin(MonitoredServerAdmin):
     actions = [*MonitoredServerAdmin.actions, "mute_4h", "mute_24h", "mute_7d", "unmute"]
 
     def _mute(self, request, queryset, seconds: float, label: str) -> None:
-        if not request.user.has_perm("alerts.add_mute"):
+        if not roles.may(request.user, "create", "mute"):
             self.message_user(request, "you may not mute alerts", messages.ERROR)
             return
         for server in queryset:
@@ -177,7 +183,7 @@ class AlertingServerAdmin(MonitoredServerAdmin):
 
     @admin.action(description="Unmute alerts")
     def unmute(self, request, queryset) -> None:
-        if not request.user.has_perm("alerts.change_mute"):
+        if not roles.may(request.user, "delete", "mute"):
             self.message_user(request, "you may not unmute alerts", messages.ERROR)
             return
         n = sum(mute_end(server_id=server.id) for server in queryset)

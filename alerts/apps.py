@@ -30,6 +30,12 @@ def _beat_run_recorded(run: Any) -> None:
     beat_job_alert(run=run)
 
 
+def _job_event(kind: str, job: Any, run: Any, facts: dict) -> None:
+    from .services.job_events import job_event
+
+    job_event(kind=kind, job=job, run=run, facts=facts)
+
+
 def _round_finished() -> None:
     from .services.send import notifications_flush
 
@@ -44,7 +50,7 @@ class AlertsConfig(AppConfig):
     def ready(self) -> None:
         # Monitoring sits below alerts and cannot import it: alerts hands monitoring the two functions
         # it calls (monitoring.hooks), so the outbox rows are written in the StatusChange's transaction.
-        from crawlcore.services import beat_runs
+        from crawlcore.services import beat_runs, jobs
         from monitoring import hooks
 
         from .destinations import apprise_logs_redact
@@ -57,3 +63,5 @@ class AlertsConfig(AppConfig):
         hooks.on_round_finished(_round_finished)
         # The same for the crawl core's record of beat's jobs: a job that outlasts its period is told.
         beat_runs.on_run_recorded(_beat_run_recorded)
+        # And of its crawl jobs: started, finished, stalled, budget reached (each once a run).
+        jobs.on_job_event(_job_event)

@@ -27,9 +27,17 @@ class Kind(enum.StrEnum):
     CONTENT = "content"
     DOMAIN = "domain"  # a monitored domain's registration expires soon (RDAP)
     BEAT = "beat"  # one of beat's jobs takes longer than its period (late), or fits in it again (normal)
+    # A crawl job's run (crawlcore.services.jobs): each told once a run, routed by the job and its group.
+    JOB_STARTED = "job.started"
+    JOB_FINISHED = "job.finished"
+    JOB_STALLED = "job.stalled"
+    JOB_BUDGET_REACHED = "job.budget_reached"
     TEST = "test"  # notify_test / "send test": never routed, sent to the one channel asked for
 
 
+JOB_KINDS = (Kind.JOB_STARTED, Kind.JOB_FINISHED, Kind.JOB_STALLED, Kind.JOB_BUDGET_REACHED)
+# What a rule with no kinds named takes: the servers' (and beat's) events. A crawl job's are asked for by
+# name (or by a rule for one job, which takes all of them: alerts.services.channels).
 ROUTABLE = (Kind.DOWN, Kind.UP, Kind.DELAY, Kind.CERT, Kind.CONTENT, Kind.DOMAIN, Kind.BEAT)
 _FIXABLE = ("cert", "content", "beat")  # kinds told again, with to_status good, when the problem goes away
 GOOD = frozenset({"normal", "delay"})
@@ -45,11 +53,12 @@ def kinds_parse(text: str) -> tuple[str, ...]:
     names = [p.strip().lower() for p in text.split(",") if p.strip()]
     if not names:
         return tuple(k.value for k in ROUTABLE)
-    known = {k.value for k in ROUTABLE}
+    every = (*ROUTABLE, *JOB_KINDS)
+    known = {k.value for k in every}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise KindsError(f"unknown event kind {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
-    return tuple(k.value for k in ROUTABLE if k.value in names)
+        raise KindsError(f"unknown event kind {', '.join(unknown)}; choose from {', '.join(k.value for k in every)}")
+    return tuple(k.value for k in every if k.value in names)
 
 
 _FAILURE_KINDS = {"tls": Kind.CERT.value, "content": Kind.CONTENT.value}
@@ -86,10 +95,13 @@ class Route:
     kinds: frozenset[str]
     group: str = ""
     server_id: int | None = None
+    job: str = ""  # only this crawl job's events
 
-    def matches(self, kind: str, server_id: int, group: str) -> bool:
+    def matches(self, kind: str, server_id: int | None, group: str, job: str = "") -> bool:
         if kind not in self.kinds:
             return False
+        if self.job:
+            return self.job == job
         if self.server_id is not None:
             return self.server_id == server_id
         if self.group:
@@ -97,9 +109,12 @@ class Route:
         return True
 
 
-def routes_match(routes: Iterable[Route], *, kind: str, server_id: int, group: str) -> list[int]:
-    """The channels an event goes to, each once however many rules match it, in id order."""
-    return sorted({r.channel_id for r in routes if r.matches(kind, server_id, group)})
+def routes_match(
+    routes: Iterable[Route], *, kind: str, server_id: int | None, group: str, job: str = ""
+) -> list[int]:
+    """The channels an event goes to, each once however many rules match it, in id order. A crawl job's
+    event (`job`: its name, `group`: the job's) matches the rules of that job, of its group and of all."""
+    return sorted({r.channel_id for r in routes if r.matches(kind, server_id, group, job)})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -116,6 +131,7 @@ _TITLES = {
     "content:fixed": "content check passes again",
     "beat": "late",
     "beat:fixed": "on time again",
+    **{k.value: k.value for k in JOB_KINDS},  # "job docs job.finished": the job's name and the event
 }
 
 
@@ -182,6 +198,8 @@ def _headline(kind: str, events: Sequence[EventView]) -> str:
     word = _TITLES.get(kind, kind)
     if len(events) == 1:
         return f"{events[0].server} {word}"
+    if kind.startswith("job."):  # few at a time, and each job's name is what the reader looks for
+        return f"{', '.join(sorted({e.server for e in events}))} {word}"
     return f"{len(events)} {'beat jobs' if kind.startswith('beat') else 'servers'} {word}{where}"
 
 

@@ -75,9 +75,10 @@ class Rule(models.Model):
     """Route these event kinds of all servers, one group, or one server to a channel."""
 
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="rules")
-    kinds = models.CharField(max_length=100, default="down,up,delay,cert,content", help_text="Comma list")
-    group = models.CharField(max_length=100, blank=True, help_text="Only servers of this group")
+    kinds = models.CharField(max_length=200, default="down,up,delay,cert,content", help_text="Comma list")
+    group = models.CharField(max_length=100, blank=True, help_text="Only servers (and crawl jobs) of this group")
     server = models.ForeignKey(Server, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    job = models.CharField(max_length=100, blank=True, default="", help_text="Only this crawl job's events")
 
     class Meta:
         constraints = [
@@ -86,6 +87,8 @@ class Rule(models.Model):
 
     def __str__(self) -> str:
         scope = f"server {self.server}" if self.server_id else (f"group {self.group}" if self.group else "all")
+        if self.job:
+            scope = f"job {self.job}"
         return f"{self.kinds} of {scope} -> {self.channel}"
 
     def clean(self) -> None:
@@ -95,13 +98,18 @@ class Rule(models.Model):
             raise ValidationError({"kinds": str(exc)}) from None
         if self.group and self.server_id:
             raise ValidationError("a rule is for a group or for one server, not both")
+        if self.job and (self.group or self.server_id):
+            raise ValidationError("a rule is for one crawl job, a group or one server")
 
 
 class Event(models.Model):
     """Something to tell: a confirmed down / delay / recovered, a certificate or content finding, a test."""
 
-    kind = models.CharField(max_length=12)
+    kind = models.CharField(max_length=24)
     server = models.ForeignKey(Server, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    once_key = models.CharField(
+        max_length=100, null=True, blank=True, unique=True, help_text="Told once: a crawl job run's event"
+    )
     status_change_id = models.BigIntegerField(null=True, blank=True, unique=True, help_text="monitoring's StatusChange")
     at = models.DateTimeField()
     from_status = models.CharField(max_length=12, blank=True)

@@ -7,6 +7,7 @@ from django.http import Http404
 from rest_framework import exceptions, permissions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
+from crawlcore import roles
 from crawlcore.access import may_read
 from dashboard.tokens import api_token_user
 
@@ -33,15 +34,31 @@ def may_write(user) -> bool:
     return may_read(user) and (user.is_superuser or user.groups.filter(name="operator").exists())
 
 
+# The role rules' action (crawlcore.roles) of each method; a view names its object (`role_object`) and, when
+# a POST runs something rather than creating it, `post_action = "run"`.
+METHOD_ACTIONS = {"GET": "read", "HEAD": "read", "OPTIONS": "read", "POST": "create", "PUT": "update",
+                  "PATCH": "update", "DELETE": "delete"}  # fmt: skip
+
+
 class ReadOrOperate(permissions.BasePermission):
+    """The role rules (crawlcore.roles) for the view's object, as the admin and `manage.py apply` apply them;
+    the row's server group is checked by the view, which knows the row."""
+
     message = "for the viewer and operator groups; writing is for operators"
 
     def has_permission(self, request, view) -> bool:
         if not (request.user and request.user.is_authenticated):
             raise exceptions.NotAuthenticated("send Authorization: Bearer <token> (manage.py api_token USER)")
-        if request.method in permissions.SAFE_METHODS:
-            return may_read(request.user)
-        return may_write(request.user)
+        obj = getattr(view, "role_object", None)
+        if obj is None:
+            return may_read(request.user) if request.method in permissions.SAFE_METHODS else may_write(request.user)
+        action = METHOD_ACTIONS.get(request.method, "update")
+        if action == "create":
+            action = getattr(view, "post_action", "create")
+        reason = roles.refusal(request.user, action, obj)
+        if reason is not None:
+            raise exceptions.PermissionDenied(reason)
+        return True
 
 
 def errors(exc, context):

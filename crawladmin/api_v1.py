@@ -16,7 +16,11 @@ stored pages (read only).
 
 from __future__ import annotations
 
+import zoneinfo
+
+from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -24,10 +28,14 @@ from rest_framework.views import APIView
 from alerts.models import Channel
 from crawladmin.config import CHANNEL_KEYS, MONITOR_KEYS, SERVER_KEYS, SUPERUSER_SERVER_KEYS, config_plan
 from crawlcore import access
+from crawlcore import roles as access_roles
 from crawlcore.access import server_groups_of
 from crawlcore.models import Job, Server
+from crawlcore.selectors_health import server_health
 from crawlcore.selectors_jobs import job_definition, job_detail, job_progress
-from crawlcore.services.jobs import JobError, job_delete, job_pause, job_resume, job_save, job_start, job_stop
+from crawlcore.services.health import HealthError, health_pause, health_resume
+from crawlcore.services.jobs import JobError, job_delete, job_pause, job_resume, job_start, job_stop
+from crawler.hosthealth import until_parse
 from crawler.jobrules import job_spec_check
 from crawler.urlnorm import canonicalize, server_key
 from monitoring.models import ServerMonitor
@@ -65,10 +73,10 @@ def _groups(request) -> frozenset[str] | None:
     return server_groups_of(request.user)
 
 
-def _check_group(request, group: str) -> None:
-    allowed = _groups(request)
-    if allowed is not None and group not in allowed:
-        raise exceptions.PermissionDenied(f"your account is limited to the server groups {', '.join(sorted(allowed))}")
+def _check_group(request, group: str, *, action: str = "update", obj: str = "server") -> None:
+    reason = access_roles.refusal(request.user, action, obj, group=group)
+    if reason is not None:
+        raise exceptions.PermissionDenied(reason)
 
 
 # -- jobs --------------------------------------------------------------------------------------------------
@@ -86,12 +94,10 @@ def _job_write(request, data: dict, *, partial_of: Job | None = None) -> tuple[s
     spec, problems = job_spec_check(data)
     if problems:
         raise Invalid(problems)
-    _check_group(request, spec["group"])
     if partial_of is not None and spec["name"] != partial_of.name:
         raise Invalid({"name": "a job is renamed by creating the new one and deleting the old"})
-    outcome, job = job_save(spec=spec)
-    assert job is not None
-    return outcome, job
+    _apply_one("jobs", spec, request)  # the role rules as `apply` has them: groups, seeds
+    return "saved", Job.objects.get(name=spec["name"])
 
 
 class JobList(APIView):
@@ -106,10 +112,16 @@ class JobList(APIView):
         jobs = [{**job_definition(j), "state": j.state, "progress": job_progress(job=j)} for j in page]
         return Response({"count": qs.count(), "limit": limit, "offset": offset, "jobs": jobs})
 
+    role_object = "job"
+
     def post(self, request):
         data = _body(request)
-        if Job.objects.filter(name=data.get("name")).exists():
-            raise Invalid({"name": f"a job named {data.get('name')!r} exists: PUT or PATCH it"})
+        existing = Job.objects.filter(name=data.get("name")).first() if isinstance(data.get("name"), str) else None
+        if existing is not None:
+            # Said only to whom may read it: to anyone else a name in use tells nothing of another group.
+            if access_roles.may(request.user, "read", "job", group=existing.group):
+                raise Invalid({"name": f"a job named {data.get('name')!r} exists: PUT or PATCH it"})
+            raise Invalid({"name": f"the name {data.get('name')!r} cannot be used: choose another"})
         _, job = _job_write(request, data)
         return Response(job_detail(job=job), status=status.HTTP_201_CREATED)
 
@@ -117,6 +129,8 @@ class JobList(APIView):
 class JobDetail(APIView):
     """GET: the job, its `progress` {done, queued, failed, eta_seconds}, `stalled` [{server, reason, until}]
     and its last runs. PUT: replace its keys; PATCH: change some; DELETE: remove it (its URLs stay)."""
+
+    role_object = "job"
 
     def get(self, request, name: str):
         return Response(job_detail(job=_job(request, name)))
@@ -134,6 +148,7 @@ class JobDetail(APIView):
 
     def delete(self, request, name: str):
         job = _job(request, name)
+        _check_group(request, job.group, action="delete", obj="job")
         job_delete(name=job.name)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -143,6 +158,8 @@ ACTIONS = {"start": job_start, "pause": job_pause, "resume": job_resume, "stop":
 
 class JobAction(APIView):
     """POST /api/v1/jobs/NAME/start|pause|resume|stop/: 409-free: an action that does not apply is a 400."""
+
+    role_object, post_action = "job", "run"
 
     def post(self, request, name: str, action: str):
         job = _job(request, name)
@@ -164,9 +181,12 @@ def _server_values(s: Server) -> dict:
             "excluded_reason": s.excluded_reason}  # fmt: skip
 
 
-def _apply_one(section: str, item: dict) -> None:
+def _apply_one(section: str, item: dict, request) -> None:
+    """One object written as `manage.py apply` writes it, under the same role rules for the request's user."""
     with transaction.atomic():
-        plan = config_plan({section: [item]}, {})
+        plan = config_plan({section: [item]}, {}, actor=request.user)
+        if plan.refused:
+            raise exceptions.PermissionDenied(plan.refused)
         if plan.problems:
             raise Invalid(plan.fields)
         for planned in plan.items:
@@ -193,6 +213,8 @@ def _superuser_fields(request, given: dict, current: dict | None) -> None:
 
 
 class ServerList(APIView):
+    role_object = "server"
+
     def get(self, request):
         limit, offset = _page(request)
         qs = Server.objects.order_by("id")
@@ -205,7 +227,7 @@ class ServerList(APIView):
         data = _body(request)
         _superuser_fields(request, data, None)
         _check_group(request, str(data.get("group", "")))
-        _apply_one("servers", {k: v for k, v in data.items() if k != "id"})
+        _apply_one("servers", {k: v for k, v in data.items() if k != "id"}, request)
         server = _by_origin(str(data["url"]).rstrip("/"))
         return Response(_server_values(server), status=status.HTTP_201_CREATED)
 
@@ -216,8 +238,11 @@ def _by_origin(origin: str) -> Server:
 
 
 class ServerDetail(APIView):
+    role_object = "server"
+
     def get(self, request, pk: int):
-        return Response(_server_values(_server(request, pk)))
+        server = _server(request, pk)
+        return Response({**_server_values(server), "health": server_health(server=server)})
 
     def patch(self, request, pk: int):
         server = _server(request, pk)
@@ -228,16 +253,46 @@ class ServerDetail(APIView):
         _check_group(request, str(merged.get("group", "")))
         if merged["url"] != current["url"]:
             raise Invalid({"url": "a server's address does not change: add the new server"})
-        _apply_one("servers", merged)
+        _apply_one("servers", merged, request)
         server.refresh_from_db()
         return Response(_server_values(server))
 
     def delete(self, request, pk: int):
         server = _server(request, pk)
-        if not request.user.is_superuser:
-            raise exceptions.PermissionDenied("removing a server (and its URLs) is for a superuser")
+        _check_group(request, server.group, action="delete", obj="server")
         server.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ServerAction(APIView):
+    """POST /api/v1/servers/ID/pause/ (`{"until": "2026-05-01T18:00" | "2h", "note": "…"}`, both optional:
+    no `until` holds it until resumed) and /resume/: an operator holds the server's crawl or lets it go. The
+    answer is the server with its `health`."""
+
+    def post(self, request, pk: int, action: str):
+        server = _server(request, pk)
+        if action not in ("pause", "resume"):
+            raise exceptions.NotFound(f"no action {action!r} (pause, resume)")
+        data = _body(request)
+        by = request.user.get_username() or "api"
+        now = timezone.now()
+        if action == "pause":
+            until = None
+            if data.get("until") not in (None, ""):
+                try:
+                    until = until_parse(str(data["until"]), now, zoneinfo.ZoneInfo(settings.TIME_ZONE))
+                except ValueError as exc:
+                    raise Invalid({"until": str(exc)}) from None
+            note = data.get("note", "")
+            if not isinstance(note, str):
+                raise Invalid({"note": "a few words of text"})
+            try:
+                health_pause(server_ids=[server.id], by=by, until=until, note=note, now=now)
+            except HealthError as exc:
+                raise Invalid({"until": str(exc)}) from None
+        else:
+            health_resume(server_ids=[server.id], by=by, now=now)
+        return Response({**_server_values(server), "health": server_health(server=server)})
 
 
 def _monitor_values(m: ServerMonitor) -> dict:
@@ -254,6 +309,8 @@ def _monitor(request, pk: int) -> ServerMonitor:
 
 
 class MonitorList(APIView):
+    role_object = "monitor"
+
     def get(self, request):
         limit, offset = _page(request)
         qs = ServerMonitor.objects.select_related("server").order_by("server_id")
@@ -267,10 +324,10 @@ class MonitorList(APIView):
         server = _by_origin_or_none(data.get("server"))
         if server is None:
             raise Invalid({"server": "the URL of a server that exists"})
-        _check_group(request, server.group)
+        _check_group(request, server.group, action="create", obj="monitor")
         if ServerMonitor.objects.filter(server=server).exists():
             raise Invalid({"server": "this server has a monitor: PATCH it"})
-        _apply_one("monitors", data)
+        _apply_one("monitors", data, request)
         return Response(_monitor_values(_monitor(request, server.id)), status=status.HTTP_201_CREATED)
 
 
@@ -284,17 +341,21 @@ def _by_origin_or_none(url: object) -> Server | None:
 
 
 class MonitorDetail(APIView):
+    role_object = "monitor"
+
     def get(self, request, pk: int):
         return Response(_monitor_values(_monitor(request, pk)))
 
     def patch(self, request, pk: int):
         m = _monitor(request, pk)
         current = {k: v for k, v in _monitor_values(m).items() if k in MONITOR_KEYS}
-        _apply_one("monitors", {**current, **{k: v for k, v in _body(request).items() if k != "server"}})
+        _apply_one("monitors", {**current, **{k: v for k, v in _body(request).items() if k != "server"}}, request)
         return Response(_monitor_values(_monitor(request, pk)))
 
     def delete(self, request, pk: int):
-        _monitor(request, pk).delete()
+        m = _monitor(request, pk)
+        _check_group(request, m.server.group, action="delete", obj="monitor")
+        m.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -305,8 +366,8 @@ def _channel_values(c: Channel) -> dict:
 
 
 def _unlimited(request) -> None:
-    if _groups(request) is not None:
-        raise exceptions.PermissionDenied("channels cover every server; your account is limited to server groups")
+    """Channels are a superuser's whatever the method (crawlcore.roles): ReadOrOperate refused anyone else."""
+    _check_group(request, "", action="read", obj="channel")
 
 
 def _channel(request, name: str) -> Channel:
@@ -320,6 +381,8 @@ def _channel(request, name: str) -> Channel:
 class ChannelList(APIView):
     """Channels' URLs hold secrets (webhook tokens): they are shown masked, and written whole."""
 
+    role_object = "channel"
+
     def get(self, request):
         _unlimited(request)
         limit, offset = _page(request)
@@ -332,11 +395,13 @@ class ChannelList(APIView):
         data = _body(request)
         if Channel.objects.filter(name=data.get("name")).exists():
             raise Invalid({"name": "a channel of this name exists: PATCH it"})
-        _apply_one("channels", {k: v for k, v in data.items() if k in CHANNEL_KEYS})
+        _apply_one("channels", {k: v for k, v in data.items() if k in CHANNEL_KEYS}, request)
         return Response(_channel_values(Channel.objects.get(name=data["name"])), status=status.HTTP_201_CREATED)
 
 
 class ChannelDetail(APIView):
+    role_object = "channel"
+
     def get(self, request, name: str):
         return Response(_channel_values(_channel(request, name)))
 
@@ -345,7 +410,8 @@ class ChannelDetail(APIView):
         data = _body(request)
         current = {"name": c.name, "url": c.url, "enabled": c.enabled, "owner_of": c.owner_of,
                    "rules": [{k: v for k, v in r.items() if v} for r in _channel_values(c)["rules"]]}  # fmt: skip
-        _apply_one("channels", {**current, **{k: v for k, v in data.items() if k in CHANNEL_KEYS}, "name": name})
+        _apply_one("channels", {**current, **{k: v for k, v in data.items() if k in CHANNEL_KEYS}, "name": name},
+                   request)
         return Response(_channel_values(Channel.objects.get(name=name)))
 
     def delete(self, request, name: str):
@@ -363,7 +429,7 @@ class SearchView(APIView):
         limit, offset = _page(request)
         group = params.get("group", "")
         if group:
-            _check_group(request, group)
+            _check_group(request, group, action="read")
         filters = Filters(site=params.get("site", "")[:300], group=group, content_type=params.get("type", "")[:100],
                           groups=_groups(request))  # fmt: skip
         try:

@@ -20,6 +20,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from alerts.models import Channel, Rule
+from crawlcore import roles
 from crawlcore.models import Job, Server
 from crawlcore.selectors_jobs import job_definition
 from crawlcore.services.jobs import job_delete, job_save
@@ -109,6 +110,8 @@ class Plan:
     items: list[Planned] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     fields: dict[str, str] = field(default_factory=dict)  # key -> problem, of the last item (the API's one)
+    refused: str = ""  # the first thing the actor may not do (crawlcore.roles): the API's 403
+    actor: object = None  # the user applying it (crawlcore.roles); None: the shell, a superuser
 
 
 class _Where:
@@ -120,6 +123,18 @@ class _Where:
         where = f"{self.label}.{key}" if key else self.label
         self.plan.problems.append(f"{line}: {where}: {message}")
         self.plan.fields.setdefault(key or "non_field_errors", message)
+
+    def allowed(self, action: str, obj: str, *, group: str | None, key: str = "") -> bool:
+        """Whether the plan's actor may do `action` to `obj` of `group` (crawlcore.roles); if not, a problem."""
+        reason = roles.refusal(self.plan.actor, action, obj, group=group)
+        if reason is None:
+            return True
+        self.refuse(key, reason)
+        return False
+
+    def refuse(self, key: str, reason: str) -> None:
+        self.problem(key, f"not allowed: {reason}")
+        self.plan.refused = self.plan.refused or reason
 
 
 def _validation_messages(exc: ValidationError) -> Iterator[tuple[str, str]]:
@@ -182,6 +197,8 @@ def _plan_servers(items: list, lines, plan: Plan, servers_in_file: dict) -> None
             where.problem("url", f"{name} is named twice")
             continue
         servers_in_file[name] = origin
+        if not _server_allowed(where, origin, values):
+            continue
 
         def write(dry: bool, origin=origin, values=values) -> str:
             existing = Server.objects.filter(scheme=origin[0], host=origin[1], port=origin[2]).first()
@@ -196,6 +213,23 @@ def _plan_servers(items: list, lines, plan: Plan, servers_in_file: dict) -> None
             return "changed"
 
         plan.items.append(Planned("server", name, write))
+
+
+def _server_allowed(where: _Where, origin: tuple[str, str, int], values: dict) -> bool:
+    """The actor's role rules for this server: created (a superuser's), or updated within its groups (the row
+    as it is and as it will be) with the superuser's fields unchanged."""
+    existing = _server_of(origin)
+    if existing is None:
+        return where.allowed("create", "server", group=values.get("group", ""), key="url")
+    if not (where.allowed("update", "server", group=existing.group, key="group")
+            and where.allowed("update", "server", group=values.get("group", ""), key="group")):  # fmt: skip
+        return False
+    current = {k: getattr(existing, k) for k in values}
+    reason = roles.fields_refusal(where.plan.actor, "server", values, current)
+    if reason is not None:
+        where.refuse(reason.split(":", 1)[0], reason)
+        return False
+    return True
 
 
 def _server_ref(value: object, servers_in_file: dict) -> tuple[str, str, int] | None:
@@ -232,7 +266,13 @@ def _plan_monitors(items: list, lines, plan: Plan, servers_in_file: dict) -> Non
             continue
         seen.add(origin)
         values = _with_defaults(ServerMonitor, item, MONITOR_KEYS, ("server", "kind"))
-        monitor = ServerMonitor(**values)
+        server = _server_of(origin)
+        existing = ServerMonitor.objects.filter(server=server).first() if server is not None else None
+        group = server.group if server is not None else ""
+        if not where.allowed("update" if existing else "create", "monitor", group=group, key="server"):
+            continue
+        # With its server (when it exists): the save-time trust check of the health URL runs, as the admin's.
+        monitor = ServerMonitor(server=server, **values) if server is not None else ServerMonitor(**values)
         try:
             monitor.full_clean(exclude=["server"], validate_unique=False, validate_constraints=False)
         except ValidationError as exc:
@@ -302,6 +342,9 @@ def _plan_channels(items: list, lines, plan: Plan, servers_in_file: dict) -> Non
             where.problem("", "must be a mapping with at least name and url")
             continue
         _unknown(item, CHANNEL_KEYS, where)
+        exists = Channel.objects.filter(name=item.get("name")).exists() if isinstance(item.get("name"), str) else False
+        if not where.allowed("update" if exists else "create", "channel", group=None, key="name"):
+            continue
         values = _with_defaults(Channel, item, CHANNEL_KEYS, ("rules",))
         channel = Channel(**values)
         try:
@@ -353,6 +396,8 @@ def _plan_jobs(items: list, lines, plan: Plan) -> None:
             where.problem(key, message)
         if problems:
             continue
+        if not _job_allowed(where, spec):
+            continue
         if spec["name"] in seen:
             where.problem("name", f"{spec['name']!r} is named twice")
             continue
@@ -360,21 +405,44 @@ def _plan_jobs(items: list, lines, plan: Plan) -> None:
         plan.items.append(Planned("job", spec["name"], lambda dry, spec=spec: job_save(spec=spec, dry_run=dry)[0]))
 
 
+def _job_allowed(where: _Where, spec: dict) -> bool:
+    """The actor's role rules for this job: its group (as it is and as it will be), and its seeds on servers
+    the actor may make the crawl fetch from (a job reaches other groups' servers through its seeds)."""
+    existing = Job.objects.filter(name=spec["name"]).first()
+    if existing is not None and not where.allowed("update", "job", group=existing.group, key="name"):
+        return False
+    if not where.allowed("update" if existing else "create", "job", group=spec.get("group", ""), key="group"):
+        return False
+    reason = roles.seeds_refusal(where.plan.actor, spec.get("seeds") or [])
+    if reason is not None:
+        where.refuse("seeds", reason)
+        return False
+    return True
+
+
 def _plan_prune(data: dict, plan: Plan) -> None:
     named = {(p.kind, p.name) for p in plan.items}
+
+    def remove(kind: str, name: str, group: str | None, fn: Callable[[], object]) -> None:
+        reason = roles.refusal(plan.actor, "delete", kind, group=group)
+        if reason is not None:
+            plan.problems.append(f"1: prune: {kind} {name}: not allowed: {reason}")
+            plan.refused = plan.refused or reason
+            return
+        plan.items.append(Planned(kind, name, _remover(fn)))
+
     if "monitors" in data:
         for m in ServerMonitor.objects.select_related("server"):
-            name = m.server.origin
-            if ("monitor", name) not in named:
-                plan.items.append(Planned("monitor", name, _remover(lambda m=m: m.delete())))
+            if ("monitor", m.server.origin) not in named:
+                remove("monitor", m.server.origin, m.server.group, lambda m=m: m.delete())
     if "channels" in data:
         for c in Channel.objects.all():
             if ("channel", c.name) not in named:
-                plan.items.append(Planned("channel", c.name, _remover(lambda c=c: c.delete())))
+                remove("channel", c.name, None, lambda c=c: c.delete())
     if "jobs" in data:
-        for name in Job.objects.values_list("name", flat=True):
+        for name, group in Job.objects.values_list("name", "group"):
             if ("job", name) not in named:
-                plan.items.append(Planned("job", name, _remover(lambda name=name: job_delete(name=name))))
+                remove("job", name, group, lambda name=name: job_delete(name=name))
 
 
 def _remover(fn: Callable[[], object]) -> Callable[[bool], str]:
@@ -386,9 +454,10 @@ def _remover(fn: Callable[[], object]) -> Callable[[bool], str]:
     return write
 
 
-def config_plan(data: dict, lines: dict[tuple, int], *, prune: bool = False) -> Plan:
-    """Check the whole document; the writes it asks for, or its problems ("LINE: where: what")."""
-    plan = Plan()
+def config_plan(data: dict, lines: dict[tuple, int], *, prune: bool = False, actor=None) -> Plan:
+    """Check the whole document; the writes it asks for, or its problems ("LINE: where: what"). `actor`: the
+    user it is applied for (the API's), held to the role rules (crawlcore.roles); None: the shell."""
+    plan = Plan(actor=actor)
     for key in data:
         if key not in SECTIONS:
             plan.problems.append(f"{lines.get((key,), 1)}: {key}: unknown section (known: {', '.join(SECTIONS)})")
@@ -411,11 +480,12 @@ def config_plan(data: dict, lines: dict[tuple, int], *, prune: bool = False) -> 
     return plan
 
 
-def config_apply(text: str, *, dry_run: bool = False, prune: bool = False) -> list[tuple[str, str, str]]:
+def config_apply(text: str, *, dry_run: bool = False, prune: bool = False, actor=None) -> list[tuple[str, str, str]]:
     """Apply a YAML document: [(outcome, kind, name)], in the file's order, removals last. Raises ConfigError
-    with every problem found (nothing written). A dry run computes the same outcomes and writes nothing."""
+    with every problem found (nothing written). A dry run computes the same outcomes and writes nothing.
+    `actor`: the user it is applied for, held to the role rules; None: the shell (a superuser)."""
     data, lines = config_read(text)
-    plan = config_plan(data, lines, prune=prune)
+    plan = config_plan(data, lines, prune=prune, actor=actor)
     if plan.problems:
         raise ConfigError(plan.problems)
     with transaction.atomic():

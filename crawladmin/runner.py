@@ -27,6 +27,7 @@ from crawladmin import embedded
 from crawlcore.beat import beat_job
 from crawlcore.models import UrlEvent
 from crawlcore.selectors import crawl_progress, crawl_summary, due_count
+from crawlcore.services.jobs import jobs_sample
 from crawlcore.services.load_dispatch import dispatch_due, leases_release_all, reconcile
 from crawlcore.services.sweep import scan_sweep
 from crawlcore.services.urls import NewUrl, urls_insert
@@ -34,9 +35,12 @@ from crawler.lifecycle import Agent, State
 from crawler.scope import Scope
 from crawler.urlnorm import server_key
 from dashboard import rollups
+from monitoring.services.check_dispatch import monitors_dispatch_due
 
+MONITOR_LOOK_EVERY = 1.0  # seconds between looks for due monitors in an embedded crawl
 RECONCILE_EVERY = 30.0  # beat's is a minute: a lease lost in a short crawl is picked up sooner
 SWEEP_EVERY = 2.0  # seconds between the scans' sweeps (beat's are a minute apart)
+JOB_SAMPLE_EVERY = 5.0
 # The crawl page's "URLs by state over time": a sample every second at the start, where a short crawl
 # does all its work, then every minute as beat takes them; each costs a grouped count of the URLs
 # (about a second at a million), so never more often than COST_SHARE of the time allows.
@@ -136,11 +140,17 @@ def _sample_interval(elapsed: float, took: float) -> float:
 
 def crawl_jobs(*, dispatch: bool = True) -> list[Job]:
     """The runner's jobs, in the order a step runs them; without `dispatch` (the cluster's --dispatch-only),
-    only the sample: beat dispatches, reconciles and sweeps."""
+    only the sample: beat dispatches, reconciles and sweeps. Embedded, the monitor's checks are sent too, as
+    beat sends them in the cluster: a server the monitor confirms down holds its crawl, and its recovery
+    releases it (crawlcore.services.health), so the two halves work together in one process as well."""
     sample = Job("crawl sample", crawl_sample, _sample_interval)
     if not dispatch:
         return [sample]
-    return [
+    monitor = []
+    if settings.CELERY_EMBEDDED:
+        # Each monitor is due every MONITOR_INTERVAL (or its own interval); a look a second finds it on time.
+        monitor = [Job(beat_job("tasks.monitor.dispatch").name, monitors_dispatch_due, _every(MONITOR_LOOK_EVERY))]
+    return [*monitor,
         Job(beat_job("tasks.housekeeping.dispatch").name, dispatch_due, _every(0.0)),
         Job(beat_job("tasks.housekeeping.reconcile").name, reconcile, _every(RECONCILE_EVERY), due_at=RECONCILE_EVERY),
         # Inactive first, as beat's table lists them; the URLs they reserve count as leased below.
@@ -151,6 +161,8 @@ def crawl_jobs(*, dispatch: bool = True) -> list[Job]:
         Job(
             beat_job("tasks.scan.sweep_active").name, lambda: scan_sweep(agent=Agent.ACTIVE_SCAN), _every(SWEEP_EVERY)
         ),
+        # The crawl jobs' progress for their pages' charts (beat's jobs tick takes them in a cluster).
+        Job("crawl jobs' samples", jobs_sample, _every(JOB_SAMPLE_EVERY)),
         sample,
     ]
 
@@ -181,8 +193,11 @@ class CrawlRunner:
         dispatch: bool = True,
         count_loaded: bool = False,
         timer: Callable[[], float] = time.monotonic,
+        waiting: Callable[[], bool] | None = None,
     ) -> None:
         self.started, self.t0 = started, t0
+        # While it says so (a crawl job paused, to be resumed), nothing due does not end the crawl.
+        self.waiting = waiting
         self.max_pages, self.max_seconds, self.recheck_wait = max_pages, max_seconds, recheck_wait
         # Counted only when needed: the count grows with the crawl and steps come often.
         self.count_loaded = count_loaded or max_pages is not None
@@ -207,7 +222,11 @@ class CrawlRunner:
         step.progress = self._progress(step.elapsed)
         self.idle_steps = self.idle_steps + 1 if not any(step.progress.values()) else 0
         if self.idle_steps >= IDLE_STEPS_TO_FINISH:
-            step.stopped = "done"
+            if self.waiting is not None and self.waiting():
+                self.idle_steps = 0
+                step.progress = {**step.progress, "waiting": 1}
+            else:
+                step.stopped = "done"
         return step
 
     def _progress(self, elapsed: float) -> dict[str, int]:
@@ -217,7 +236,7 @@ class CrawlRunner:
         COST_SHARE of the time allows the next count. With nothing due and nothing in hand, every step
         counts everything afresh, so the end is decided on fresh figures."""
         if self._full_progress and elapsed < self._full_progress_at:
-            due = due_count()
+            due = due_count(wait=self.recheck_wait)
             in_hand = any(v for k, v in self._full_progress.items() if k != "due")
             if due or (in_hand and elapsed < self._recount_at):
                 return {**self._full_progress, "due": due}

@@ -92,6 +92,8 @@ def _load() -> dict:
         ),
         # Not in the §12 table; ours, with defaults that suit the embedded mode.
         "CRAWL_MAX_DEPTH": env.integer("CRAWL_MAX_DEPTH", 25, minimum=0, maximum=10_000),
+        # A running job that does no page for this many minutes (not paused, inside its window) is told stalled.
+        "JOBS_STALL_MINUTES": env.number("JOBS_STALL_MINUTES", 15.0, minimum=0.1, maximum=10080.0),
         "CRAWL_SCOPE": env.choice("CRAWL_SCOPE", "any", ("host", "domain", "any")),
         "CRAWL_OFFSITE_DEPTH": env.integer("CRAWL_OFFSITE_DEPTH", 25, minimum=0, maximum=10_000),
         "CRAWL_MAX_URL_LENGTH": env.integer("CRAWL_MAX_URL_LENGTH", 2048, minimum=64, maximum=65536),
@@ -144,6 +146,17 @@ def _load() -> dict:
         ),
         # robots.txt unreachable or 5xx: the server counts as not responding for this long (RFC 9309).
         "CRAWL_ROBOTS_RETRY": env.number("CRAWL_ROBOTS_RETRY", 600.0, minimum=0.0, maximum=_YEAR),
+        # Host health (crawler.hosthealth): a 429 / 503 without Retry-After backs the server off BASE seconds,
+        # doubled on each repeat up to MAX, ±10 %, the repeats forgotten after FORGIVE quiet seconds; a
+        # Retry-After is honoured up to RETRY_AFTER_MAX. A server held down (the monitor's confirmed outage,
+        # robots.txt unanswered) gets one probe request per such window. The delay between requests is at
+        # least PACE_FACTOR × the p95 response time of its last PACE_WINDOW answers (up to CRAWL_MAX_DELAY).
+        "CRAWL_BACKOFF_BASE": env.number("CRAWL_BACKOFF_BASE", 60.0, minimum=0.1, maximum=_YEAR),
+        "CRAWL_BACKOFF_MAX": env.number("CRAWL_BACKOFF_MAX", 86400.0, minimum=0.1, maximum=_YEAR),
+        "CRAWL_BACKOFF_FORGIVE": env.number("CRAWL_BACKOFF_FORGIVE", 1800.0, minimum=0.0, maximum=_YEAR),
+        "CRAWL_RETRY_AFTER_MAX": env.number("CRAWL_RETRY_AFTER_MAX", 86400.0, minimum=0.0, maximum=_YEAR),
+        "CRAWL_PACE_FACTOR": env.number("CRAWL_PACE_FACTOR", 2.0, minimum=0.0, maximum=100.0),
+        "CRAWL_PACE_WINDOW": env.integer("CRAWL_PACE_WINDOW", 50, minimum=5, maximum=10_000),
         "CRAWL_DISPATCH_INTERVAL": env.number("CRAWL_DISPATCH_INTERVAL", 5.0, minimum=0.5, maximum=3600.0),
         "CRAWL_EMBEDDED_THREADS": env.integer("CRAWL_EMBEDDED_THREADS", 4, minimum=1, maximum=64),
         # The scans: a Visited URL is re-checked when its last check is this old (seconds);
@@ -357,7 +370,9 @@ globals().update(
     {
         name: value
         for name, value in _cfg.items()
-        if name.startswith(("CRAWL", "MONITOR_", "CHECK_", "RANK_", "ANALYZER_", "ALERTS_", "EMAIL_", "SEARCH_"))
+        if name.startswith(
+            ("CRAWL", "MONITOR_", "CHECK_", "RANK_", "ANALYZER_", "ALERTS_", "EMAIL_", "SEARCH_", "JOBS_")
+        )
     }
 )
 

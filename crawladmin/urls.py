@@ -23,6 +23,7 @@ urlpatterns = [
     path("api/v1/jobs/<str:name>/<str:action>/", api_v1.JobAction.as_view(), name="api-v1-job-action"),
     path("api/v1/servers/", api_v1.ServerList.as_view(), name="api-v1-servers"),
     path("api/v1/servers/<int:pk>/", api_v1.ServerDetail.as_view(), name="api-v1-server"),
+    path("api/v1/servers/<int:pk>/<str:action>/", api_v1.ServerAction.as_view(), name="api-v1-server-action"),
     path("api/v1/monitors/", api_v1.MonitorList.as_view(), name="api-v1-monitors"),
     path("api/v1/monitors/<int:pk>/", api_v1.MonitorDetail.as_view(), name="api-v1-monitor"),
     path("api/v1/channels/", api_v1.ChannelList.as_view(), name="api-v1-channels"),

@@ -26,14 +26,34 @@ from django.utils import timezone
 from django.utils.timesince import timesince
 
 from crawler.fetch import FailureKind
+from crawler.hosthealth import until_parse
 from crawler.lifecycle import State
 
 from . import access, workers
 from .admin_base import ReaderScopedAdmin, log_change
 from .models import Link, Page, Server, Sitemap, StatusCheck, Url, UrlEvent
+from .selectors_health import server_health
 from .services import operator
+from .services.health import health_pause, health_resume
 
 MAX_ID = 2**63 - 1  # the largest id a 64-bit integer column holds
+
+
+class PauseForm(forms.Form):
+    until = forms.CharField(
+        required=False, max_length=40,
+        help_text="Empty: until resumed. A time (2026-05-01T18:00, in TIME_ZONE) or a span (30m, 2h, 1d)",
+    )  # fmt: skip
+    note = forms.CharField(required=False, max_length=200, help_text="Why, in a few words")
+
+    def clean_until(self):
+        text = self.cleaned_data["until"].strip()
+        if not text:
+            return None
+        try:
+            return until_parse(text, timezone.now(), timezone.get_current_timezone())
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
 
 class PinForm(forms.Form):
@@ -53,18 +73,14 @@ class ServerAdmin(ReaderScopedAdmin):
         "latency",
         "ip",
         "excluded_reason",
+        "health",
     )
     list_filter = ("enabled", "group", "crawler_num", "robots_kind")
     search_fields = ("host", "ip", "group")
-    readonly_fields = ("robots_txt", "robots_fetched_at", "next_request_at", "dispatched_at")
-    actions = ["enable", "disable", "pin", "crawl_now", "revive_dead"]
+    readonly_fields = ("health", "robots_txt", "robots_fetched_at", "next_request_at", "dispatched_at")
+    actions = ["enable", "disable", "pin", "crawl_now", "revive_dead", "pause_crawl", "resume_crawl"]
     group_paths = ("group",)
-
-    def get_readonly_fields(self, request, obj=None):
-        fields = tuple(super().get_readonly_fields(request, obj))
-        if request.user.is_superuser:
-            return fields
-        return fields + tuple(f for f in access.SUPERUSER_SERVER_FIELDS if f not in fields)
+    role_object = "server"  # and its address, trust and owner's address a superuser's (crawlcore.roles)
 
     def get_queryset(self, request):
         newest = StatusCheck.objects.filter(server=OuterRef("pk")).order_by("-checked_at")
@@ -79,6 +95,41 @@ class ServerAdmin(ReaderScopedAdmin):
             )
         )
 
+    @admin.display(description="health")
+    def health(self, obj: Server) -> str:
+        h = server_health(server=obj)
+        return " · ".join(p for p in (h["state"].replace("_", " "), h["source"], h["reason"]) if p)
+
+    @admin.action(description="Pause the crawl of selected servers…", permissions=["change"])
+    def pause_crawl(self, request, queryset):
+        ids = list(queryset.values_list("id", flat=True))
+        form = PauseForm(request.POST if "apply" in request.POST else None)
+        if "apply" in request.POST and form.is_valid():
+            until, note = form.cleaned_data["until"], form.cleaned_data["note"]
+            n = health_pause(server_ids=ids, by=request.user.get_username(), until=until, note=note)
+            log_change(request, Server, ids, f"Crawl paused until {until.isoformat() if until else 'resumed'}")
+            self.message_user(request, f"Paused the crawl of {n} server(s).", messages.SUCCESS)
+            return None
+        return render(
+            request,
+            "admin/crawladmin/server/pause.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Pause the crawl of servers",
+                "form": form,
+                "servers": queryset,
+                "opts": self.model._meta,
+                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            },
+        )
+
+    @admin.action(description="Resume the crawl of selected servers", permissions=["change"])
+    def resume_crawl(self, request, queryset):
+        ids = list(queryset.values_list("id", flat=True))
+        n = health_resume(server_ids=ids, by=request.user.get_username())
+        log_change(request, Server, ids, "Crawl resumed")
+        self.message_user(request, f"Resumed the crawl of {n} server(s).", messages.SUCCESS)
+
     @admin.display(description="last check", ordering="last_checked")
     def last_check(self, obj: Server):
         return obj.last_checked
@@ -92,21 +143,21 @@ class ServerAdmin(ReaderScopedAdmin):
             return f"no answer ({obj.last_failure or 'failed'})"
         return f"{obj.last_latency:.0f} ms"
 
-    @admin.action(description="Enable selected servers", permissions=["change"])
+    @admin.action(description="Enable selected servers", permissions=["run"])
     def enable(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         n = operator.servers_set_enabled(server_ids=ids, enabled=True)
         log_change(request, Server, ids, "Enabled")
         self.message_user(request, f"Enabled {n} server(s).", messages.SUCCESS)
 
-    @admin.action(description="Disable selected servers", permissions=["change"])
+    @admin.action(description="Disable selected servers", permissions=["run"])
     def disable(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         n = operator.servers_set_enabled(server_ids=ids, enabled=False)
         log_change(request, Server, ids, "Disabled")
         self.message_user(request, f"Disabled {n} server(s).", messages.SUCCESS)
 
-    @admin.action(description="Pin selected servers to a crawler number…", permissions=["change"])
+    @admin.action(description="Pin selected servers to a crawler number…", permissions=["run"])
     def pin(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         if "apply" in request.POST:
@@ -133,7 +184,7 @@ class ServerAdmin(ReaderScopedAdmin):
             },
         )
 
-    @admin.action(description="Crawl now (dispatch due URLs)", permissions=["change"])
+    @admin.action(description="Crawl now (dispatch due URLs)", permissions=["run"])
     def crawl_now(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         sent = operator.servers_crawl_now(server_ids=ids)
@@ -146,7 +197,7 @@ class ServerAdmin(ReaderScopedAdmin):
             messages.WARNING if waits and sent else messages.SUCCESS,
         )
 
-    @admin.action(description="Revive Dead URLs of selected servers", permissions=["change"])
+    @admin.action(description="Revive Dead URLs of selected servers", permissions=["run"])
     def revive_dead(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         n = operator.servers_revive_dead(server_ids=ids)

@@ -52,6 +52,7 @@ def _each(action, verb: str):
                 modeladmin.message_user(request, str(exc), level=messages.WARNING)
 
     run.short_description = f"{verb.capitalize()} the selected jobs"
+    run.allowed_permissions = ("run",)
     run.__name__ = f"job_{verb}"
     return run
 
@@ -60,6 +61,7 @@ def _each(action, verb: str):
 class JobAdmin(ReaderScopedAdmin):
     form = JobForm
     group_paths = ("group",)  # a reader limited to server groups sees and saves the jobs of those groups
+    role_object = "job"
     list_display = ("name", "state", "enabled", "scope", "max_depth", "max_pages", "progress_line", "group")
     list_filter = ("state", "enabled", "scope")
     search_fields = ("name",)
@@ -98,6 +100,7 @@ class JobAdmin(ReaderScopedAdmin):
 @admin.register(JobRun)
 class JobRunAdmin(ReaderScopedAdmin):
     group_paths = ("job__group",)
+    role_object = "job"
     list_display = ("job", "started_at", "ended_at", "trigger", "pages", "failures", "stop_reason")
     list_filter = ("trigger", "stop_reason")
     readonly_fields = ("job", "started_at", "ended_at", "trigger", "done_at_start", "failed_at_start", "pages",

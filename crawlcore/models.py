@@ -5,13 +5,16 @@ every unit of work is a row, claimed with a lease, so a lost message or a killed
 from __future__ import annotations
 
 import zlib
+from datetime import datetime
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
 from crawler.lifecycle import Agent, State
+from crawler.politeness import crawl_delay
 from crawler.status import Category
 from crawler.urlnorm import ServerKey
 
@@ -106,6 +109,13 @@ class Server(models.Model):
         except ValueError:
             return False
         return (parts.hostname or "").lower() == self.host.strip("[]").lower() and port == self.port
+
+    def request_delay(self) -> float:
+        """Seconds between request starts politeness asks for: robots.txt's Crawl-delay (capped) or the
+        default, raised by the server's own floor (an operator's, or the strictest job's). The crawl's pace
+        (crawlcore.models.ServerHealth.pace_delay) may ask for more."""
+        delay = crawl_delay(self.crawl_delay, default=settings.CRAWL_DEFAULT_DELAY, cap=settings.CRAWL_MAX_DELAY)
+        return max(delay, self.min_delay or 0.0)
 
     def clean(self) -> None:
         problems = server_problems(
@@ -526,9 +536,28 @@ class JobRun(models.Model):
     pages = models.PositiveIntegerField(default=0, help_text="URLs fetched in the run")
     failures = models.PositiveIntegerField(default=0)
     stop_reason = models.CharField(max_length=100, blank=True)
+    # The time the run spent paused, so its rate (and ETA) counts only the time it was let run.
+    paused_at = models.DateTimeField(null=True, blank=True, help_text="Paused since (while paused)")
+    paused_seconds = models.FloatField(default=0.0, help_text="Seconds paused before paused_at")
+    resumed_at = models.DateTimeField(null=True, blank=True, help_text="Last resumed (its rate is taken since)")
+    set_aside = models.PositiveIntegerField(
+        default=0, help_text="Queued URLs set aside by the job's patterns edited during the run"
+    )
+    # Each told once a run: the guarded write that sets one decides who tells it.
+    stalled_at = models.DateTimeField(null=True, blank=True, help_text="When the run was told stalled")
+    budget_reached_at = models.DateTimeField(null=True, blank=True, help_text="When the run used up max_pages")
+    samples = models.JSONField(
+        default=list, blank=True, help_text="[seconds since the start, done, queued] now and then (the job's chart)"
+    )
 
     class Meta:
         indexes = [models.Index(fields=["job", "-started_at"], name="jobrun_job_idx")]
+
+    def active_seconds(self, now: datetime) -> float:
+        """Seconds the run was let run up to `now` (its paused time left out)."""
+        end = self.ended_at or now
+        paused = self.paused_seconds + ((end - self.paused_at).total_seconds() if self.paused_at else 0.0)
+        return max(0.0, (end - self.started_at).total_seconds() - paused)
 
 
 class JobUrl(models.Model):
@@ -540,3 +569,66 @@ class JobUrl(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "url"], name="joburl_unique")]
+
+
+class ServerHealth(models.Model):
+    """What the monitor, the crawl, robots.txt and the operator know of a server's health, in one row that
+    only crawlcore.services.health writes and crawlcore.selectors_health reads (the rules:
+    crawler.hosthealth). No row: nothing is known against the server, it is healthy.
+
+    Each party writes its own columns, so one's news never erases another's (an operator's resume leaves
+    the monitor's outage standing); `state` … `until` are the summary the last write derived from them all."""
+
+    server = models.OneToOneField(Server, on_delete=models.CASCADE, primary_key=True, related_name="health")
+    # The summary, as of the last write (readers derive it afresh: a hold may have lapsed since).
+    state = models.CharField(max_length=16, default="healthy", db_index=True)
+    source = models.CharField(max_length=12, blank=True)
+    reason = models.CharField(max_length=300, blank=True)
+    since = models.DateTimeField(null=True, blank=True)
+    until = models.DateTimeField(null=True, blank=True)
+    # operator
+    paused_at = models.DateTimeField(null=True, blank=True)
+    paused_until = models.DateTimeField(null=True, blank=True)
+    paused_by = models.CharField(max_length=150, blank=True)
+    pause_note = models.CharField(max_length=200, blank=True)
+    # monitor: its confirmed outage
+    down_since = models.DateTimeField(null=True, blank=True)
+    down_reason = models.CharField(max_length=200, blank=True)
+    # robots.txt answered 5xx or not at all
+    robots_since = models.DateTimeField(null=True, blank=True)
+    robots_reason = models.CharField(max_length=200, blank=True)
+    # While down or robots-held: one probe request per window, the window doubling on each failed probe.
+    probe_at = models.DateTimeField(null=True, blank=True)
+    probe_strikes = models.PositiveIntegerField(default=0)
+    # crawl: 429 / 503 back-off (strikes: repeats, forgiven after quiet minutes)
+    limited_at = models.DateTimeField(null=True, blank=True)
+    limited_until = models.DateTimeField(null=True, blank=True, db_index=True)
+    limited_reason = models.CharField(max_length=200, blank=True)
+    limited_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    limited_asked = models.BooleanField(default=False, help_text="The wait was the server's own Retry-After")
+    strikes = models.PositiveIntegerField(default=0)
+    # crawl: the pace its answers ask for (p95 response time, share of failures over the last answers)
+    window = models.JSONField(default=list, blank=True, help_text="Last answers' ms, null for a failure")
+    pace_delay = models.FloatField(default=0.0)
+    error_floor = models.FloatField(default=0.0)
+    p95_ms = models.FloatField(null=True, blank=True)
+    error_share = models.FloatField(default=0.0)
+    paced_since = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"health of {self.server_id}: {self.state}"
+
+
+class ServerHealthEvent(models.Model):
+    """A change of a server's health summary: the history the server page shows."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="health_events")
+    at = models.DateTimeField()
+    state = models.CharField(max_length=16)
+    source = models.CharField(max_length=12, blank=True)
+    reason = models.CharField(max_length=300, blank=True)
+    until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["server", "-at"], name="health_event_server_at")]

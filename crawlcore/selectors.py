@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from crawlcore.db import estimates, partitions
 from crawlcore.models import Link, Page, Server, ServerLease, StatusCheck, Url
+from crawlcore.selectors_health import held_server_ids
 from crawler import notfollowed
 from crawler.lifecycle import State
 from crawler.status import Category
@@ -39,9 +40,18 @@ def _counts(qs, field: str) -> dict[str, int]:
     return {row[field]: row["n"] for row in qs.values(field).annotate(n=Count("id")).order_by(field)}
 
 
-def due_count(*, now: datetime | None = None) -> int:
-    """Init URLs due now: crawl_progress's `due`, alone (through url_due_idx)."""
-    return Url.objects.filter(state=State.INIT.value, next_check_at__lte=now or timezone.now()).count()
+def due_count(*, now: datetime | None = None, wait: float = 0.0) -> int:
+    """Init URLs due now: crawl_progress's `due`, alone (through url_due_idx). Those of servers held for more
+    than `wait` seconds yet (their health: paused, backing off, down with no probe in that time) are not work
+    a crawl waits for; counted apart, they are few."""
+    now = now or timezone.now()
+    due = Url.objects.filter(state=State.INIT.value, next_check_at__lte=now)
+    n = due.count()
+    if n:
+        held = held_server_ids(now=now, beyond=wait)
+        if held:
+            n -= due.filter(server_id__in=held).count()
+    return n
 
 
 def pages_to_render():
@@ -57,7 +67,9 @@ def crawl_progress(
     """The few numbers the crawl loop watches: it is finished when they are all 0.
 
     `rechecks`: NoResponse URLs whose back-off ends within `recheck_within` seconds (scan work in hand
-    shows as leased). Visited URLs due for an active re-check do not count: they are always coming due.
+    shows as leased). Neither `due` nor `rechecks` counts the URLs of a server held longer than that (its
+    health: an operator's pause, a back-off, an outage whose next probe is later). Visited URLs due for an
+    active re-check do not count: they are always coming due.
     `count_leased=False` leaves `leased` at 0 for a caller that counts it itself (the lease columns have
     no index: counting them reads the whole URL table).
     """
@@ -67,8 +79,11 @@ def crawl_progress(
     rechecks = Url.objects.filter(state__in=failing, exclusion_reason="", server__enabled=True).filter(
         server__excluded_reason="", next_check_at__lte=now + timedelta(seconds=recheck_within)
     )
+    held = held_server_ids(now=now, beyond=recheck_within)
+    if held:
+        rechecks = rechecks.exclude(server_id__in=held)
     return {
-        "due": due_count(now=now),
+        "due": due_count(now=now, wait=recheck_within),
         "rechecks": rechecks.count(),
         "leased": Url.objects.exclude(lease_owner="").count() if count_leased else 0,
         "unextracted": Page.objects.filter(extracted_at__isnull=True).count(),

@@ -132,14 +132,15 @@ def _valid_hostname(host: str) -> bool:
 
 
 def _normalise_netloc(url: str) -> str:
-    """Drop a default port and a trailing root dot from the host.
+    """Drop a default port and a trailing root dot from the host, and any user name and password.
 
     "example.com." names the same DNS host as "example.com"; keeping both would
-    give one server two politeness queues.
+    give one server two politeness queues. Credentials in a link ("http://user:pass@host/") are never part
+    of a URL's identity nor sent on: kept, they made a second copy of the whole site, fetched with them.
     """
     parts = urlsplit(url)
     port = parts.port
-    userinfo, _, hostport = parts.netloc.rpartition("@")
+    _userinfo, _, hostport = parts.netloc.rpartition("@")
     host = hostport
     if port is not None or hostport.endswith(":"):
         host = hostport.rsplit(":", 1)[0]
@@ -150,8 +151,6 @@ def _normalise_netloc(url: str) -> str:
     netloc = host
     if port is not None and port != DEFAULT_PORTS[parts.scheme]:
         netloc = f"{host}:{port}"
-    if userinfo:
-        netloc = f"{userinfo}@{netloc}"
     if netloc == parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=netloc))

@@ -14,6 +14,7 @@ from .tokens import api_token_create
 @admin.register(StatusPage)
 class StatusPageAdmin(ReaderScopedAdmin):
     group_paths = ("group",)  # a page of every server (no group) is for unlimited readers
+    role_object = "status_page"
     list_display = ("slug", "group", "title", "enabled", "show_addresses", "link")
     list_filter = ("enabled",)
 
@@ -28,13 +29,17 @@ class ApiTokenAdmin(ReaderScopedAdmin):
     """A token is made here for a user and shown once, in the message after saving; only its hash is kept.
     A token acts as its user: anyone but a superuser makes and sees only their own."""
 
+    role_object = "token"  # one's own (get_queryset); another user's a superuser's
     list_display = ("shown", "user", "name", "created_at", "last_used_at")
     search_fields = ("user__username", "name")
     readonly_fields = ("shown", "created_at", "last_used_at")
     fields = ("user", "name", "shown", "created_at", "last_used_at")
 
+    def _whole_crawl_refused(self, request) -> bool:
+        return False  # one's own tokens, whatever one's server groups
+
     def get_queryset(self, request):
-        qs = super().get_queryset(request)
+        qs = admin.ModelAdmin.get_queryset(self, request)  # not cut to server groups: one's own, whatever they are
         return qs if request.user.is_superuser else qs.filter(user=request.user)
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):

@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponse
 
 from alerts.selectors import notification_counts
 from crawlcore.models import Link, Page, Server, StatusCheck
+from crawlcore.selectors_health import health_counts
 
 from . import broker, selectors
 from .api_access import api_view
@@ -63,6 +64,11 @@ def metrics_text() -> str:
         "crawladmin_servers_by_status",
         "Servers by confirmed monitoring status (maintenance while a window is open; unmonitored apart).",
         [({"status": s}, n) for s, n in selectors.monitor_status_counts().items()],
+    )
+    out.gauge(
+        "crawladmin_servers_by_health",
+        "Servers by crawl health: healthy, slow, rate_limited, down, paused (crawlcore.selectors_health).",
+        [({"state": s}, n) for s, n in cached("health_counts", 10.0, health_counts).items()],
     )
     rates = selectors.check_rates(seconds=60)
     out.gauge(

@@ -27,6 +27,7 @@ from django.utils import timezone
 from crawlcore.db import estimates, features, raw
 from crawlcore.models import BeatJobRun, Page, Server, StatusCheck
 from crawlcore.selectors import check_category_counts, check_time_floor
+from crawlcore.selectors_health import servers_health_summaries
 from crawlcore.services.schedule import schedule_table
 from crawlcore.templatetags.times import ago_text, when_text
 from crawler.lifecycle import Agent, State
@@ -285,6 +286,7 @@ class Tile:
     bar: list[str] = field(default_factory=list)  # the last TILE_BAR monitor checks' categories, oldest first
     cert_days: float | None = None  # days the https certificate has left (negative: expired); None: no https
     cert_error: str = ""  # the last check's TLS failure
+    health: str = ""  # the crawl's view when it holds or slows the server: "rate_limited (crawl): HTTP 429 …"
 
     @property
     def cert_text(self) -> str:
@@ -314,6 +316,7 @@ class Tile:
             "uptime_24h": None if self.uptime_24h is None else round(self.uptime_24h, 2),
             "bar": self.bar,
             "cert": self.cert_text,
+            "health": self.health,
         }
 
 
@@ -413,6 +416,13 @@ def _older_newest_checks(rows: list[dict]) -> list[int]:
     return [last for _, last in found if last]
 
 
+def _health_text(h) -> str:
+    """A tile's tooltip of the crawl's view of the server, when it is not plain healthy."""
+    if h is None or h.state == "healthy":
+        return ""
+    return f"crawl {h.state} ({h.source}): {h.reason}" + (f" until {h.until:%Y-%m-%d %H:%M:%S %Z}" if h.until else "")
+
+
 def grid_tiles(
     *,
     status: str = "",
@@ -474,6 +484,7 @@ def grid_tiles(
     bars = tile_bars(server_ids=monitored, now=now)
     uptimes = uptime_counts(server_ids=monitored, now=now)
     certs = tile_certificates(server_ids=[r["id"] for r in rows if r["scheme"] == "https"], now=now)
+    health = servers_health_summaries(server_ids=[r["id"] for r in rows], now=now) if details else {}
     server_href = reverse("dashboard:server", args=[0])[: -len("0/")]
     tiles = []
     for r in rows:
@@ -499,6 +510,7 @@ def grid_tiles(
                 bar=bars.get(r["id"], []),
                 cert_days=certs.get(r["id"], (None, ""))[0],
                 cert_error=certs.get(r["id"], (None, ""))[1],
+                health=_health_text(health.get(r["id"])),
             )
         )
     return qs.count(), tiles

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
-from . import views
+from . import views, views_jobs
 
 app_name = "dashboard"
 
@@ -36,6 +36,11 @@ urlpatterns = [
     path("uptime/", views.uptime, name="uptime"),
     path("uptime/report.<str:fmt>", views.uptime_download, name="uptime-export"),
     path("search/", views.search, name="search"),
+    path("jobs/", views_jobs.jobs, name="jobs"),
+    path("jobs.json", views_jobs.jobs_json, name="jobs-json"),
+    path("jobs/<str:name>/", views_jobs.job, name="job"),
+    path("jobs/<str:name>/job.json", views_jobs.job_json, name="job-json"),
+    path("jobs/<str:name>/action/", views_jobs.job_action, name="job-action"),
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="dashboard:login"), name="logout"),
 ]

@@ -35,6 +35,8 @@ from alerts.views import MUTE_CHOICES
 from crawlcore.access import READER_GROUPS, may_read, sees_server_group, server_groups_of
 from crawlcore.models import Server
 from crawlcore.selectors import urls_orphaned, urls_orphaned_count
+from crawlcore.selectors_health import server_health_history, server_health_summary
+from crawlcore.selectors_jobs import jobs_of_server, jobs_states
 from monitoring.report import COLUMNS as UPTIME_COLUMNS
 from monitoring.report import FORMATS as UPTIME_FORMATS
 from monitoring.report import MAINTENANCE_NOTE, ReportError, report_write, uptime_report
@@ -248,6 +250,9 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
             "certificate": server_certificate(server_id=server_id),
             "mutes": server_mutes(server_id=server_id, group=srv.group, now=timezone.now()),
             "mute_choices": list(MUTE_CHOICES),
+            "health": server_health_summary(server_id=server_id),
+            "health_history": server_health_history(server_id=server_id, limit=10),
+            "jobs": jobs_of_server(server=srv, groups=server_groups_of(request.user)),
         },
     )
 
@@ -288,6 +293,7 @@ def crawl(request: HttpRequest) -> HttpResponse:
             "top": top,
             "rank_run": latest_run(),
             "beat_runs": selectors.beat_runs(),
+            "jobs": jobs_states(),
         },
     )
 

@@ -6,6 +6,7 @@ from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from crawlcore.admin import ReaderScopedAdmin, ServerAdmin, log_change
+from crawlcore.admin_base import RoleInline
 from crawlcore.models import Server
 from crawler.status import Category, Status
 
@@ -61,7 +62,7 @@ class MonitoredServerAdmin(ServerAdmin):
         monitor = getattr(obj, "monitor", None)
         return _badge(monitor.status) if monitor is not None else "–"
 
-    @admin.action(description="Check now (monitoring)", permissions=["change"])
+    @admin.action(description="Check now (monitoring)", permissions=["run"])
     def check_now(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         if len(ids) > CHECK_NOW_LIMIT:
@@ -88,6 +89,7 @@ admin.site.register(Server, MonitoredServerAdmin)
 @admin.register(ServerMonitor)
 class ServerMonitorAdmin(ReaderScopedAdmin):
     group_paths = ("server__group",)
+    role_object = "monitor"  # its kind, nameserver and server a superuser's (crawlcore.roles)
     list_display = (
         "server",
         "name",
@@ -151,11 +153,13 @@ class HourlyRollupAdmin(ReaderScopedAdmin):
 @admin.register(MaintenanceWindow)
 class MaintenanceWindowAdmin(ReaderScopedAdmin):
     group_paths = ("server__group",)
+    role_object = "maintenance"
     list_display = ("server", "starts_at", "ends_at", "reason")
     raw_id_fields = ("server",)
 
 
-class IncidentUpdateInline(admin.TabularInline):
+class IncidentUpdateInline(RoleInline, admin.TabularInline):
+    role_object = "incident"
     model = IncidentUpdate
     extra = 1
     fields = ("status", "text", "at", "author")
@@ -169,6 +173,7 @@ class IncidentAdmin(ReaderScopedAdmin):
     resolved) with text; the incident takes the status of its latest update. Shown on the status pages."""
 
     group_paths = ("server__group",)
+    role_object = "incident"
     list_display = ("title", "server", "status", "opened_at", "resolved_at")
     list_filter = ("status",)
     search_fields = ("title", "server__host")

@@ -17,6 +17,8 @@ DISPATCH = beat_job("tasks.housekeeping.dispatch").name
 RECONCILE = beat_job("tasks.housekeeping.reconcile").name
 SWEEPS = [beat_job("tasks.scan.sweep_inactive").name, beat_job("tasks.scan.sweep_active").name]
 SAMPLE = "crawl sample"
+JOBS = "crawl jobs' samples"
+MONITOR = beat_job("tasks.monitor.dispatch").name  # embedded only: beat sends the checks in the cluster
 
 
 def _runner(**kwargs) -> CrawlRunner:
@@ -26,7 +28,7 @@ def _runner(**kwargs) -> CrawlRunner:
 
 def test_the_first_step_runs_every_job_but_the_reconciler():
     step = _runner().step(100.0)
-    assert step.ran == [DISPATCH, *SWEEPS, SAMPLE]
+    assert step.ran == [MONITOR, DISPATCH, *SWEEPS, JOBS, SAMPLE]
     assert step.stopped is None  # one quiet look is not enough
 
 
@@ -35,11 +37,22 @@ def test_later_steps_run_each_job_at_its_own_cadence():
     runner.step(100.0)
     assert runner.step(100.5).ran == [DISPATCH]
     runner.idle_steps = 0
-    assert runner.step(101.0).ran == [DISPATCH, SAMPLE]  # a sample a second at the start
+    assert runner.step(101.0).ran == [MONITOR, DISPATCH, SAMPLE]  # a sample a second at the start
     runner.idle_steps = 0
-    assert runner.step(100.0 + SWEEP_EVERY + 0.5).ran == [DISPATCH, *SWEEPS, SAMPLE]
+    assert runner.step(100.0 + SWEEP_EVERY + 0.5).ran == [MONITOR, DISPATCH, *SWEEPS, SAMPLE]
+    runner.idle_steps = 0
+    assert JOBS in runner.step(100.0 + 5.0 + 0.5).ran  # the crawl jobs' samples every 5 s
     runner.idle_steps = 0
     assert RECONCILE in runner.step(100.0 + RECONCILE_EVERY).ran
+
+
+def test_the_embedded_crawl_sends_the_due_monitors_checks(monkeypatch):
+    sent = []
+    monkeypatch.setattr(runner_module, "monitors_dispatch_due", lambda: sent.append(1))
+    runner = _runner()
+    runner.step(100.0)
+    runner.step(101.0)
+    assert len(sent) == 2
 
 
 def test_an_empty_crawl_is_done_after_two_quiet_steps():

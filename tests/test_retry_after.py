@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from crawlcore.models import Server, StatusCheck, Url, UrlEvent
+from crawlcore.models import Server, ServerHealth, StatusCheck, Url, UrlEvent
 from crawlcore.services.load import load_server_batch
 from crawlcore.services.scan import scan_server_batch
 from crawlcore.services.sweep import scan_sweep
@@ -48,6 +48,7 @@ def web():
 def _pause_over(server_id: int) -> None:
     """The server's pause is over (as if Retry-After's seconds had passed); the URLs' own back-offs are not."""
     Server.objects.filter(id=server_id).update(next_request_at=None)
+    ServerHealth.objects.filter(server_id=server_id).update(limited_until=None)
 
 
 def _site(web: ScanWeb, retry: Resource) -> tuple[Url, list[Url]]:
@@ -82,7 +83,7 @@ def test_load_a_url_answered_retry_after_moves_on_and_the_servers_other_urls_are
     assert list(UrlEvent.objects.filter(url=first).values_list("from_state", "to_state", "agent")) == [
         ("init", "noresponse1", "load")
     ]
-    assert load_server_batch(server_id=server_id, owner="loader").fetched == 0  # nobody asks during the pause
+    assert load_server_batch(server_id=server_id, owner="loader") is None  # held: nobody asks during the pause
 
     for _round in range(PAGES):  # bounded: a batch of 4 a round
         _pause_over(server_id)

@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from crawlcore.models import Exchange, Page, Server, StatusCheck, Url, UrlEvent
+from crawlcore.models import Exchange, Page, Server, ServerHealth, StatusCheck, Url, UrlEvent
 from crawlcore.selectors import crawl_progress
+from crawlcore.selectors_health import server_health
 from crawlcore.services.load import load_server_batch
 from crawlcore.services.scan import ScanOutcome, scan_server_batch
 from crawlcore.services.sweep import scan_sweep
@@ -31,6 +32,9 @@ def sent(settings, monkeypatch) -> list[dict]:
     settings.CRAWL_DEFAULT_DELAY = 0
     settings.CRAWL_REVISIT_AFTER = 0
     settings.CRAWL_CONNECT_TIMEOUT = settings.CRAWL_HEADER_TIMEOUT = 2
+    # A header-less 503 backs its server off (crawlcore.services.health): these tests step through time by
+    # hand, as if each such back-off were over at once.
+    settings.CRAWL_BACKOFF_BASE = 0
     messages: list[dict] = []
     monkeypatch.setattr("crawlcore.services.sweep.enqueue_scan_on_commit", lambda **kw: messages.append(kw))
     monkeypatch.setattr("crawlcore.services.agent.servers_dispatch_with_due_work", lambda **kw: 0)
@@ -226,14 +230,20 @@ def test_never_loaded_url_that_answers_again_is_reloaded(sent, web, settings):
     assert web.requests("/p.html") == [("HEAD", 200)]  # the load agent does the GET
 
 
-def test_inactive_scan_obeys_robots_txt_it_could_not_read_before(sent, web, settings):
-    settings.CRAWL_NR1_BACKOFF = settings.CRAWL_ROBOTS_RETRY = 0
+def test_robots_txt_unanswered_holds_the_server_and_its_rules_are_obeyed_once_it_answers(sent, web, settings):
+    settings.CRAWL_ROBOTS_RETRY = 0
+    settings.CRAWL_BACKOFF_BASE = 60  # the probe window
     web.pages["/robots.txt"].status = 500  # robots.txt fails: the load agent requests nothing else
     url = _loaded(web, "/private/p.html", Resource(), state="noresponse1")
-    assert url.failure_kind == "http_status"
+    assert url.failure_kind == "http_status" and url.next_check_at > timezone.now() + timedelta(seconds=3000)
+    health = server_health(server=url.server_id)
+    assert (health["state"], health["source"]) == ("down", "robots") and "HTTP 500" in health["reason"]
     web.pages["/robots.txt"] = Resource(b"User-agent: *\nDisallow: /private/\n", headers={"Content-Type": "text/plain"})
+    assert _scan(sent, INACTIVE) == []  # held: not even its NoResponse re-checks go, until the probe
+    ServerHealth.objects.filter(server_id=url.server_id).update(probe_at=timezone.now())  # the window is over
+    Url.objects.filter(id=url.id).update(next_check_at=timezone.now())
     events = UrlEvent.objects.count()
-    _scan(sent, INACTIVE)
+    _scan(sent, INACTIVE)  # the probe: robots.txt, asked again, answers; its rules hold from now on
     url.refresh_from_db()
     assert (url.state, url.exclusion_reason, url.next_check_at, url.lease_owner) == (
         "noresponse1",
@@ -242,7 +252,22 @@ def test_inactive_scan_obeys_robots_txt_it_could_not_read_before(sent, web, sett
         "",
     )
     assert web.requests("/private/p.html") == [] and UrlEvent.objects.count() == events
-    assert _scan(sent, INACTIVE) == []  # excluded: never due again
+    assert server_health(server=url.server_id)["state"] == "healthy"
+
+
+def test_the_monitors_recovery_brings_the_urls_failed_in_the_outage_due_again(sent, web, settings):
+    from crawlcore.services.health import health_hold, health_release
+
+    settings.CRAWL_BACKOFF_BASE = 60
+    web.pages["/robots.txt"].status = 503
+    url = _loaded(web, "/p.html", Resource(), state="noresponse1")
+    health_hold(server_ids=[url.server_id], source="monitor", reason="2 checks in a row: error")
+    web.pages["/robots.txt"] = Resource(b"User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"})
+    assert _scan(sent, INACTIVE) == []
+    health_release(server_ids=[url.server_id], source="monitor")  # confirmed up
+    _scan(sent, INACTIVE)
+    url.refresh_from_db()
+    assert url.state == "init"  # answers again, never loaded: for the load agent, at once
 
 
 def test_operator_revives_a_dead_url_and_only_dead_ones(sent, web):

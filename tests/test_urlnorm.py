@@ -26,7 +26,9 @@ from crawler.urlnorm import MAX_URL_LENGTH, ServerKey, UrlError, canonicalize, s
         ("http://Example.com./x", "http://example.com/x"),
         ("http://[::1]:80/x", "http://[::1]/x"),
         ("http://[::1]:8080/x", "http://[::1]:8080/x"),
-        ("http://user:pw@Example.com:80/", "http://user:pw@example.com/"),
+        ("http://user:pw@Example.com:80/", "http://example.com/"),  # credentials are never part of a URL
+        ("http://user@example.com/a", "http://example.com/a"),
+        ("http://:@example.com/a", "http://example.com/a"),
         ("http://example.com:/", "http://example.com/"),
         ("http://exa_mple.com/", "http://exa_mple.com/"),
     ],

@@ -8,11 +8,11 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from crawlcore.models import Server
+from crawlcore.models import Job, Server
 
 from ..delivery import Outcome, deliver_all
 from ..destinations import DestinationError
-from ..logic import EventView, Kind, idempotency_key, kinds_parse, message_compose
+from ..logic import JOB_KINDS, EventView, Kind, idempotency_key, kinds_parse, message_compose
 from ..models import Channel, Event, Notification, Rule
 
 
@@ -33,20 +33,30 @@ class Added:
     created: bool  # False: the channel existed and got its destination replaced
 
 
-def channel_add(*, name: str, url: str, group: str = "", server_host: str = "", events: str = "") -> Added:
-    """Create (or update) a channel and route events to it: of all servers, one group, or one server.
-    The destination is checked before anything is written; a bad one raises ChannelError saying why."""
+def channel_add(
+    *, name: str, url: str, group: str = "", server_host: str = "", events: str = "", job: str = ""
+) -> Added:
+    """Create (or update) a channel and route events to it: of all servers, one group, one server, or one
+    crawl job (its job.* events). The destination is checked before anything is written; a bad one raises
+    ChannelError saying why."""
     name = name.strip()
     if not name:
         raise ChannelError("the channel needs a name")
     if group and server_host:
         raise ChannelError("route a group or one server, not both")
+    job = job.strip()
+    if job and (group or server_host):
+        raise ChannelError("route one crawl job, a group or one server")
+    if job and not Job.objects.filter(name=job).exists():
+        raise ChannelError(f"no crawl job named {job!r}")
     try:
-        kinds = ",".join(kinds_parse(events))
+        # A rule for one job with no kinds named takes every event of the job.
+        kinds = ",".join(kinds_parse(events or ",".join(k.value for k in JOB_KINDS) if job.strip() else events))
     except ValueError as exc:
         raise ChannelError(str(exc)) from None
     server = None
-    if group and not Server.objects.filter(group=group.strip()).exists():
+    if group and not (Server.objects.filter(group=group.strip()).exists()
+                      or Job.objects.filter(group=group.strip()).exists()):  # fmt: skip
         raise ChannelError(f"no server is in group {group.strip()!r}")
     if server_host:
         matches = list(Server.objects.filter(host=server_host.strip().lower()))
@@ -65,7 +75,7 @@ def channel_add(*, name: str, url: str, group: str = "", server_host: str = "", 
         except ValidationError as exc:
             raise ChannelError(_errors(exc)) from None
         rule, _ = Rule.objects.update_or_create(
-            channel=channel, group=group.strip(), server=server, defaults={"kinds": kinds}
+            channel=channel, group=group.strip(), server=server, job=job, defaults={"kinds": kinds}
         )
     return Added(channel, rule, created)
 

@@ -27,8 +27,8 @@ OWNER_KINDS = frozenset(kinds_parse(""))  # a server's owner hears every kind of
 
 
 def routes_load() -> list[Route]:
-    rules = Rule.objects.filter(channel__enabled=True).values_list("channel_id", "kinds", "group", "server_id")
-    return [Route(cid, frozenset(kinds_parse(kinds)), group, sid) for cid, kinds, group, sid in rules]
+    rules = Rule.objects.filter(channel__enabled=True).values_list("channel_id", "kinds", "group", "server_id", "job")
+    return [Route(cid, frozenset(kinds_parse(kinds)), group, sid, job) for cid, kinds, group, sid, job in rules]
 
 
 def _owner_channels(emails: set[str]) -> dict[str, int]:
@@ -157,6 +157,8 @@ def outbox_write(*, events: Sequence[Event], servers: dict[int, dict], now: date
         s = servers[e.server_id] if e.server_id is not None else {"group": "", "owner_email": ""}
         if e.server_id in muted:
             continue
+        if e.kind.startswith("job."):
+            continue  # a crawl job's event: routed by its job (alerts.services.job_events), never here
         channel_ids = set(routes_match(routes, kind=e.kind, server_id=e.server_id, group=s["group"]))
         if s["owner_email"] in owners and e.kind in OWNER_KINDS:
             channel_ids.add(owners[s["owner_email"]])

@@ -174,7 +174,10 @@ class AgentBatch(Generic[UrlT, OutcomeT]):
             if rules.failure == FailureKind.FORBIDDEN_ADDRESS:
                 self.exclude_forbidden(rules)
             else:
+                # robots.txt did not answer: the server is held (its health, source robots) and asked again at
+                # the monitor's recovery or the next probe, which bring these URLs due again at once.
                 self.fail_unanswered(rules)
+                self.outcome.backed_off = True
             return
         try:
             for url in self.urls:

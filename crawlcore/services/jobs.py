@@ -14,19 +14,19 @@ knowledge of jobs: a set-aside URL is simply never due.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, F, Max, OuterRef, Q
 from django.utils import timezone
 
 from crawlcore.db.bulk import insert_ignore
-from crawlcore.models import Job, JobRun, JobUrl, Server, Url
-from crawlcore.selectors_jobs import job_counts
+from crawlcore.models import Job, JobRun, JobUrl, Link, Page, Server, Url
+from crawlcore.selectors_jobs import job_counts, job_stalled
 from crawler import jobrules, notfollowed
 from crawler.jobrules import PathRules
 from crawler.lifecycle import State
@@ -37,6 +37,28 @@ from .load_dispatch import servers_dispatch_with_due_work
 from .urls import NewUrl, urls_insert, urls_known
 
 log = logging.getLogger(__name__)
+
+# Pages a walk over stored pages reads the links of in one call (job_walk_stored): the job's depth and page
+# budget bound it first in every ordinary case.
+WALK_MAX = 20_000
+
+# The events of a job's run, each told once a run, in the transaction of the write that decides it. The
+# alerts app (above the crawl core) registers the hook that writes them to the outbox (alerts.apps).
+STARTED, FINISHED, STALLED, BUDGET_REACHED = "job.started", "job.finished", "job.stalled", "job.budget_reached"
+EventHook = Callable[[str, Job, JobRun, dict], None]
+_event_hooks: list[EventHook] = []
+
+
+def on_job_event(hook: EventHook) -> None:
+    if hook not in _event_hooks:
+        _event_hooks.append(hook)
+
+
+def _tell(kind: str, *, job: Job, run: JobRun, facts: dict | None = None) -> None:
+    """Hand an event of the run to the hooks, in the caller's transaction. A hook's failure rolls back the
+    write that decided the event, so it is told with it or not at all."""
+    for hook in _event_hooks:
+        hook(kind, job, run, facts or {})
 
 # The reasons a job sets its queued URLs aside for while it does not run: taken back when it runs again.
 HELD = (jobrules.JOB_PAUSED, jobrules.JOB_STOPPED, jobrules.OUTSIDE_WINDOW)
@@ -118,15 +140,25 @@ class Admission:
     def followed(self, url: str) -> bool:
         return url in self.joins and not self.reasons.get(url)
 
-    def record(self, ids: dict[str, int]) -> None:
+    def record(self, ids: dict[str, int], *, walk: bool = True) -> list[int]:
         """Write the JobUrl rows of the URLs taken in (after their insert), and the jobs' politeness onto
-        the servers they reach."""
+        the servers they reach. A URL a job reaches that was fetched and extracted already (by another
+        crawl or job) is walked on at once (job_walk_stored), unless `walk` is off (the walk itself): the
+        ids of the URLs newly joined that were fetched already."""
         rows = sorted({(job_id, ids[url], depth) for url, jobs in self.joins.items() if url in ids
                        for job_id, depth in jobs.items()})  # fmt: skip
         if not rows:  # no job page in the batch (most batches): nothing to read or write
-            return
+            return []
+        url_ids = {r[1] for r in rows}
+        have = set(JobUrl.objects.filter(job_id__in={r[0] for r in rows}, url_id__in=url_ids)
+                   .values_list("job_id", "url_id"))  # fmt: skip
         insert_ignore(JobUrl._meta.db_table, ("job_id", "url_id", "depth"), rows)
-        servers_politeness_apply(job_ids={r[0] for r in rows}, url_ids={r[1] for r in rows})
+        servers_politeness_apply(job_ids={r[0] for r in rows}, url_ids=url_ids)
+        joined = {r[1] for r in rows if (r[0], r[1]) not in have}
+        fetched = _fetched(joined)
+        if walk and fetched:
+            job_walk_stored(url_ids=fetched)
+        return fetched
 
 
 def jobs_admit(*, links: Sequence[tuple[int, str, int]], now: datetime | None = None) -> Admission:
@@ -209,9 +241,62 @@ def budget_take(*, job_id: int, want: int, max_pages: int) -> int:
         if n <= 0:
             return 0
         if Job.objects.filter(id=job_id, admitted=admitted).update(admitted=admitted + n):
+            if admitted + n >= max_pages:
+                _budget_reached(job_id, max_pages)
             return n
         # Nothing updated: another worker took some of the budget meanwhile; read it again.
     return 0
+
+
+def _fetched(url_ids: Iterable[int]) -> list[int]:
+    """Of these URLs, those fetched already (no longer Init): their pages will not be extracted again."""
+    ids = list(url_ids)
+    if not ids:
+        return []
+    return sorted(Url.objects.filter(id__in=ids).exclude(state=State.INIT.value).values_list("id", flat=True))
+
+
+def job_walk_stored(*, url_ids: Iterable[int], max_pages: int = WALK_MAX) -> int:
+    """Lead the jobs on from pages they reach that were fetched and extracted before (by another crawl, or
+    another job): their links are in the database, and the pages will not be extracted again, so their
+    links are admitted now as an extraction would (the jobs' scope, depth, patterns and budget), breadth
+    first through the stored pages the jobs take in. Returns the pages whose links were read."""
+    frontier, seen, walked = set(url_ids), set(), 0
+    check_resources = settings.CRAWL_CHECK_RESOURCES
+    now = timezone.now()
+    while frontier and walked < max_pages:
+        seen |= frontier
+        ready = list(Page.objects.filter(url_id__in=frontier, extracted_at__isnull=False)
+                     .values_list("url_id", flat=True)[: max_pages - walked])  # fmt: skip
+        if not ready:
+            break
+        walked += len(ready)
+        links = Link.objects.filter(from_url_id__in=ready)
+        if not check_resources:
+            links = links.filter(to_url__resource=False)
+        rows = list(links.values_list("from_url_id", "to_url__url", "to_url_id"))
+        admission = jobs_admit(links=[(parent, url, 1) for parent, url, _ in rows], now=now)
+        ids = {url: pk for _, url, pk in rows}
+        fetched = admission.record(ids, walk=False)
+        # Taken in now, a URL the other crawl set aside for how it found it (too deep …) is due for the job.
+        followed = [ids[url] for url in admission.joins if admission.followed(url) and url in ids]
+        Url.objects.filter(id__in=followed, state=State.INIT.value, exclusion_reason__in=notfollowed.LIFTABLE).update(
+            exclusion_reason="", next_check_at=now
+        )
+        frontier = set(fetched) - seen
+    if frontier and walked >= max_pages:
+        log.warning("walk over stored pages stopped at %d pages; %d more not walked", walked, len(frontier))
+    return walked
+
+
+def _budget_reached(job_id: int, max_pages: int) -> None:
+    """The take that used the budget up tells it, once a run."""
+    run = _open_run(job_id)
+    if run is None:
+        return
+    with transaction.atomic():
+        if JobRun.objects.filter(id=run.id, budget_reached_at__isnull=True).update(budget_reached_at=timezone.now()):
+            _tell(BUDGET_REACHED, job=Job.objects.get(id=job_id), run=run, facts={"max_pages": max_pages})
 
 
 def servers_politeness_apply(*, job_ids: Iterable[int], url_ids: Iterable[int]) -> None:
@@ -239,11 +324,12 @@ def _job_urls(job_id: int):
 
 
 def job_hold(*, job_id: int, reason: str) -> int:
-    """Set the job's queued URLs aside for `reason`, but those another running job reached too and those
-    being fetched now (leased). Returns how many."""
+    """Set the job's queued URLs aside for `reason`, but those another running job reached too. Returns how
+    many. A URL a load batch holds (leased) is set aside as well: the batch sees it before its request and
+    hands it back unfetched (crawlcore.services.load), so a pause stops the job's requests within seconds."""
     others = JobUrl.objects.filter(url_id=OuterRef("pk"), job__state=Job.RUNNING).exclude(job_id=job_id)
     return (
-        Url.objects.filter(id__in=_job_urls(job_id), state=State.INIT.value, exclusion_reason="", lease_owner="")
+        Url.objects.filter(id__in=_job_urls(job_id), state=State.INIT.value, exclusion_reason="")
         .exclude(Exists(others))
         .update(exclusion_reason=reason, next_check_at=None)
     )
@@ -274,7 +360,10 @@ def job_seeds_insert(*, job: Job) -> set[int]:
     lift = Url.objects.filter(id__in=granted, state=State.INIT.value, exclusion_reason__in=notfollowed.LIFTABLE)
     lift.update(exclusion_reason="", next_check_at=timezone.now(), depth=0)
     servers_politeness_apply(job_ids=[job.id], url_ids=ids)
-    return set(Url.objects.filter(id__in=ids).values_list("server_id", flat=True))
+    # A seed another crawl fetched and extracted already leads the job on from its stored links.
+    job_walk_stored(url_ids=_fetched(granted))
+    return set(Url.objects.filter(id__in=_job_urls(job.id), state=State.INIT.value, exclusion_reason="")
+               .values_list("server_id", flat=True).distinct())  # fmt: skip
 
 
 def _counts(job_id: int) -> tuple[int, int]:
@@ -297,11 +386,21 @@ def job_start(*, name: str, trigger: str = "manual") -> JobRun:
         run = JobRun.objects.create(job=job, started_at=timezone.now(), trigger=trigger, done_at_start=done,
                                     failed_at_start=failed)  # fmt: skip
         job.state = Job.RUNNING
+        _tell(STARTED, job=job, run=run, facts={"trigger": trigger})
     servers = job_seeds_insert(job=job) | job_unhold(job_id=job.id)
     if not jobrules.in_windows(job.windows, timezone.now().astimezone(ZoneInfo(job.time_zone))):
         job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
-    servers_dispatch_with_due_work(server_ids=servers)
+    _dispatch_soon(servers)
     return run
+
+
+def _dispatch_soon(server_ids: set[int]) -> None:
+    """Send the servers the job just gave due URLs, in a cluster. In the embedded mode the crawl command's
+    runner dispatches at every step, and a dispatch sent from another process (`job resume` in a second
+    shell, the dashboard) would go to that process's own in-memory broker, where no worker takes it, while
+    stamping the servers dispatched, which keeps the runner from sending them for CRAWL_REDISPATCH_AFTER."""
+    if not settings.CELERY_EMBEDDED:
+        servers_dispatch_with_due_work(server_ids=server_ids)
 
 
 def _transition(name: str, *, from_states: Sequence[str], to: str) -> Job:
@@ -315,47 +414,136 @@ def _transition(name: str, *, from_states: Sequence[str], to: str) -> Job:
     return job
 
 
+def _open_run(job_id: int) -> JobRun | None:
+    return JobRun.objects.filter(job_id=job_id, ended_at__isnull=True).order_by("-started_at").first()
+
+
 def job_pause(*, name: str) -> Job:
-    job = _transition(name, from_states=[Job.RUNNING], to=Job.PAUSED)
-    job_hold(job_id=job.id, reason=jobrules.JOB_PAUSED)
+    """Pause the job: its queued URLs are set aside (those in a load batch's hands too), its run stays open
+    and its clock stops (JobRun.paused_at) until job_resume."""
+    with transaction.atomic():
+        job = _transition(name, from_states=[Job.RUNNING], to=Job.PAUSED)
+        JobRun.objects.filter(job_id=job.id, ended_at__isnull=True, paused_at__isnull=True).update(
+            paused_at=timezone.now()
+        )
+        job_hold(job_id=job.id, reason=jobrules.JOB_PAUSED)
     return job
 
 
+def _paused_time_close(job_id: int) -> None:
+    run = _open_run(job_id)
+    if run is not None and run.paused_at is not None:
+        paused = (timezone.now() - run.paused_at).total_seconds()
+        JobRun.objects.filter(id=run.id, paused_at=run.paused_at).update(
+            paused_at=None, paused_seconds=run.paused_seconds + max(0.0, paused), resumed_at=timezone.now()
+        )
+
+
 def job_resume(*, name: str) -> Job:
-    job = _transition(name, from_states=[Job.PAUSED], to=Job.RUNNING)
-    servers = job_unhold(job_id=job.id, reasons=[jobrules.JOB_PAUSED])
-    if not jobrules.in_windows(job.windows, timezone.now().astimezone(ZoneInfo(job.time_zone))):
-        job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
-    servers_dispatch_with_due_work(server_ids=servers)
+    """Go on with the paused run: the URLs set aside for the pause are due again."""
+    with transaction.atomic():
+        job = _transition(name, from_states=[Job.PAUSED], to=Job.RUNNING)
+        _paused_time_close(job.id)
+        servers = job_unhold(job_id=job.id, reasons=[jobrules.JOB_PAUSED])
+        if not jobrules.in_windows(job.windows, timezone.now().astimezone(ZoneInfo(job.time_zone))):
+            job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
+    _dispatch_soon(servers)
     return job
 
 
 def job_stop(*, name: str, reason: str = "stopped") -> Job:
-    job = _transition(name, from_states=[Job.RUNNING, Job.PAUSED], to=Job.STOPPED)
-    job_hold(job_id=job.id, reason=jobrules.JOB_STOPPED)
-    job_run_end(job_id=job.id, reason=reason)
+    with transaction.atomic():
+        job = _transition(name, from_states=[Job.RUNNING, Job.PAUSED], to=Job.STOPPED)
+        job_hold(job_id=job.id, reason=jobrules.JOB_STOPPED)
+        job_run_end(job_id=job.id, reason=reason)
     return job
 
 
 def job_finish(*, job_id: int, reason: str) -> bool:
     """The job's run is over (nothing left, or the crawl's own limit): the run is closed, the job idle. A
-    job ended by a limit of the crawl command keeps its queued URLs, set aside until its next start."""
-    if not Job.objects.filter(id=job_id, state__in=[Job.RUNNING, Job.PAUSED]).update(state=Job.IDLE):
-        return False
-    job_hold(job_id=job_id, reason=jobrules.JOB_STOPPED)
-    job_run_end(job_id=job_id, reason=reason)
+    job ended by a limit of the crawl command keeps its queued URLs, set aside until its next start. A
+    paused job is not finished: its run waits for job_resume (or job_stop)."""
+    with transaction.atomic():
+        if not Job.objects.filter(id=job_id, state=Job.RUNNING).update(state=Job.IDLE):
+            return False
+        job_hold(job_id=job_id, reason=jobrules.JOB_STOPPED)
+        job_run_end(job_id=job_id, reason=reason)
     return True
 
 
 def job_run_end(*, job_id: int, reason: str) -> None:
-    run = JobRun.objects.filter(job_id=job_id, ended_at__isnull=True).order_by("-started_at").first()
+    """Close the job's open run with its figures, and tell job.finished (in the caller's transaction)."""
+    run = _open_run(job_id)
     if run is None:
         return
+    _paused_time_close(job_id)
+    job_sample_record(job_id=job_id, force=True)
+    run.refresh_from_db()
     done, failed = _counts(job_id)
-    JobRun.objects.filter(id=run.id, ended_at__isnull=True).update(
-        ended_at=timezone.now(), stop_reason=reason[:100], pages=max(0, done - run.done_at_start),
-        failures=max(0, failed - run.failed_at_start),
-    )  # fmt: skip
+    now = timezone.now()
+    pages, failures = max(0, done - run.done_at_start), max(0, failed - run.failed_at_start)
+    if JobRun.objects.filter(id=run.id, ended_at__isnull=True).update(
+        ended_at=now, stop_reason=reason[:100], pages=pages, failures=failures
+    ):
+        run.ended_at, run.stop_reason, run.pages, run.failures = now, reason[:100], pages, failures
+        job = Job.objects.get(id=job_id)
+        _tell(FINISHED, job=job, run=run, facts={
+            "pages": pages, "failures": failures, "seconds": round((now - run.started_at).total_seconds()),
+            "stop_reason": reason[:100],
+        })  # fmt: skip
+
+
+SAMPLES_MAX = 400  # a run's chart points; past it, every other older one is dropped
+SAMPLE_EVERY = 5.0  # seconds between two of a run's samples at least
+
+
+def job_sample_record(*, job_id: int, now: datetime | None = None, force: bool = False) -> bool:
+    """Add [seconds since the start, done, queued] to the open run's samples (the job page's chart), at most
+    every SAMPLE_EVERY seconds unless `force` (the run's last). True when added."""
+    now = now or timezone.now()
+    run = _open_run(job_id)
+    if run is None:
+        return False
+    t = round((now - run.started_at).total_seconds(), 1)
+    samples = list(run.samples or [])
+    if samples and not force and t - samples[-1][0] < SAMPLE_EVERY:
+        return False
+    c = job_counts(job_id=job_id, now=now)
+    samples.append([t, c["done"] - run.done_at_start, c["queued"]])
+    if len(samples) > SAMPLES_MAX:
+        samples = samples[:-1][::2] + samples[-1:]
+    JobRun.objects.filter(id=run.id).update(samples=samples)
+    return True
+
+
+def jobs_sample(*, now: datetime | None = None) -> int:
+    """A sample of every running or paused job's run; how many were taken."""
+    ids = Job.objects.filter(state__in=[Job.RUNNING, Job.PAUSED]).values_list("id", flat=True)
+    return sum(job_sample_record(job_id=i, now=now) for i in ids)
+
+
+def job_stall_check(*, job: Job, now: datetime) -> bool:
+    """Tell job.stalled once a run: running, inside its window, URLs queued, and no page done for
+    JOBS_STALL_MINUTES (since the run started or was resumed). True when told now."""
+    run = _open_run(job.id)
+    if run is None or run.stalled_at is not None or run.paused_at is not None:
+        return False
+    quiet = timedelta(minutes=settings.JOBS_STALL_MINUTES)
+    last = (
+        Url.objects.filter(id__in=_job_urls(job.id), last_checked_at__gte=run.started_at)
+        .exclude(state=State.INIT.value)
+        .aggregate(last=Max("last_checked_at"))["last"]
+    )
+    since = max(t for t in (last, run.started_at, job.updated_at) if t is not None)
+    if now - since < quiet or job_counts(job_id=job.id, now=now)["queued"] == 0:
+        return False
+    reasons = job_stalled(job=job, now=now)
+    with transaction.atomic():
+        if not JobRun.objects.filter(id=run.id, stalled_at__isnull=True).update(stalled_at=now):
+            return False  # another tick told it
+        run.stalled_at = now
+        _tell(STALLED, job=job, run=run, facts={"since": since.isoformat(), "reasons": reasons})
+    return True
 
 
 def jobs_tick(*, now: datetime | None = None) -> dict[str, int]:
@@ -386,17 +574,20 @@ def jobs_tick(*, now: datetime | None = None) -> dict[str, int]:
                     out["started"] += 1
                 except JobError as exc:
                     log.info("scheduled start of %s skipped: %s (next %s)", job.name, exc, nxt)
+    jobs_sample(now=now)
     for job in Job.objects.filter(state=Job.RUNNING):
         inside = jobrules.in_windows(job.windows, now.astimezone(ZoneInfo(job.time_zone)))
         if inside:
             servers = job_unhold(job_id=job.id, reasons=[jobrules.OUTSIDE_WINDOW])
-            servers_dispatch_with_due_work(server_ids=servers)
+            _dispatch_soon(servers)
         else:
             job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
         c = job_counts(job_id=job.id, now=now)
         if inside and c["queued"] == 0 and c["fetching"] == 0 and c["unextracted"] == 0:
             if job_finish(job_id=job.id, reason="done"):
                 out["finished"] += 1
+        elif inside:
+            job_stall_check(job=job, now=now)
     return out
 
 
@@ -427,12 +618,13 @@ def job_save(*, spec: dict, dry_run: bool = False) -> tuple[str, Job | None]:
 
 def job_rules_reapply(*, job: Job, chunk: int = 1000) -> int:
     """Set aside the job's queued URLs that its rules (edited while it runs) no longer take in: the reason
-    shows on the URL, and it is not fetched. URLs another running job reached too are left. How many."""
+    shows on the URL, and it is not fetched (one a load batch holds is handed back unfetched, as on a pause).
+    URLs another running job reached too are left. How many; counted on the open run (JobRun.set_aside)."""
     rules = JobRules.of(job)
     others = JobUrl.objects.filter(url_id=OuterRef("url_id"), job__state=Job.RUNNING).exclude(job_id=job.id)
     queued = (
-        JobUrl.objects.filter(job_id=job.id, url__state=State.INIT.value, url__exclusion_reason="",
-                              url__lease_owner="")
+        # Those held while the job pauses (or waits for its window) too: else its resume would make them due.
+        JobUrl.objects.filter(job_id=job.id, url__state=State.INIT.value, url__exclusion_reason__in=["", *HELD])
         .exclude(Exists(others))
         .order_by("url_id")
         .values_list("url_id", "url__url", "depth")
@@ -442,6 +634,8 @@ def job_rules_reapply(*, job: Job, chunk: int = 1000) -> int:
     while True:
         rows = list(queued.filter(url_id__gt=last)[:chunk])
         if not rows:
+            if set_aside:
+                JobRun.objects.filter(job_id=job.id, ended_at__isnull=True).update(set_aside=F("set_aside") + set_aside)
             return set_aside
         last = rows[-1][0]
         by_reason: dict[str, list[int]] = {}
@@ -450,7 +644,7 @@ def job_rules_reapply(*, job: Job, chunk: int = 1000) -> int:
             if reason:
                 by_reason.setdefault(reason, []).append(url_id)
         for reason, ids in by_reason.items():
-            set_aside += Url.objects.filter(id__in=ids, exclusion_reason="", lease_owner="").update(
+            set_aside += Url.objects.filter(id__in=ids, exclusion_reason__in=["", *HELD]).update(
                 exclusion_reason=reason, next_check_at=None
             )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import time
 import zlib
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -21,7 +22,7 @@ from django.utils import timezone
 from crawlcore.db.bulk import upsert
 from crawlcore.db.chain import Const, Input, Insert, chain
 from crawlcore.db.params import column_types
-from crawlcore.models import Exchange, Link, Page
+from crawlcore.models import Exchange, JobUrl, Link, Page, Url
 from crawler.fetch import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, event_for_fetch
 from crawler.parse import is_html
@@ -37,7 +38,7 @@ from .request_records import FINISHED, checks_finish_write
 from .servers import server_merge_if_alias
 from .sitemaps import sitemaps_read
 from .sites import server_home_first
-from .urls import MOVED, Claimed, Move, new_url_from, transition_writes, urls_claim, urls_insert
+from .urls import MOVED, Claimed, Move, new_url_from, transition_writes, urls_claim, urls_insert, urls_release
 from .visit import Gate, ServerVisit
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,9 @@ INTENT_GROUP = 10
 INTENT_AHEAD = 1.0
 # A resource is checked with HEAD; a server that does not do HEAD says so with one of these, then gets a GET.
 HEAD_REFUSED = frozenset({403, 405, 501})
+# A batch holding URLs of crawl jobs looks this often whether any of them was set aside meanwhile (the job
+# paused or stopped, its patterns edited: crawlcore.services.jobs), and hands those back unfetched.
+SET_ASIDE_LOOK_EVERY = 1.0
 
 
 @dataclass
@@ -103,11 +107,37 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         self.sent = 0  # page ids already sent to the extract agent
         self.unsent_bytes = 0  # the bodies' bytes of the pages stored and not sent yet
         self.home = f"{visit.server.origin}/"
+        self.of_jobs = False  # whether the round's URLs include a crawl job's
+        self.set_aside_at = 0.0  # time.monotonic() of the last look (set_aside)
+        self.handed_back: set[int] = set()  # set aside since the claim: given back unfetched
 
     def claim(self) -> list[Claimed]:
         # Seed 003: a server on a known site's address fetches its home page alone first, to compare (sites.py).
         only = server_home_first(server=self.visit.server)
-        return urls_claim(server_id=self.visit.server.id, owner=self.owner, limit=settings.CRAWL_BATCH_SIZE, only=only)
+        urls = urls_claim(server_id=self.visit.server.id, owner=self.owner, limit=settings.CRAWL_BATCH_SIZE, only=only)
+        self.of_jobs = bool(urls) and JobUrl.objects.filter(url_id__in=[u.id for u in urls]).exists()
+        self.set_aside_at = time.monotonic()
+        return urls
+
+    def set_aside(self, url: Claimed) -> bool:
+        """Whether `url` was set aside since the claim (its job paused or stopped, its patterns edited): then
+        it is handed back unfetched, its reason kept. Looked up for the batch's pending URLs of jobs at most
+        every SET_ASIDE_LOOK_EVERY seconds, so a pause stops the requests within about that plus one turn."""
+        if url.id in self.handed_back:
+            return True
+        if not self.of_jobs or time.monotonic() - self.set_aside_at < SET_ASIDE_LOOK_EVERY:
+            return False
+        self.set_aside_at = time.monotonic()
+        # Fetched pages waiting for flush() are still Init and ours: they are written, not handed back.
+        waiting = set(self.pending) - {u.id for u, _ in self.fetched}
+        aside = set(Url.objects.filter(id__in=list(waiting)).exclude(exclusion_reason="")
+                    .values_list("id", flat=True))  # fmt: skip
+        if aside:
+            urls_release(ids=sorted(aside), owner=self.owner)
+            for pk in aside:
+                self.pending.pop(pk, None)
+            self.handed_back |= aside
+        return url.id in aside
 
     def state_of(self, url: Claimed) -> State:
         return State.INIT
@@ -138,6 +168,8 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         return server_goes_on(server_id=visit.server.id)
 
     def check(self, url: Claimed) -> bool:
+        if self.set_aside(url):
+            return True
         if not url.resource and not self.visit.reserved(url.url):
             self.reserve_from(url)
         result = self.request(url, method="HEAD" if url.resource else "GET", take=True)

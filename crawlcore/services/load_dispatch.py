@@ -32,6 +32,7 @@ from django.utils import timezone
 from crawlcore.db.raw import fetch_rows, one_of, typed
 from crawlcore.models import Page, Server, ServerLease, Url
 from crawlcore.queues import Queue
+from crawlcore.selectors_health import not_held
 from crawler.lifecycle import Agent, State
 
 from .queue import enqueue_extract_on_commit, enqueue_load_on_commit, queue_backlog
@@ -56,6 +57,7 @@ def _dispatchable(now: datetime):
     return (
         Server.objects.filter(enabled=True, excluded_reason="")
         .filter(not_paused(now))  # Hybrid-Sorting (seed 000): a paused server's Init URLs wait
+        .filter(not_held(now))  # its health: an operator's pause, a back-off, down with no probe due
         .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=stale))
         .filter(Exists(due))
         .annotate(held=Subquery(held))
@@ -77,10 +79,11 @@ def _all_slots_held(ids: list[int], now: datetime) -> set[int]:
 
 def server_goes_on(*, server_id: int, now: datetime | None = None) -> bool:
     """Whether a load visit may take another batch of its server (LoadBatch.another_round): the server is
-    still enabled, not excluded and not paused — the conditions a continuation message is sent under, but
+    still enabled, not excluded, not paused and not held — the conditions a continuation message is sent under, but
     the slot (this visit holds it) and the dispatch mark (the visit's own claim cleared it)."""
     now = now or timezone.now()
-    return Server.objects.filter(id=server_id, enabled=True, excluded_reason="").filter(not_paused(now)).exists()
+    servers = Server.objects.filter(id=server_id, enabled=True, excluded_reason="")
+    return servers.filter(not_paused(now)).filter(not_held(now)).exists()
 
 
 def hour_key(now: datetime) -> int:

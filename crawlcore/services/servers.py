@@ -87,21 +87,36 @@ def _servers_by_key(keys: set[ServerKey]) -> dict[ServerKey, Ensured]:
     return found
 
 
-def server_claim(*, server_id: int, owner: str, agent: str = "", now: datetime | None = None) -> int | None:
+def server_politeness_id(*, server_id: int) -> int:
+    """The server whose slots and request turns a server's requests take: the first server (lowest id) of its
+    host and port, whatever the scheme. http://h:8443 and https://h:8443 are one machine to be polite to: an
+    https attempt on the host and port of a running http fetch must wait its turn like any other request."""
+    row = Server.objects.filter(id=server_id).values_list("host", "port").first()
+    if row is None:
+        return server_id
+    same = Server.objects.filter(scheme__in=("http", "https"), host=row[0], port=row[1])
+    return same.order_by("id").values_list("id", flat=True).first() or server_id
+
+
+def server_claim(
+    *, server_id: int, owner: str, agent: str = "", now: datetime | None = None, slots_of: int | None = None
+) -> int | None:
     """Take one of the server's CRAWL_SERVER_CONCURRENCY slots; the slot number, or None when all are
     held (or the server is disabled or excluded). Cluster-wide: the slots are rows, taken by guarded UPDATE.
-    `agent` marks what holds it (the dispatcher counts the load agent's, its busy robots)."""
+    `agent` marks what holds it (the dispatcher counts the load agent's, its busy robots). `slots_of`: the
+    server whose slots are taken (server_politeness_id), when not its own."""
     now = now or timezone.now()
+    lease_id = slots_of or server_id
     found = Server.objects.filter(id=server_id, enabled=True, excluded_reason="").values_list("max_concurrency")
     if not found:
         return None
     # An operator's or a job's lower bound takes the first slots only; the rest stay untouched.
     (cap,) = found[0]
     slots = range(min(settings.CRAWL_SERVER_CONCURRENCY, cap or settings.CRAWL_SERVER_CONCURRENCY))
-    ServerLease.objects.bulk_create([ServerLease(server_id=server_id, slot=n) for n in slots], ignore_conflicts=True)
+    ServerLease.objects.bulk_create([ServerLease(server_id=lease_id, slot=n) for n in slots], ignore_conflicts=True)
     for n in slots:
         changed = (
-            ServerLease.objects.filter(server_id=server_id, slot=n)
+            ServerLease.objects.filter(server_id=lease_id, slot=n)
             .filter(Q(owner="") | Q(expires_at__lt=now))
             .update(owner=owner, agent=agent, expires_at=lease_deadline(now))
         )

@@ -17,6 +17,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from crawlcore.models import Url
+from crawlcore.selectors_health import held_server_ids
 from crawler.lifecycle import Agent, State
 
 from .queue import enqueue_scan_on_commit
@@ -26,10 +27,13 @@ from .urls import urls_lease
 
 
 def _scannable(now: datetime):
-    """Not set aside, not leased (or its lease expired), on a server that is crawled."""
-    return Url.objects.filter(exclusion_reason="", server__enabled=True, server__excluded_reason="").filter(
+    """Not set aside, not leased (or its lease expired), on a server that is crawled and not held (its health:
+    paused, backing off, down with no probe due)."""
+    rows = Url.objects.filter(exclusion_reason="", server__enabled=True, server__excluded_reason="").filter(
         Q(lease_owner="") | Q(lease_expires_at__lt=now)
     )
+    held = held_server_ids(now=now)
+    return rows.exclude(server_id__in=held) if held else rows
 
 
 def active_due(*, now: datetime) -> bool:

@@ -18,13 +18,25 @@ from django.utils import timezone
 from crawlcore.models import Exchange, Server
 from crawler.engine import EngineFetcher, refused_nul_header
 from crawler.fetch import FailureKind, Fetcher, FetchPolicy, FetchResult, Timings
+from crawler.hosthealth import HealthSource
 from crawler.lifecycle import Agent
 from crawler.netguard import forbidden_reason, parse_cidrs
-from crawler.politeness import crawl_delay, retry_after_seconds
+from crawler.politeness import retry_after_seconds
 from crawler.robots import ALLOW_ALL, DISALLOW_ALL, RobotsRules, product_token, rules_from_response, rules_from_text
 from crawler.urlnorm import UrlError, canonicalize
 
 from .exchanges import exchanges_store, held_by_page
+from .health import (
+    HELD,
+    PROBE,
+    health_admit,
+    health_hold,
+    health_pace_delay,
+    health_probe_done,
+    health_rate_limited,
+    health_record_responses,
+    health_release,
+)
 from .request_records import (
     check_begin,
     check_discard,
@@ -37,6 +49,7 @@ from .servers import (
     server_back_off,
     server_claim,
     server_exclude,
+    server_politeness_id,
     server_release,
     server_robots_lock,
     server_save_robots,
@@ -103,9 +116,23 @@ def _same_host(url: str, server: Server) -> bool:
 
 
 class ServerVisit:
-    """Holds one of the server's slots from open() to close(); every request goes through fetch()."""
+    """Holds one of the server's slots from open() to close(); every request goes through fetch().
 
-    def __init__(self, server: Server, owner: str, agent: Agent, gate: Gate | None = None):
+    What the answers tell of the server's health goes to crawlcore.services.health as they come: a 429 or 503
+    backs the server off (the visit stops: nothing more is asked of it before then), the answers' times and
+    failures set its pace at close(). A visit of a server held down is a probe: one request, whose answer
+    lifts the hold or widens the next window."""
+
+    def __init__(
+        self,
+        server: Server,
+        owner: str,
+        agent: Agent,
+        gate: Gate | None = None,
+        *,
+        probe: bool = False,
+        turn_id: int | None = None,
+    ):
         self.server = server
         self.owner = owner
         self.agent = agent
@@ -118,23 +145,39 @@ class ServerVisit:
         self._intents: dict[tuple[str, str], int] = {}  # committed ahead by reserve(), not sent yet
         self._sends = 0  # requests sent in this visit (with self.started: their pace)
         self._rules: RobotsRules | None = None  # robots.txt's, once read (robots())
+        self.probe = probe  # the window's one probe of a held server, until its answer comes
+        self.probe_failed = False
+        self.backoff_until: datetime | None = None  # the server asked for patience (429, 503) during the visit
+        self._samples: list[float | None] = []  # each answer's ms, None for a failure: the server's pace
+        self._pace = health_pace_delay(server_id=server.id)
+        # Slots and turns are per host and port, whatever the scheme (server_politeness_id).
+        self.turn_id = turn_id if turn_id is not None else server.id
 
     @classmethod
     def open(cls, *, server_id: int, owner: str, agent: Agent, gate: Gate | None = None) -> ServerVisit | None:
-        """Take a slot of the server; None when all are taken or the server is not to be crawled."""
-        if server_claim(server_id=server_id, owner=owner, agent=agent.value) is None:
+        """Take a slot of the server; None when all are taken or the server is not to be crawled now (its
+        health holds it: an operator's pause, a back-off, down with its next probe not due)."""
+        turn_id = server_politeness_id(server_id=server_id)
+        if server_claim(server_id=server_id, owner=owner, agent=agent.value, slots_of=turn_id) is None:
             return None
-        return cls(Server.objects.get(id=server_id), owner, agent, gate)
+        verdict = health_admit(server_id=server_id)
+        if verdict == HELD:
+            server_release(server_id=turn_id, owner=owner)
+            return None
+        return cls(Server.objects.get(id=server_id), owner, agent, gate, probe=verdict == PROBE, turn_id=turn_id)
 
     def close(self) -> None:
         try:
+            if self._samples:
+                samples, self._samples = self._samples, []
+                health_record_responses(server_id=self.server.id, samples=samples)
             if self._intents:
                 checks_discard(check_ids=list(self._intents.values()))  # never sent: no request, no check
                 self._intents.clear()
         finally:
             # The slot is given back whatever happened to the discard (a row left pending is finished as
             # interrupted by the reconciler).
-            server_release(server_id=self.server.id, owner=self.owner)
+            server_release(server_id=self.turn_id, owner=self.owner)
 
     def reserve(self, urls: Sequence[str], *, method: str = "GET") -> None:
         """Commit the intent rows of the visit's next requests together (checks_begin): one statement for
@@ -158,9 +201,14 @@ class ServerVisit:
         return time.monotonic() - self.started
 
     def stopping(self) -> bool:
-        """The caller asked us to stop, or this task has worked long enough on one server."""
+        """The caller asked us to stop, this task has worked long enough on one server, the server asked for
+        patience, or this visit was a probe that got no answer."""
         stopped = self.gate is not None and self.gate.stopped.is_set()
-        return stopped or self.elapsed() > settings.CRAWL_TASK_BUDGET
+        return stopped or self.held() or self.elapsed() > settings.CRAWL_TASK_BUDGET
+
+    def held(self) -> bool:
+        """Nothing more may be asked of the server in this visit: it backs off, or the probe went unanswered."""
+        return self.backoff_until is not None or self.probe_failed
 
     def stopped_by_caller(self) -> bool:
         return self.gate is not None and self.gate.stopped.is_set()
@@ -175,16 +223,17 @@ class ServerVisit:
         return True
 
     def delay(self) -> float:
-        # A server's own floor (an operator's, or the strictest job's) only raises the delay: robots.txt's
-        # Crawl-delay, when it asks for more, still wins.
-        delay = crawl_delay(self.server.crawl_delay, default=settings.CRAWL_DEFAULT_DELAY, cap=settings.CRAWL_MAX_DELAY)
-        return max(delay, self.server.min_delay or 0.0)
+        # Politeness (Server.request_delay), raised by the pace the server's answers ask for (its health).
+        return max(self.server.request_delay(), self._pace)
 
     def wait_turn(self) -> bool:
         """Wait until this server may get its next request, from anyone in the cluster; take that turn.
 
-        False when the task budget or a stop comes first (the caller hands its work back).
+        False when the task budget or a stop comes first, or the server may be asked nothing more (the caller
+        hands its work back).
         """
+        if self.held():
+            return False
         # The cluster-wide turn spaces the grants; this also spaces our own sends as measured where they
         # happen, so a thread descheduled between its grant and its send cannot crowd its next request.
         if self._last_send is not None:
@@ -197,7 +246,7 @@ class ServerVisit:
             if gap > 0 and (self.elapsed() + gap > settings.CRAWL_TASK_BUDGET or not self._sleep(gap)):
                 return False
         while True:
-            wait = server_take_turn(server_id=self.server.id, delay=self.delay())
+            wait = server_take_turn(server_id=self.turn_id, delay=self.delay())
             if wait <= 0:
                 return True
             if self.elapsed() + wait > settings.CRAWL_TASK_BUDGET or not self._sleep(wait):
@@ -226,6 +275,8 @@ class ServerVisit:
             # the same check row: rare, and only for a server that sends such headers.
             self._last_send = time.monotonic()
             result = thread_fetcher("threads").fetch(url, method=method, headers=headers, address_check=check)
+        if result.failure != FailureKind.FORBIDDEN_ADDRESS:
+            self._observe(result)
         if result.failure == FailureKind.FORBIDDEN_ADDRESS:
             check_discard(check_id=check_id)  # refused before connecting: no request, no check
             # What readers see of it (a URL's reason, a server's exclusion) says "refused" and nothing of the
@@ -246,11 +297,32 @@ class ServerVisit:
             return
         check_record(result=result, server_id=self.server.id, url_id=url_id, agent=self.agent)
 
+    def _observe(self, result: FetchResult) -> None:
+        """What one answer tells of the server's health: its time or its failure (the pace), a 429 or 503 (a
+        back-off, from now on for the whole cluster), a probe's verdict."""
+        status = result.status
+        failed = status is None or status >= 500 or result.incomplete
+        self._samples.append(None if failed else result.timings.total_ms)
+        if status in (429, 503):
+            given = result.headers.get("retry-after")
+            self.backoff_until = health_rate_limited(
+                server_id=self.server.id, status=status, retry_after=retry_after_seconds(given) if given else None
+            )
+        if self.probe:
+            answered = not failed and status != 429
+            health_probe_done(server_id=self.server.id, answered=answered)
+            self.probe, self.probe_failed = False, not answered
+
     def back_off(self, result: FetchResult) -> datetime:
-        """The server asked for patience (429, 503 + Retry-After): nobody in the cluster asks before then."""
-        until = timezone.now() + timedelta(seconds=retry_after_seconds(result.headers.get("retry-after")))
-        server_back_off(server_id=self.server.id, until=until)
-        return until
+        """The server asked for patience (429, 503): nobody in the cluster asks before the time fetch() set
+        (crawlcore.services.health.health_rate_limited)."""
+        if self.backoff_until is None:
+            given = result.headers.get("retry-after")
+            self.backoff_until = health_rate_limited(
+                server_id=self.server.id, status=result.status or 503,
+                retry_after=retry_after_seconds(given) if given else None,
+            )  # fmt: skip
+        return self.backoff_until
 
     def exclude_server(self, reason: str) -> None:
         server_exclude(server_id=self.server.id, reason=reason[:100])
@@ -280,6 +352,8 @@ class ServerVisit:
 
     def _robots_known(self) -> RobotsRules | FetchResult | None:
         s = self.server
+        if self.probe and s.robots_kind == "unreachable":
+            return None  # the probe of a server held for its robots.txt is that robots.txt, asked again
         if s.robots_fetched_at is not None and s.robots_kind:
             age = (timezone.now() - s.robots_fetched_at).total_seconds()
             if s.robots_kind == "unreachable" and age < settings.CRAWL_ROBOTS_RETRY:
@@ -310,7 +384,12 @@ class ServerVisit:
             failure = result.failure.value if result.failure else FailureKind.HTTP_STATUS.value
             memo = f"{failure}|{result.status or ''}|{result.detail}"
             server_save_robots(server_id=s.id, kind="unreachable", text=memo, crawl_delay=None, ip=None)
+            # RFC 9309: complete disallow. The server is held (nothing more of it is asked for) and robots.txt
+            # asked again at the monitor's recovery or the next probe (its health).
+            what = f"HTTP {result.status}" if result.status is not None else (result.detail or failure)
+            health_hold(server_ids=[s.id], source=HealthSource.ROBOTS, reason=what[:200])
             return result
+        health_release(server_ids=[s.id], source=HealthSource.ROBOTS)
         rules = rules_from_response(result.status, result.body)
         if result.failure == FailureKind.TOO_LARGE and not result.body:
             # Declared larger than the body limit, so never read: its rules are unknown, and an empty text
@@ -322,7 +401,7 @@ class ServerVisit:
         if delay is not None:
             # The robots.txt request itself was spaced by the default delay; the next one must respect
             # the delay the site just asked for.
-            server_back_off(server_id=s.id, until=timezone.now() + timedelta(seconds=self.delay()))
+            server_back_off(server_id=self.turn_id, until=timezone.now() + timedelta(seconds=self.delay()))
         return rules
 
     def _fetch_robots(self, url: str) -> FetchResult:

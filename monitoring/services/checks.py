@@ -30,12 +30,14 @@ from django.utils import timezone
 
 from crawlcore.db import bulk
 from crawlcore.models import StatusCheck
+from crawlcore.services.health import health_hold, health_release
 from crawlcore.services.leases import lease_deadline
 from crawlcore.services.render import answer_render
 from crawler.fetch import FailureKind, FetchPolicy, FetchResult, Timings
+from crawler.hosthealth import HealthSource
 from crawler.lifecycle import Agent
 from crawler.multicheck import CheckRequest, MultiChecker
-from crawler.status import CONFIRMED, Category, Status
+from crawler.status import BAD, CONFIRMED, GOOD, Category, Status
 
 from .. import hooks
 from ..accepted_codes import AcceptedCodes, classify
@@ -416,9 +418,29 @@ def checks_record(*, checked: Sequence[Checked], claimed_at: datetime | None = N
         _location_states_save(locations)
         StatusChange.objects.bulk_create(changes)
         incidents_from_changes(changes=changes)  # an outage people can read about, with the change
+        _health_from_changes(changes)  # the crawl holds a server confirmed down and goes on when it is up
         hooks.status_changes_written(changes)  # alerts' outbox rows, in this same transaction
         certificates_record(checked=[c for c in checked if c.result.certificate is not None])
     return list(checked)
+
+
+def _health_from_changes(changes: Sequence[StatusChange]) -> None:
+    """A confirmed outage (disconnect, or error: the server answers, but not as it should) holds the server's
+    crawl; a confirmed recovery releases it (crawlcore.services.health), in the transaction of the change."""
+    down: dict[int, str] = {}
+    up: set[int] = set()
+    for change in sorted(changes, key=lambda c: c.at):
+        to = Status(change.to_status)
+        if to in BAD:
+            down[change.server_id] = change.reason
+            up.discard(change.server_id)
+        elif to in GOOD:
+            up.add(change.server_id)
+            down.pop(change.server_id, None)
+    for server_id, reason in down.items():
+        health_hold(server_ids=[server_id], source=HealthSource.MONITOR, reason=reason)
+    if up:
+        health_release(server_ids=sorted(up), source=HealthSource.MONITOR)
 
 
 def _state_of(m: ServerMonitor) -> Confirmation:

@@ -1,7 +1,8 @@
-"""`python manage.py add_channel NAME URL [--group G | --server HOST] [--events down,up,...]`: a channel and the
-rule routing events to it (all servers by default); the events are down, up, delay, cert, content, domain and beat
-(one of beat's jobs outlasting its period, told to rules for all servers only). URL is any Apprise URL, or e-mail
-addresses sent through Django's e-mail backend. Running it again with the same name replaces the URL.
+"""`python manage.py add_channel NAME URL [--group G | --server HOST | --job NAME] [--events down,up,...]`: a channel
+and the rule routing events to it (all servers by default); the events are down, up, delay, cert, content, domain and
+beat (one of beat's jobs outlasting its period, told to rules for all servers only), and a crawl job's job.started,
+job.finished, job.stalled and job.budget_reached (routed by the job, its group, or all). URL is any Apprise URL, or
+e-mail addresses sent through Django's e-mail backend. Running it again with the same name replaces the URL.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ class Command(BaseCommand):
         scope = parser.add_mutually_exclusive_group()
         scope.add_argument("--group", default="", help="only servers of this group")
         scope.add_argument("--server", default="", help="only this server (host name)")
+        scope.add_argument("--job", default="", help="only this crawl job's events (job.started, job.finished …)")
         parser.add_argument("--events", default="", help="comma list of event kinds (default: all)")
 
-    def handle(self, *args, name: str, url: str, group: str, server: str, events: str, **options) -> None:
+    def handle(self, *args, name: str, url: str, group: str, server: str, events: str, job: str, **options) -> None:
         try:
-            added = channel_add(name=name, url=url, group=group, server_host=server, events=events)
+            added = channel_add(name=name, url=url, group=group, server_host=server, events=events, job=job)
         except ChannelError as exc:
             raise CommandError(str(exc)) from None
         verb = "added" if added.created else "updated"

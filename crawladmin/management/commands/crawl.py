@@ -102,6 +102,7 @@ class Command(BaseCommand):
             recheck_wait=opts["recheck_wait"],
             dispatch=not opts["dispatch_only"],
             count_loaded=not quiet,
+            waiting=None if job is None else _paused(job.id),
         )
         bar = nullcontext() if quiet else tqdm(desc="crawl", unit=" URLs", file=sys.stderr, dynamic_ncols=True)
 
@@ -189,6 +190,16 @@ class Command(BaseCommand):
             except UrlError as exc:
                 raise CommandError(f"seed {url!r} is not a crawlable URL ({exc.reason}){_did_you_mean(url)}") from None
         return seeds
+
+
+def _paused(job_id: int):
+    """The runner's `waiting`: while the job is paused the embedded crawl keeps its worker and waits for
+    `job resume` (it goes on with the same run) or `job stop`, within --max-seconds."""
+
+    def waiting() -> bool:
+        return Job.objects.filter(id=job_id, state=Job.PAUSED).exists()
+
+    return waiting
 
 
 def _refused(seeds: list[str]) -> dict[str, str]:

@@ -83,10 +83,11 @@ def _format(d: dict) -> str:
         f"job {d['name']}: {d['state']}{'' if d['enabled'] else ' (disabled)'}",
         f"  seeds:    {', '.join(d['seeds'])} (scope {d['scope']})",
         f"  progress: done {p['done']}, queued {p['queued']}, failed {p['failed']}, excluded {p['excluded']}; "
-        f"{p['rate_per_minute']}/min, eta {_eta(p['eta_seconds'])}",
+        f"{p['rate_per_minute']}/min, eta {_eta(p['eta_seconds'])} ({p['eta_basis']})",
     ]
     for s in d["stalled"]:
-        lines.append(f"  waiting:  {s['server']}: {s['reason']}" + (f" until {s['until']}" if s["until"] else ""))
+        held = f" [{s['health']}, {s['source']}]" if s.get("source") else ""
+        lines.append(f"  waiting:  {s['server']}: {s['reason']}{held}" + (f" until {s['until']}" if s["until"] else ""))
     for r in d["runs"][:3]:
         lines.append(
             f"  run:      {r['started_at']} → {r['ended_at'] or 'running'} ({r['trigger']}): {r['pages']} pages, "

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('crawladmin', '0027_url_key_covering'),
+        ('crawladmin', '0029_jobrun_pauses_and_events'),
     ]
 
     operations = [
