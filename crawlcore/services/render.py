@@ -292,6 +292,8 @@ def page_render(*, page_id: int, owner: str) -> RenderOutcome:
                  ", ".join(sorted({r for _, r in rendered.refused}))[:200])  # fmt: skip
     if rendered.main is None or not 200 <= rendered.main.status < 300:
         status = rendered.main.status if rendered.main is not None else None
+        if status in (429, 503):  # the server asked for patience (its health holds it): later
+            return _failed(page, f"document answered {status}")
         return _given_up(page, f"document answered {status}")
     _store(page, rendered.html, rendered.title)
     return RenderOutcome(done=True)
