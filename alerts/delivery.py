@@ -54,7 +54,11 @@ def _apprise_send(dest: Destination, message: Message) -> Outcome:
     notify_type = apprise.NotifyType.FAILURE if message.failure else apprise.NotifyType.INFO
     with apprise.LogCapture(level=logging.WARNING) as logs:
         try:
-            ok = plugin.notify(body=message.body, title=message.title, notify_type=notify_type)
+            # Plain text, said so: Apprise escapes it for a channel that reads HTML or Markdown, so what a
+            # server answered (quoted in the message) shows as text there and cannot format or link.
+            ok = plugin.notify(
+                body=message.body, title=message.title, notify_type=notify_type, body_format=apprise.NotifyFormat.TEXT
+            )
         except Exception as exc:  # a plugin bug must fail this delivery, not the sender
             return Outcome(False, text_redact(f"{type(exc).__name__}: {exc}", dest.url, dest.masked()))
         captured = logs.getvalue()

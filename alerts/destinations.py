@@ -138,9 +138,11 @@ def _refusal_of(addresses: Sequence[str], allowed: Sequence[Network]) -> tuple[s
     return None
 
 
-def _refusal_text(dest: Destination, ip: str, reason: str) -> str:
+def _refusal_text(dest: Destination) -> str:
+    # Neither the address nor its kind: what a name resolves to is not told to whoever typed the name
+    # (a refusal that said it would be a lookup of internal names for anyone who may save a channel).
     return (
-        f"{dest.masked()} reaches {ip}, a {reason.replace('_', '-')} address: refused "
+        f"{dest.masked()}: not an address alerts may reach: refused "
         "(ALERTS_ALLOW_PRIVATE lists the networks alerts may reach, e.g. 10.0.0.0/8)"
     )
 
@@ -159,8 +161,7 @@ def destination_refusal(
         addresses = (lookup or resolve)(host, port)
     except (OSError, UnicodeError):
         return None
-    found = _refusal_of(addresses, allowed)
-    return _refusal_text(dest, *found) if found else None
+    return _refusal_text(dest) if _refusal_of(addresses, allowed) else None
 
 
 @contextmanager

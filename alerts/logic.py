@@ -148,6 +148,10 @@ class EventView:
     to_status: str = ""
     reason: str = ""
     locations: dict[str, str] = field(default_factory=dict)  # crawler number -> what it saw (quorum)
+    # What the server answered (monitoring.selectors_evidence.evidence_alert_lines: status, the body's start
+    # with its control characters gone, the slowest phase) and the incident page's address; empty if none.
+    answered: str = ""
+    incident_url: str = ""
 
     def line(self) -> str:
         if not self.to_status:
@@ -161,6 +165,10 @@ class EventView:
             text += f" ({self.reason})"
         if self.locations:
             text += "; seen by " + ", ".join(f"#{n}: {s}" for n, s in sorted(self.locations.items()))
+        if self.answered:
+            text += f"\n  {self.answered}"
+        if self.incident_url:
+            text += f"\n  incident: {self.incident_url}"
         return text
 
     def as_json(self) -> dict:
@@ -174,6 +182,8 @@ class EventView:
             "to": self.to_status,
             "reason": self.reason,
             "locations": dict(self.locations),
+            "answered": self.answered,
+            "incident_url": self.incident_url,
         }
 
 

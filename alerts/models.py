@@ -23,6 +23,11 @@ from .logic import KindsError, kinds_parse
 from .recurrence import MAX_DURATION, ScheduleError, cron_of
 
 
+def owner_destination(email: str) -> str:
+    """The destination of the channel made for a server owner's address."""
+    return f"email:{email}"
+
+
 class Channel(models.Model):
     """A named destination: an Apprise URL or e-mail addresses (alerts.destinations)."""
 
@@ -53,6 +58,11 @@ class Channel(models.Model):
         if refused:
             raise ValidationError({"url": refused})
         self.url = dest.url
+        if self.owner_of and self.url != owner_destination(self.owner_of):
+            # The outbox sends an owner's events to the channel marked theirs: marked on any other destination,
+            # it would take them (alerts.services.outbox._owner_channels trusts only the owner's own address).
+            raise ValidationError({"owner_of": f"an owner's channel mails that address: its destination is "
+                                               f"{owner_destination(self.owner_of)}"})  # fmt: skip
 
     def save(self, *args, **kwargs) -> None:
         # Every path that writes a channel (admin, command, service, shell) gets the same check.

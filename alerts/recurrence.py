@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
-from croniter import croniter
+from croniter import CroniterError, croniter
 
 DAYS = {"mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6, "sun": 0}
 _WEEKLY = re.compile(r"^(?P<days>[a-z]+(?:,[a-z]+)*)\s+(?P<h>\d{1,2}):(?P<m>\d{2})$")
@@ -37,6 +37,10 @@ def cron_of(spec: str) -> str:
         return f"{minute} {hour} * * {','.join(str(DAYS[d]) for d in days)}"
     if not croniter.is_valid(text) or len(text.split()) != 5:
         raise ScheduleError(f"{spec!r} is neither a 5-field cron expression nor a weekly time like 'sun 02:00'")
+    try:  # parsed is not enough: "0 0 31 2 *" parses and never comes
+        croniter(text, datetime(2000, 1, 1, tzinfo=UTC)).get_next(datetime)
+    except (CroniterError, ValueError, KeyError, OverflowError):
+        raise ScheduleError(f"{spec!r} never comes (no such date)") from None
     return text
 
 

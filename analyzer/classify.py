@@ -134,10 +134,13 @@ def _utf8_if_valid(body: bytes) -> str | None:
     return "utf-8"
 
 
-def analyze_page(url: str, content_type: str | None, body: bytes | Callable[[], bytes]) -> PageFacts:
+def analyze_page(
+    url: str, content_type: str | None, body: bytes | Callable[[], bytes], *, pdf_text: str | None = None
+) -> PageFacts:
     """Everything the analyzer stores about one page. Never raises on what a server sent. `body` may be a
     function returning it, called only for text types and PDFs (an image's body is never decompressed; a
-    PDF's must be whole: its index is at its end)."""
+    PDF's must be whole: its index is at its end). `pdf_text`: a PDF's text as the extract agent kept it
+    (crawlcore's Page.text), read instead of the PDF itself (a read costs seconds, outside any child)."""
     host = (urlsplit(url).hostname or "").rstrip(".")
     info = host_info(host)
     mime = media_type(content_type, url)
@@ -148,6 +151,9 @@ def analyze_page(url: str, content_type: str | None, body: bytes | Callable[[], 
         raw = body() if callable(body) else body
         text = decode(raw, content_type) if raw else ""
         language = detect_language(visible_text(text) if mime != "text/plain" else text)
+    elif mime in PDF_TYPES and pdf_text is not None:
+        text = pdf_text
+        language = detect_language(text)
     elif mime in PDF_TYPES:  # its text, read as the extract agent reads it (bounded; never raises)
         raw = body() if callable(body) else body
         text = read_pdf(raw, url).text if raw else ""

@@ -110,7 +110,7 @@ def _batches(batch_size: int, reanalyse: bool, limit: int | None) -> Iterator[li
         rows = (
             Page.objects.filter(id__in=todo)
             .order_by("id")
-            .values_list("id", "fetched_at", "content_type", "body_z", "url__url")
+            .values_list("id", "fetched_at", "content_type", "body_z", "url__url", "text")
         )
         yield [(*row, row[0] in done) for row in rows]
         seen += len(todo)
@@ -127,10 +127,11 @@ def pages_analyse(
     for rows in _batches(batch_size, reanalyse, limit):
         results: list[tuple[int, object, PageFacts]] = []
         redone: list[int] = []
-        for page_id, fetched_at, content_type, body_z, url, analysed_before in rows:
+        for page_id, fetched_at, content_type, body_z, url, text, analysed_before in rows:
             try:
                 facts = analyze_page(
-                    url, content_type, lambda body_z=body_z, ct=content_type: _read_body(body_z, whole=is_pdf(ct))
+                    url, content_type, lambda body_z=body_z, ct=content_type: _read_body(body_z, whole=is_pdf(ct)),
+                    pdf_text=text,
                 )
             except Exception:  # a classifier bug must not stop a million-page run: log, skip, go on
                 log.exception("analysis failed for page %s (%s)", page_id, url[:200])

@@ -12,7 +12,7 @@ import dataclasses
 import zlib
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from django.db.models import Q
@@ -20,7 +20,7 @@ from django.db.models import Q
 from crawlcore.models import Exchange as ExchangeRow
 from crawlcore.models import Link, Page, StatusCheck, Url
 from crawler.fetch import FailureKind
-from crawler.urlnorm import url_hash
+from crawler.urlnorm import canonicalize, url_hash
 
 from .records import Capture, Exchange, Rendering, head_content_type
 
@@ -35,14 +35,20 @@ class ExportScope:
     site: str | None = None
     group: str | None = None
     since: datetime | None = None
+    # Only incidents' evidence (the monitor's failing answers, exchanges of kind monitor) and, as pages, the
+    # last good captures of their URLs (``page_ids``: incidents_scope finds them).
+    incidents: bool = False
+    page_ids: frozenset[int] | None = None
 
     def pages(self, prefix: str = "") -> Q:
         q = Q()
+        if self.page_ids is not None:
+            q &= Q(**{f"{prefix}id__in": sorted(self.page_ids)})
         if self.site:
             q &= Q(**{f"{prefix}url__server__host__iexact": self.site.strip("[]")})
         if self.group:
             q &= Q(**{f"{prefix}url__server__group": self.group})
-        if self.since:
+        if self.since and self.page_ids is None:  # an incident's last good capture counts whatever its date
             q &= Q(**{f"{prefix}fetched_at__gte": self.since}) | Q(**{f"{prefix}revisit_at__gte": self.since})
         return q
 
@@ -55,14 +61,17 @@ class ExportScope:
             q &= Q(server__group=self.group)
         if self.since:
             q &= Q(fetched_at__gte=self.since)
+        if self.incidents:
+            q &= Q(kind=ExchangeRow.MONITOR)
         return q
 
-    def holds_fetch(self, *, host: str, group: str, fetched_at: datetime) -> bool:
+    def holds_fetch(self, *, host: str, group: str, fetched_at: datetime, page_id: int | None = None) -> bool:
         """Whether a page's response record is part of this export (so a revisit may refer to it)."""
         return (
-            (not self.site or host.lower() == self.site.strip("[]").lower())
+            (self.page_ids is None or page_id in self.page_ids)
+            and (not self.site or host.lower() == self.site.strip("[]").lower())
             and (not self.group or group == self.group)
-            and (not self.since or fetched_at >= self.since)
+            and (not self.since or self.page_ids is not None or fetched_at >= self.since)
         )
 
 
@@ -72,6 +81,26 @@ _COLUMNS = (
     "duplicate_of_id",
 )  # fmt: skip
 _ORIGINAL = ("id", "checksum", "url__url", "fetched_at", "url__server__host", "url__server__group")
+
+
+def incidents_scope(scope: ExportScope) -> ExportScope:
+    """`scope` narrowed to incidents' evidence: the monitor's failing answers in it, and the stored pages of
+    the same URLs (the last good capture of each, the crawl keeping one copy a URL) whatever their date."""
+    urls = set(ExchangeRow.objects.filter(scope.exchanges() & Q(kind=ExchangeRow.MONITOR)).values_list(
+        "requested_url", flat=True
+    ).distinct())  # fmt: skip
+    canonical = set()
+    for url in urls:
+        try:
+            canonical.add(canonicalize(url))
+        except Exception:  # noqa: BLE001 - a URL the crawl's rules refuse has no stored page
+            continue
+    ids: set[int] = set()
+    hashes = sorted({url_hash(u) for u in canonical})
+    for start in range(0, len(hashes), 1000):
+        rows = Page.objects.filter(url__url_hash__in=hashes[start : start + 1000]).values_list("id", "url__url")
+        ids |= {pk for pk, u in rows if u in canonical}
+    return replace(scope, incidents=True, page_ids=frozenset(ids))
 
 
 def pages_export_count(*, scope: ExportScope) -> int:
@@ -173,6 +202,7 @@ def _capture(
             host=original["url__server__host"],
             group=original["url__server__group"],
             fetched_at=original["fetched_at"],
+            page_id=original["id"],
         )
     ):
         duplicate_of = (original["url__url"], original["fetched_at"])

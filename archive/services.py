@@ -134,7 +134,8 @@ class _Writer:
         return maker.response(capture)
 
     def page(self, capture: Capture) -> list:
-        maker, since = self.maker, self.scope.since
+        # An incidents' export takes the last good captures of its URLs whatever their date (ExportScope).
+        maker, since = self.maker, self.scope.since if self.scope.page_ids is None else None
         records = []
         main = None
         if since is None or capture.fetch.at >= since:
@@ -177,6 +178,8 @@ def _write_crawl_log(warc: RollingWarc, maker: RecordMaker, scope: ExportScope) 
 
 def _warcinfo(scope: ExportScope, dedup: PayloadIndex | None) -> dict[str, str]:
     chosen = [f"site={scope.site}"] * bool(scope.site) + [f"group={scope.group}"] * bool(scope.group)
+    if scope.incidents:
+        chosen.append("incidents' evidence and their last good captures")
     if scope.since:
         chosen.append(f"since={scope.since.isoformat()}")
     if dedup is not None:

@@ -8,8 +8,9 @@
 - `GET /healthz`: no authentication; 200 when the database answers, 503 when it does not.
 
 The API answers a logged-in Django session of a reader (a superuser, or a user in the viewer or operator
-group: crawlcore.access), or `Authorization: Bearer <token>` where the token is `CRAWLADMIN_API_TOKEN`
-(unset: token authentication is off). A reader limited to server groups gets only their servers from
+group: crawlcore.access), `Authorization: Bearer <token>` with a user's token (the REST API's, /api/v1/:
+the user's roles and groups), or the shared `CRAWLADMIN_API_TOKEN` (unset: off). The REST API /api/v1/
+covers all of this and more (its index: /api/v1/). A reader limited to server groups gets only their servers from
 `/api/servers`, and neither `/api/summary` nor `/metrics`, which count the whole crawl. A request that
 offers a bearer token is judged by the token alone, so a script with a wrong token gets 401 even from a
 browser with a session.

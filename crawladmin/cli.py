@@ -103,11 +103,13 @@ def database_error_line(exc: BaseException) -> str:
     """A database error in one line. One raised while connecting names where the database is (engine,
     host, port, database name) and the cause, without the password; a missing table says which command
     creates it; anything else is the driver's first line."""
-    from django.db import connections
+    from django.db import OperationalError, connections
 
     conn = connections["default"]
     text = _first_line(str(exc))
-    if conn.connection is None:  # never connected: the error came from connecting
+    # Never connected and an operational error: it came from connecting. A value refused by a column (a
+    # DataError) or a broken constraint is about what was written, wherever the connection stands after it.
+    if conn.connection is None and isinstance(exc, OperationalError):
         return f"error: cannot connect to {database_where(conn.settings_dict)}: {connect_cause(str(exc))}"
     lowered = str(exc).lower()
     if "no such table" in lowered or ("relation" in lowered and "does not exist" in lowered):

@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Callable
 
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect, JsonResponse
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 # C0 controls but tab, CR and LF, and DEL: no page's parameter holds one. NUL is the one that matters:
@@ -24,6 +24,9 @@ class JunkParametersMiddleware:
         if _CONTROL_RE.search(request.path) or any(
             _CONTROL_RE.search(key) or any(_CONTROL_RE.search(v) for v in values) for key, values in request.GET.lists()
         ):
+            if request.path.startswith("/api/"):  # the API's one error body (crawladmin.api_auth.errors)
+                body = {"error": "bad request", "detail": "control characters in the URL", "fields": {}}
+                return JsonResponse(body, status=400)
             return HttpResponseBadRequest("control characters in the URL", content_type="text/plain")
         return self.get_response(request)
 

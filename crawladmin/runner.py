@@ -27,6 +27,7 @@ from crawladmin import embedded
 from crawlcore.beat import beat_job
 from crawlcore.models import UrlEvent
 from crawlcore.selectors import crawl_progress, crawl_summary, due_count
+from crawlcore.services.extract import pages_text_fill
 from crawlcore.services.jobs import jobs_sample
 from crawlcore.services.load_dispatch import dispatch_due, leases_release_all, reconcile
 from crawlcore.services.sweep import scan_sweep
@@ -138,6 +139,12 @@ def _sample_interval(elapsed: float, took: float) -> float:
     return max(every, took / COST_SHARE)
 
 
+def _reconcile() -> None:
+    """Beat's reconcile job (tasks.housekeeping): leases and lost messages, then a few pages' text."""
+    reconcile()
+    pages_text_fill()
+
+
 def crawl_jobs(*, dispatch: bool = True) -> list[Job]:
     """The runner's jobs, in the order a step runs them; without `dispatch` (the cluster's --dispatch-only),
     only the sample: beat dispatches, reconciles and sweeps. Embedded, the monitor's checks are sent too, as
@@ -152,7 +159,10 @@ def crawl_jobs(*, dispatch: bool = True) -> list[Job]:
         monitor = [Job(beat_job("tasks.monitor.dispatch").name, monitors_dispatch_due, _every(MONITOR_LOOK_EVERY))]
     return [*monitor,
         Job(beat_job("tasks.housekeeping.dispatch").name, dispatch_due, _every(0.0)),
-        Job(beat_job("tasks.housekeeping.reconcile").name, reconcile, _every(RECONCILE_EVERY), due_at=RECONCILE_EVERY),
+        Job(
+            beat_job("tasks.housekeeping.reconcile").name, _reconcile, _every(RECONCILE_EVERY),
+            due_at=RECONCILE_EVERY,
+        ),
         # Inactive first, as beat's table lists them; the URLs they reserve count as leased below.
         Job(
             beat_job("tasks.scan.sweep_inactive").name, lambda: scan_sweep(agent=Agent.INACTIVE_SCAN),

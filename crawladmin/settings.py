@@ -131,6 +131,10 @@ def _load() -> dict:
         "CRAWL_LEASE_SECONDS": env.number("CRAWL_LEASE_SECONDS", 300.0, minimum=5.0, maximum=86400.0),
         "CRAWL_TASK_BUDGET": env.number("CRAWL_TASK_BUDGET", 60.0, minimum=1.0, maximum=86400.0),
         "CRAWL_REDISPATCH_AFTER": env.number("CRAWL_REDISPATCH_AFTER", 120.0, minimum=1.0, maximum=86400.0),
+        # Each stored page's parse (HTML, PDF) runs in a child process, killed past this many seconds or this much
+        # added memory: no page holds an extract worker longer, whatever it holds (crawlcore.services.extract).
+        "CRAWL_PARSE_TIMEOUT": env.number("CRAWL_PARSE_TIMEOUT", 15.0, minimum=0.5, maximum=3600.0),
+        "CRAWL_PARSE_MEMORY_MB": env.integer("CRAWL_PARSE_MEMORY_MB", 1024, minimum=64, maximum=65536),
         "CRAWL_ROBOTS_TTL": env.number("CRAWL_ROBOTS_TTL", 86400.0, minimum=0.0, maximum=_YEAR),
         # A server's sitemaps (robots.txt Sitemap: lines, /sitemap.xml) are read again after this long.
         "CRAWL_SITEMAP_TTL": env.number("CRAWL_SITEMAP_TTL", 86400.0, minimum=0.0, maximum=_YEAR),
@@ -220,6 +224,14 @@ def _load() -> dict:
         # the last try (its `tries` column says how many). Filters blips of seconds; MONITOR_FAIL_AFTER then
         # asks for that many failed *rounds* in a row before a server is confirmed down (monitoring/confirm.py).
         "MONITOR_RETRIES": env.integer("MONITOR_RETRIES", 3, minimum=0, maximum=10),
+        # Evidence of a confirmed outage (monitoring.services.evidence): the first BODY_BYTES of the failing
+        # answer are kept, and at most MAX_BYTES in all per incident (heads, body, timings); it is deleted
+        # RETENTION_DAYS after it was taken (0 keeps it for ever). REPLAY_URL: a pywb collection's address
+        # (http://host:8080/crawl/): the incident page links the replay of both answers there.
+        "EVIDENCE_BODY_BYTES": env.integer("EVIDENCE_BODY_BYTES", 65536, minimum=0, maximum=1_048_576),
+        "EVIDENCE_MAX_BYTES": env.integer("EVIDENCE_MAX_BYTES", 102_400, minimum=1024, maximum=10_485_760),
+        "EVIDENCE_RETENTION_DAYS": env.number("EVIDENCE_RETENTION_DAYS", 90.0, minimum=0.0, maximum=36600.0),
+        "ARCHIVE_REPLAY_URL": env.str("ARCHIVE_REPLAY_URL", ""),
         # Heartbeat monitors: the address jobs reach this app at (the ping URL add_monitor prints is
         # <base>/ping/<token>), pings a token may send per minute (more get 429), and the bytes of a
         # ping's body kept (the rest is cut).
@@ -262,6 +274,13 @@ def _load() -> dict:
         # ...): refused at save and at every delivery otherwise. E-mail through EMAIL_HOST is not concerned.
         "ALERTS_ALLOW_PRIVATE": env.cidrs("ALERTS_ALLOW_PRIVATE"),
         "ALERTS_REMINDER_HOURS": env.number("ALERTS_REMINDER_HOURS", 0.0, minimum=0.0),
+        # The address people reach this app at, for the links in alerts (the incident page); empty: the
+        # address of MONITOR_PING_BASE_URL.
+        "ALERTS_BASE_URL": env.str("ALERTS_BASE_URL", "").rstrip("/"),
+        # Server groups whose alerts do not quote what the server answered (the body excerpt): a comma list.
+        "ALERTS_NO_EXCERPT_GROUPS": tuple(
+            g.strip() for g in env.str("ALERTS_NO_EXCERPT_GROUPS", "").split(",") if g.strip()
+        ),
         # Days left at which a certificate's coming expiry is told, once each.
         "ALERTS_CERT_DAYS": _days_list(env.str("ALERTS_CERT_DAYS", "21,7,1")),
         # Days left at which a monitored domain's coming registration expiry is told, once each.
@@ -372,6 +391,7 @@ globals().update(
         for name, value in _cfg.items()
         if name.startswith(
             ("CRAWL", "MONITOR_", "CHECK_", "RANK_", "ANALYZER_", "ALERTS_", "EMAIL_", "SEARCH_", "JOBS_")
+            + ("ARCHIVE_", "EVIDENCE_")
         )
     }
 )
@@ -466,6 +486,8 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "axes",
     "rest_framework",  # the REST API /api/v1/ (crawladmin.api_v1)
+    "drf_spectacular",  # its OpenAPI schema, /api/v1/schema (crawladmin.api_schema)
+    "drf_spectacular_sidecar",  # Swagger UI's files for /api/v1/docs, served from here (no CDN)
     "crawlcore",
     "monitoring",
     "ranking",
@@ -513,7 +535,26 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "crawladmin.api_auth.errors",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+# The API's schema (/api/v1/schema) and its pages (/api/v1/docs), for readers of the API only.
+SPECTACULAR_SETTINGS = {
+    "TITLE": "crawladmin API",
+    "DESCRIPTION": "Servers, monitors of every kind, channels, maintenance, mutes, status pages, incidents, jobs "
+    "and reports. Authorization: Bearer <token> (manage.py api_token USER). Lists page with ?limit= (at most "
+    "1000) and ?offset=. Errors answer {error, detail, fields}.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["crawladmin.api_auth.ReadOrOperate"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "crawladmin.api_schema.error_answers",
+    ],
 }
 WSGI_APPLICATION = "crawladmin.wsgi.application"
 

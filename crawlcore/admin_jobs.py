@@ -6,18 +6,22 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
 from crawler.jobrules import JOB_KEYS, job_spec_check
 
+from . import roles
 from .admin_base import ReaderScopedAdmin
 from .models import Job, JobRun
-from .selectors_jobs import job_progress, job_stalled
-from .services.jobs import JobError, job_pause, job_resume, job_rules_reapply, job_start, job_stop
+from .selectors_jobs import job_definition, job_progress, job_stalled
+from .services.jobs import JobError, job_pause, job_resume, job_save, job_start, job_stop
 
 
 class JobForm(forms.ModelForm):
+    actor = None  # the user saving it (JobAdmin.get_form): held to the role rules for the job's seeds
+
     class Meta:
         model = Job
         fields = [k for k in JOB_KEYS]
@@ -27,8 +31,19 @@ class JobForm(forms.ModelForm):
         spec, problems = job_spec_check({k: data.get(k) for k in JOB_KEYS if k in data or k in ("name", "seeds")})
         for key, message in problems.items():
             self.add_error(key if key in self.fields else None, message)
+        if "seeds" not in problems and self.actor is not None:
+            refused = roles.seeds_refusal(self.actor, spec.get("seeds") or [])
+            if refused:
+                self.add_error("seeds", refused)
         data.update(spec)
         return data
+
+    def validate_unique(self) -> None:
+        try:
+            self.instance.validate_unique(exclude=self._get_validation_exclusions())
+        except ValidationError:
+            # Not "a job named x exists": the name may be another server group's job, not to be told.
+            self.add_error("name", "this name cannot be used: choose another")
 
 
 class JobRunInline(admin.TabularInline):
@@ -89,12 +104,31 @@ class JobAdmin(ReaderScopedAdmin):
         )
         return format_html("{}<ul>{}</ul>", self.progress_line(job), rows)
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        form.actor = request.user
+        return form
+
     def save_model(self, request: HttpRequest, obj: Job, form, change: bool) -> None:
-        super().save_model(request, obj, form, change)
-        if change and {"include", "exclude", "max_depth", "scope"} & set(form.changed_data):
-            n = job_rules_reapply(job=obj)
-            if n:
-                self.message_user(request, f"{n} queued URLs no longer pass the job's rules: set aside")
+        """Through job_save, as the API and `apply` write a job: a running job's edited rules set its queued
+        URLs that no longer pass aside, and its politeness applies from its next request on."""
+        data = form.cleaned_data if form is not None else job_definition(obj)
+        spec = {k: data[k] for k in JOB_KEYS if k in data}
+        changed = form.changed_data if form is not None else []
+        # The role rules as the API and `apply` hold them (crawlcore.roles): the job's group, its seeds.
+        roles.check(request.user, "update" if change else "create", "job", group=spec.get("group", ""))
+        if change:
+            roles.check(request.user, "update", "job", group=Job.objects.get(pk=obj.pk).group)
+        reason = roles.seeds_refusal(request.user, spec.get("seeds") or [])
+        if reason is not None:
+            raise PermissionDenied(reason)
+        if change and "name" in changed:  # renamed here: the row (and its runs) keeps its id
+            Job.objects.filter(pk=obj.pk).update(name=spec["name"])
+        _, job = job_save(spec=spec)
+        obj.pk = job.pk
+        obj.refresh_from_db()
+        if change and {"include", "exclude", "max_depth", "scope"} & set(changed):
+            self.message_user(request, "the job's queued URLs that no longer pass its rules are set aside")
 
 
 @admin.register(JobRun)

@@ -28,7 +28,7 @@ def _choices(enum_cls) -> list[tuple[str, str]]:
 class Server(models.Model):
     """One web server (scheme, host, port): the unit of politeness and of crawler-number pinning."""
 
-    scheme = models.CharField(max_length=8)
+    scheme = models.CharField(max_length=12)  # http, https, or a monitor's tcp, dns, heartbeat
     host = models.CharField(max_length=255)
     port = models.PositiveIntegerField()
     ip = models.GenericIPAddressField(null=True, blank=True, help_text="Address last resolved")
@@ -112,8 +112,9 @@ class Server(models.Model):
 
     def request_delay(self) -> float:
         """Seconds between request starts politeness asks for: robots.txt's Crawl-delay (capped) or the
-        default, raised by the server's own floor (an operator's, or the strictest job's). The crawl's pace
-        (crawlcore.models.ServerHealth.pace_delay) may ask for more."""
+        default, raised by the server's own floor (an operator's). The crawl's pace
+        (crawlcore.models.ServerHealth.pace_delay) and a running job (selectors_jobs.jobs_politeness, read
+        where requests are paced) may ask for more."""
         delay = crawl_delay(self.crawl_delay, default=settings.CRAWL_DEFAULT_DELAY, cap=settings.CRAWL_MAX_DELAY)
         return max(delay, self.min_delay or 0.0)
 
@@ -243,6 +244,10 @@ class Page(models.Model):
     # "pdf_truncated": crawler.pdf); empty when it was read whole. The full-text index of the page is kept
     # beside the row by the extract agent (crawlcore.db.fulltext), not in a model field.
     extract_problem = models.CharField(max_length=32, blank=True, db_default="")
+    # What the page says (its visible text, then its description; whitespace collapsed), kept by the extract
+    # agent for search snippets, so that no search parses a page again (search.selectors). NULL: extracted
+    # before it was kept (the snippet is then the title, until the page is extracted again).
+    text = models.TextField(null=True, blank=True)
     # The exchange that brought this copy, for the archive (a WARC request and response record): written by
     # the same statement as the body, columns rather than rows so the load path writes nothing more
     # (crawler.sanitize.clean_head: CRLF-separated, at most 16 KiB each).
@@ -267,6 +272,11 @@ class Page(models.Model):
         indexes = [
             models.Index(fields=["fetched_at"], name="page_unextracted_idx", condition=Q(extracted_at__isnull=True)),
             models.Index(fields=["checksum"], name="page_checksum_idx"),
+            # The pages whose text is still to be kept (crawlcore.services.extract.pages_text_fill): few, once
+            # the pages extracted before it was kept have it.
+            models.Index(
+                fields=["id"], name="page_text_missing_idx", condition=Q(text__isnull=True, extracted_at__isnull=False)
+            ),
         ]
 
     def __str__(self) -> str:
@@ -290,6 +300,9 @@ class Exchange(models.Model):
     heads stay."""
 
     PAGE, ROBOTS, SITEMAP = "page", "robots", "sitemap"
+    # The monitor's check whose answer is an incident's evidence (monitoring.services.evidence): kept, and
+    # removed, with the evidence (EVIDENCE_RETENTION_DAYS), not by the error bodies' retention.
+    MONITOR = "monitor"
 
     server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+", db_index=False)
     # SET_NULL through the ORM only: the row outlives nothing it needs from the URL but its text.
@@ -297,7 +310,7 @@ class Exchange(models.Model):
         Url, null=True, blank=True, on_delete=models.SET_NULL, related_name="exchanges", db_constraint=False
     )
     requested_url = models.TextField()
-    kind = models.CharField(max_length=8, default=PAGE, help_text="page, robots or sitemap")
+    kind = models.CharField(max_length=8, default=PAGE, help_text="page, robots, sitemap or monitor")
     method = models.CharField(max_length=8, default="GET")
     fetched_at = models.DateTimeField()
     status = models.PositiveSmallIntegerField()
@@ -566,6 +579,9 @@ class JobUrl(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+", db_index=False)
     url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="+")
     depth = models.PositiveIntegerField()
+    # The URL was in the crawl, due for its own sake, when the job reached it: the job's pause or removal
+    # leaves it as it was (crawlcore.services.jobs.job_hold), for it is not the job's alone.
+    joined = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "url"], name="joburl_unique")]

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db.models import Avg, Count, Min, Q
+from django.db.models import Avg, Count, Exists, Max, Min, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from crawler import jobrules
@@ -196,7 +196,7 @@ def _why(
         return NO_DUE_URLS, row["next_due"]
     if server.next_request_at is not None and server.next_request_at > now:
         return POLITENESS_WAIT, server.next_request_at
-    cap = min(settings.CRAWL_SERVER_CONCURRENCY, server.max_concurrency or settings.CRAWL_SERVER_CONCURRENCY)
+    cap = server_concurrency_cap(server.id, server.max_concurrency, settings.CRAWL_SERVER_CONCURRENCY)
     if slots_held >= cap:
         return NO_FREE_SLOT, None
     return "", None
@@ -382,3 +382,34 @@ def jobs_of_server(*, server: Server, groups: frozenset[str] | None = None) -> l
 def jobs_states() -> list[dict]:
     """Every job's name and state, for the crawl page's links."""
     return [{"name": n, "state": s} for n, s in Job.objects.order_by("name").values_list("name", "state")]
+
+
+def jobs_politeness(*, server_id: int) -> tuple[float | None, int | None]:
+    """(delay, concurrency) the running jobs that reach this server ask of it while they run: the longest
+    delay and the fewest requests in flight, None where none asks. Read where a request is paced, never
+    written onto the server, so a job that ends or is deleted leaves the server as the operator set it."""
+    holds = JobUrl.objects.filter(job_id=OuterRef("id"), url__server_id=server_id)
+    # A job of a server group paces that group's servers only: its links may lead it to another group's
+    # server, whose crawling is that group's operators' to slow.
+    group = Server.objects.filter(id=server_id).values("group")
+    found = (
+        Job.objects.filter(state=Job.RUNNING)
+        .filter(Q(group="") | Q(group=Subquery(group)))
+        .filter(Q(delay__isnull=False) | Q(concurrency__isnull=False))
+        .filter(Exists(holds))
+        .aggregate(delay=Max("delay"), concurrency=Min("concurrency"))
+    )
+    return found["delay"], found["concurrency"]
+
+
+def server_delay_floor(server) -> float:
+    """The least seconds between two requests to this server: its operator's floor, or a running job's."""
+    job_delay, _ = jobs_politeness(server_id=server.id)
+    return max(server.min_delay or 0.0, job_delay or 0.0)
+
+
+def server_concurrency_cap(server_id: int, own: int | None, default: int) -> int:
+    """The requests in flight this server may have: the default, lowered by its operator's or a running job's."""
+    _, job_cap = jobs_politeness(server_id=server_id)
+    return min(default, own or default, job_cap or default)
+

@@ -8,7 +8,15 @@ runs), so it ends on time even when the parent that started it was killed first:
 for longer than the deadline knows that, once the lease is over, nothing it started can still be running.
 
 ``run_children`` starts every call at once and waits for all of them within one deadline, so a call that
-hangs delays no other. A child gets a copy of the parent's memory (fork): the function and its arguments
+hangs delays no other. ``run_each`` runs one function over many items, one after another in one child (a fork
+per batch, not per item), each item within its own deadline: an item that overruns is killed with its child
+and the items after it go on in a new one; while it waits, the parent is free to keep its claim on the work
+alive (``on_beat``), however long one item takes.
+
+The parent waits on its pipes through ``selectors`` (epoll on Linux), never ``select()``: a process that holds
+more than 1,023 descriptors (a web server's idle connections) would otherwise fail every call.
+
+A child gets a copy of the parent's memory (fork): the function and its arguments
 are not pickled, only what it returns (which must be picklable). The child holds only the thread that
 forked it; what it calls must not wait on a lock another thread of the parent held at that moment (a
 child that does is killed at the deadline like any other).
@@ -21,14 +29,15 @@ from __future__ import annotations
 
 import os
 import pickle
-import select
+import selectors
 import signal
+import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ChildResult", "can_fork", "run_children", "run_in_child"]
+__all__ = ["ChildResult", "can_fork", "run_children", "run_each", "run_in_child"]
 
 _SELF_STOP_AFTER_S = 0.5  # the child's own timer fires this long after the parent's deadline
 
@@ -60,38 +69,71 @@ def _vm_bytes() -> int | None:
         return None
 
 
+def _child_setup(deadline_s: float, memory_bytes: int | None) -> None:
+    """In the child: arm the self-stop and cap the memory."""
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
+    signal.setitimer(signal.ITIMER_REAL, deadline_s + _SELF_STOP_AFTER_S)
+    if memory_bytes is not None:
+        import resource
+
+        current = _vm_bytes()
+        if current is not None:
+            limit = current + memory_bytes
+            _, hard = resource.getrlimit(resource.RLIMIT_AS)
+            if hard != resource.RLIM_INFINITY:
+                limit = min(limit, hard)
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _outcome_bytes(fn: Callable[[], Any]) -> bytes:
+    """In the child: fn run, its outcome pickled."""
+    try:
+        outcome: tuple = ("ok", fn())
+    except MemoryError:
+        outcome = ("memory", None)
+    except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent as text
+        outcome = ("error", f"{type(exc).__name__}: {exc}"[:2000])
+    try:
+        return pickle.dumps(outcome)
+    except Exception as exc:  # noqa: BLE001
+        return pickle.dumps(("error", f"result not picklable: {exc}"[:500]))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def _child_main(fn: Callable[[], Any], write_fd: int, deadline_s: float, memory_bytes: int | None) -> None:
     """In the child: arm the self-stop, cap the memory, run, write the pickled outcome, exit at once (no
     atexit handlers, no finalizers: the parent's open connections and files are left untouched)."""
     code = 0
     try:
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
-        signal.setitimer(signal.ITIMER_REAL, deadline_s + _SELF_STOP_AFTER_S)
-        if memory_bytes is not None:
-            import resource
-
-            current = _vm_bytes()
-            if current is not None:
-                limit = current + memory_bytes
-                _, hard = resource.getrlimit(resource.RLIMIT_AS)
-                if hard != resource.RLIM_INFINITY:
-                    limit = min(limit, hard)
-                resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-        try:
-            outcome: tuple = ("ok", fn())
-        except MemoryError:
-            outcome = ("memory", None)
-        except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent as text
-            outcome = ("error", f"{type(exc).__name__}: {exc}"[:2000])
-        try:
-            data = pickle.dumps(outcome)
-        except Exception as exc:  # noqa: BLE001
-            data = pickle.dumps(("error", f"result not picklable: {exc}"[:500]))
-        view = memoryview(data)
-        while view:
-            view = view[os.write(write_fd, view) :]
+        _child_setup(deadline_s, memory_bytes)
+        _write_all(write_fd, _outcome_bytes(fn))
     except BaseException:  # noqa: BLE001 - the parent sees "no result"
+        code = 1
+    finally:
+        os._exit(code)
+
+
+_FRAME = struct.Struct("!Q")  # the length of each item's pickled outcome, before it (run_each)
+
+
+def _each_child_main(fn: Callable[[Any], Any], items: Sequence[Any], write_fd: int, deadline_s: float,
+                     memory_bytes: int | None) -> None:  # fmt: skip
+    """In the child of run_each: each item's outcome framed and written as soon as it is known; the self-stop
+    re-armed for each item, so each has the whole deadline and none more."""
+    code = 0
+    try:
+        _child_setup(deadline_s, memory_bytes)
+        for item in items:
+            signal.setitimer(signal.ITIMER_REAL, deadline_s + _SELF_STOP_AFTER_S)
+            data = _outcome_bytes(lambda item=item: fn(item))
+            _write_all(write_fd, _FRAME.pack(len(data)) + data)
+    except BaseException:  # noqa: BLE001 - the parent sees the items without a result
         code = 1
     finally:
         os._exit(code)
@@ -146,22 +188,26 @@ def run_children(
             os.close(write_fd)
             running[read_fd] = (index, pid)
             chunks[index] = []
-        while running:
-            left = end - time.monotonic()
-            if left <= 0:
-                break
-            ready, _, _ = select.select(list(running), [], [], left)
-            for fd in ready:
-                data = os.read(fd, 65536)
-                index, pid = running[fd]
-                if data:
-                    chunks[index].append(data)
-                    continue
-                # End of file: the child wrote its result (or died); collect it.
-                del running[fd]
-                os.close(fd)
-                _, status = os.waitpid(pid, 0)
-                results[index] = _outcome(b"".join(chunks[index]), status, time.monotonic() - started, False)
+        with selectors.DefaultSelector() as waiting:
+            for fd in running:
+                waiting.register(fd, selectors.EVENT_READ)
+            while running:
+                left = end - time.monotonic()
+                if left <= 0:
+                    break
+                for key, _ in waiting.select(left):
+                    fd = key.fd
+                    data = os.read(fd, 65536)
+                    index, pid = running[fd]
+                    if data:
+                        chunks[index].append(data)
+                        continue
+                    # End of file: the child wrote its result (or died); collect it.
+                    waiting.unregister(fd)
+                    del running[fd]
+                    os.close(fd)
+                    _, status = os.waitpid(pid, 0)
+                    results[index] = _outcome(b"".join(chunks[index]), status, time.monotonic() - started, False)
     finally:
         # Past the deadline (or on an exception here): whatever still runs is killed and reaped.
         for fd, (index, pid) in running.items():
@@ -177,3 +223,100 @@ def run_children(
 
 def run_in_child(fn: Callable[[], Any], *, deadline_s: float, memory_bytes: int | None = None) -> ChildResult:
     return run_children([fn], deadline_s=deadline_s, memory_bytes=memory_bytes)[0]
+
+
+def run_each(
+    fn: Callable[[Any], Any],
+    items: Sequence[Any],
+    *,
+    deadline_s: float,
+    memory_bytes: int | None = None,
+    beat_s: float | None = None,
+    on_beat: Callable[[], None] | None = None,
+) -> list[ChildResult]:
+    """``fn(item)`` for each item, one after another in a child process, each killed if it has not ended
+    ``deadline_s`` after it started (its result "timeout"); the items after one that was killed (or that
+    killed its child) go on in a new child. ``memory_bytes`` as in run_children, for each child. While it
+    waits, ``on_beat`` is called every ``beat_s`` seconds in the caller's thread: a claim on the work kept
+    alive however long one item takes. Results in the order of ``items``."""
+    items = list(items)
+    if not can_fork():
+        return [_inline(lambda item=item: fn(item)) for item in items]
+    beat = _Beat(beat_s, on_beat)
+    results: list[ChildResult] = []
+    while len(results) < len(items):
+        results.extend(_each_in_one_child(fn, items[len(results) :], deadline_s, memory_bytes, beat))
+    return results
+
+
+@dataclass
+class _Beat:
+    every: float | None
+    call: Callable[[], None] | None
+    last: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.last = time.monotonic()
+
+    def due_in(self) -> float:
+        if self.every is None or self.call is None:
+            return float("inf")
+        return max(0.0, self.last + self.every - time.monotonic())
+
+    def maybe(self) -> None:
+        if self.call is not None and self.due_in() == 0.0:
+            self.last = time.monotonic()
+            self.call()
+
+
+def _each_in_one_child(
+    fn: Callable[[Any], Any], items: list[Any], deadline_s: float, memory_bytes: int | None, beat: _Beat
+) -> list[ChildResult]:
+    """The results of the items one child got through: all of them, or those before the one that overran its
+    deadline or ended the child, that one's result last."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child; it never returns
+        os.close(read_fd)
+        _each_child_main(fn, items, write_fd, deadline_s, memory_bytes)
+    os.close(write_fd)
+    got: list[ChildResult] = []
+    buffer = bytearray()
+    item_started = time.monotonic()
+    ended = killed = False
+    status = 0
+    try:
+        with selectors.DefaultSelector() as waiting:
+            waiting.register(read_fd, selectors.EVENT_READ)
+            while len(got) < len(items) and not ended:
+                left = item_started + deadline_s - time.monotonic()
+                if left <= 0:
+                    killed = True
+                    break
+                for _ in waiting.select(min(left, beat.due_in())):
+                    data = os.read(read_fd, 1 << 20)
+                    if not data:
+                        ended = True
+                        break
+                    buffer += data
+                    while len(buffer) >= _FRAME.size:
+                        (size,) = _FRAME.unpack_from(buffer)
+                        if len(buffer) < _FRAME.size + size:
+                            break
+                        payload = bytes(buffer[_FRAME.size : _FRAME.size + size])
+                        del buffer[: _FRAME.size + size]
+                        now = time.monotonic()
+                        got.append(_outcome(payload, 0, now - item_started, False))
+                        item_started = now
+                beat.maybe()
+    finally:
+        if len(got) < len(items) and not ended:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _, status = os.waitpid(pid, 0)
+        os.close(read_fd)
+    if len(got) < len(items):
+        got.append(_outcome(b"", status, time.monotonic() - item_started, killed))
+    return got

@@ -93,6 +93,9 @@ class Request:
     headers: tuple[tuple[str, str], ...] = ()  # sent after ours (conditional GET: If-None-Match …)
     address_check: AddressCheck | None = None  # None: any address may be dialled
     keep_body: bool = True
+    # With keep_body False: keep at most this many first bytes of the body anyway (the monitor keeps the start
+    # of every answer, so a failing one can be shown as evidence without holding whole pages in memory).
+    keep_first_bytes: int = 0
     # False: the monitor's check — a fresh connection, closed after, no DNS cache, so each check measures
     # DNS, connect, first byte and body as a check minutes later would. True: keep-alive between requests.
     reuse: bool = True
@@ -183,14 +186,21 @@ class _Transfer:
         room = limit - self.received
         if len(chunk) > room:
             if self.body is not None:
-                self.body += chunk[:room]
+                self._keep(chunk[:room])
             self.received = limit
             self.flag = (FailureKind.TOO_LARGE, f"body exceeds {limit} bytes (after decompression)")
             return 0  # libcurl aborts with WRITE_ERROR
         self.received += len(chunk)
         if self.body is not None:
-            self.body += chunk
+            self._keep(chunk)
         return None
+
+    def _keep(self, chunk: bytes) -> None:
+        assert self.body is not None
+        if self.request.keep_body:
+            self.body += chunk
+        elif len(self.body) < self.request.keep_first_bytes:
+            self.body += chunk[: self.request.keep_first_bytes - len(self.body)]
 
     def on_opensocket(self, purpose: int, address: tuple) -> socket.socket | int:
         family, socktype, protocol, addr = address
@@ -271,7 +281,7 @@ class Loop:
         t = _Transfer(request, policy, self, easy, done)
         t.started = time.monotonic()
         t.started_wall = time.time()
-        if request.keep_body and request.method != "HEAD":
+        if (request.keep_body or request.keep_first_bytes > 0) and request.method != "HEAD":
             t.body = bytearray()
         try:
             _configure(easy, t)
@@ -504,11 +514,14 @@ def _timings(easy: pycurl.Curl, t: _Transfer, ended: float, *, complete: bool) -
 
     lookup = ms(pycurl.NAMELOOKUP_TIME_T)
     dns_ms = lookup if lookup is not None else (0.0 if t.connected_at is not None else None)
-    connect_ms = first_byte_ms = body_ms = None
+    connect_ms = first_byte_ms = body_ms = tls_ms = None
     if t.connected_at is not None:
         if _info(easy, pycurl.NUM_CONNECTS) != 0:  # a kept-alive connection has no connect phase
-            connected = ms(pycurl.APPCONNECT_TIME_T) or ms(pycurl.CONNECT_TIME_T)
+            tcp, handshake = ms(pycurl.CONNECT_TIME_T), ms(pycurl.APPCONNECT_TIME_T)
+            connected = handshake or tcp
             connect_ms = max(0.0, (connected or 0.0) - (lookup or 0.0))
+            if handshake is not None:  # https: APPCONNECT is the end of the TLS handshake
+                tls_ms = max(0.0, handshake - (tcp or 0.0))
         sent = ms(pycurl.PRETRANSFER_TIME_T)
         first = ms(pycurl.STARTTRANSFER_TIME_T)
         if first is not None and t.status is not None:
@@ -522,6 +535,7 @@ def _timings(easy: pycurl.Curl, t: _Transfer, ended: float, *, complete: bool) -
         first_byte_ms=first_byte_ms,
         body_ms=body_ms,
         total_ms=total if total is not None else (ended - t.started) * 1000,
+        tls_ms=tls_ms,
     )
 
 

@@ -380,7 +380,9 @@ def lookup_many(
     order), or None when the name does not resolve, resolves only to forbidden addresses, or has not answered
     within `timeout` seconds of the call (all names are asked at once, on the fetcher's resolver threads, so
     a hung resolver costs `timeout` once, not once per name)."""
-    futures = {(host, port): lookup_submit(host.strip("[]"), port) for host, port in dict.fromkeys(names)}
+    futures = {
+        (host, port): lookup_submit(host.strip("[]"), port, timeout=timeout) for host, port in dict.fromkeys(names)
+    }
     deadline = time.monotonic() + timeout
     out: dict[tuple[str, int], str | None] = {}
     for key, future in futures.items():
@@ -611,7 +613,7 @@ def _resolve_into(outcome: _Outcome, host: str, port: int, check, dns_timeout: f
         try:
             literal = ipaddress.ip_address(host)
         except ValueError:
-            future = lookup_submit(host, port)
+            future = lookup_submit(host, port, timeout=dns_timeout)
             try:
                 infos = future.result(timeout=dns_timeout)
             except concurrent.futures.TimeoutError:
@@ -636,8 +638,10 @@ def _resolve_into(outcome: _Outcome, host: str, port: int, check, dns_timeout: f
     # addresses is fetched from a good one; it is refused only when none is allowed.
     allowed = tuple(ip for ip in addresses if reasons[ip] is None)
     if not allowed:
-        first = addresses[0]
-        raise _Failure(FailureKind.FORBIDDEN_ADDRESS, f"{host} resolves to {first}: {reasons[first]}")
+        # Not the address nor its kind: the detail is shown to readers, and would tell what an internal name
+        # resolves to to anyone who may make the crawl or the monitor look a name up (a job seed, a URL).
+        refused = f"{host}: not an address the crawl may reach (CRAWL_ALLOW_PRIVATE)"
+        raise _Failure(FailureKind.FORBIDDEN_ADDRESS, refused)
     return allowed
 
 

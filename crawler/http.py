@@ -68,6 +68,7 @@ class Timings:
     first_byte_ms: float | None  # request sent -> first response byte
     body_ms: float | None  # headers parsed -> body finished (or abandoned)
     total_ms: float
+    tls_ms: float | None = None  # the TLS handshake of a new https connection, part of connect_ms
 
 
 @dataclass

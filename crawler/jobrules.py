@@ -1,32 +1,37 @@
 """A crawl job's rules, the pure part (no Django): its name, its path patterns, its time windows, its
 schedule and durations, checked when the job is written and applied to each link its pages lead to.
 
-Patterns are regular expressions on the URL path (with its query), compiled by the `regex` module with a
-bound on their length and searched with a time bound: an operator's catastrophic pattern costs at most
-PATTERN_TIMEOUT_S of an extract worker per link, and the link is then set aside, never followed blindly.
+Patterns are regular expressions on the URL path (with its query), written by an operator and run on the
+links of strangers' pages. When a job is saved they are compiled in a bounded child (crawler.userregex), so a
+pattern that expands at compile time into gigabytes is refused there, never compiled in a web process. They
+are searched with one time budget for all the links of a page (PAGE_BUDGET_S, `PathRules.reasons`), never a
+bound per link and pattern (which a page of 5,000 links multiplies): the caller runs that in a child
+process too (crawlcore.services.jobs), so a search stuck inside the matcher is stopped. A link its page's
+budget could not decide is set aside, never followed blindly.
 """
 
 from __future__ import annotations
 
-import functools
 import re
+import time as clock
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, time
+from datetime import UTC, datetime, time
 from urllib.parse import urlsplit
 
-import regex
-from croniter import croniter
+from croniter import CroniterError, croniter
 
 from crawler import notfollowed
+from crawler.userregex import compile_check, compiled
 
 MAX_PATTERNS = 50
 MAX_PATTERN_LENGTH = 500
-PATTERN_TIMEOUT_S = 0.05
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+PAGE_BUDGET_S = 1.0  # the time all the links of one page may spend in a job's patterns
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # fullmatch: "$" would let a final newline through
 WINDOW_RE = re.compile(r"^\s*([01]?\d|2[0-3]):([0-5]\d)\s*-\s*([01]?\d|2[0-4]):([0-5]\d)\s*$")
 DURATION_RE = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
 UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+MAX_DURATION_S = 10 * 366 * 86400  # ten years: past it a duration is a mistake (and past a column's range)
 
 # Why a job does not follow a link (the URL's exclusion reason when no job of its page follows it).
 EXCLUDED_BY_PATTERN = notfollowed.JOB_PATTERN
@@ -41,38 +46,33 @@ class JobRuleError(ValueError):
 
 
 def name_check(name: object) -> str:
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    # fullmatch: `$` would let a trailing newline through.
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise JobRuleError("must be 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit")
     return name
 
 
 def duration_seconds(value: object) -> int:
-    """Seconds from 3600, "3600", "90m", "1h", "2d" or "1w"."""
+    """Seconds from 3600, "3600", "90m", "1h", "2d" or "1w", at most MAX_DURATION_S."""
     if isinstance(value, bool):
         raise JobRuleError("must be a duration such as 3600, 90m, 1h, 2d")
     if isinstance(value, int):
-        if value < 0:
-            raise JobRuleError("must not be negative")
-        return value
-    m = DURATION_RE.match(value) if isinstance(value, str) else None
-    if m is None:
-        raise JobRuleError("must be a duration such as 3600, 90m, 1h, 2d")
-    return int(m.group(1)) * UNITS[m.group(2)]
-
-
-@functools.lru_cache(maxsize=1024)
-def pattern_compile(pattern: str) -> regex.Pattern:
-    if not isinstance(pattern, str) or not pattern:
-        raise JobRuleError("a pattern must be a non-empty string")
-    if len(pattern) > MAX_PATTERN_LENGTH:
-        raise JobRuleError(f"a pattern longer than {MAX_PATTERN_LENGTH} characters")
-    try:
-        return regex.compile(pattern)
-    except regex.error as exc:
-        raise JobRuleError(f"{pattern!r} is not a regular expression ({exc})") from None
+        seconds = value
+    else:
+        m = DURATION_RE.fullmatch(value) if isinstance(value, str) and len(value) < 40 else None
+        if m is None:
+            raise JobRuleError("must be a duration such as 3600, 90m, 1h, 2d")
+        seconds = int(m.group(1)) * UNITS[m.group(2)]
+    if seconds < 0:
+        raise JobRuleError("must not be negative")
+    if seconds > MAX_DURATION_S:
+        raise JobRuleError(f"at most {MAX_DURATION_S // 86400} days")
+    return seconds
 
 
 def patterns_check(patterns: object) -> list[str]:
+    """A job's include or exclude patterns: a list of at most MAX_PATTERNS regular expressions, each at most
+    MAX_PATTERN_LENGTH characters, that compile within the bounds of crawler.userregex (checked in a child)."""
     if patterns is None:
         return []
     if isinstance(patterns, str):
@@ -82,7 +82,14 @@ def patterns_check(patterns: object) -> list[str]:
     if len(patterns) > MAX_PATTERNS:
         raise JobRuleError(f"at most {MAX_PATTERNS} patterns")
     for p in patterns:
-        pattern_compile(p)
+        if not p:
+            raise JobRuleError("a pattern must be a non-empty string")
+        if len(p) > MAX_PATTERN_LENGTH:
+            raise JobRuleError(f"a pattern longer than {MAX_PATTERN_LENGTH} characters")
+    problems = compile_check(patterns)
+    if problems:
+        pattern, problem = next(iter(problems.items()))
+        raise JobRuleError(f"{pattern[:60]!r}: {problem}" if pattern else problem)
     return list(patterns)
 
 
@@ -93,27 +100,48 @@ def url_path(url: str) -> str:
 
 @dataclass(frozen=True)
 class PathRules:
-    """A job's include and exclude patterns. `reason(url)` is "" when the job may follow the URL: no
-    exclude pattern is found in its path and, when there are include patterns, one of them is."""
+    """A job's include and exclude patterns. A URL may be followed ("") when no exclude pattern is found in
+    its path and, when there are include patterns, one of them is."""
 
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
 
-    def reason(self, url: str, *, timeout_s: float = PATTERN_TIMEOUT_S) -> str:
-        if not self.include and not self.exclude:
-            return ""
-        path = url_path(url)
-        try:
-            for p in self.exclude:
-                if pattern_compile(p).search(path, timeout=timeout_s) is not None:
-                    return EXCLUDED_BY_PATTERN
-            if self.include and not any(
-                pattern_compile(p).search(path, timeout=timeout_s) is not None for p in self.include
-            ):
-                return EXCLUDED_BY_PATTERN
-        except TimeoutError:
-            return EXCLUDED_BY_PATTERN  # a pattern that cannot decide in time never lets a URL through
-        return ""
+    def __bool__(self) -> bool:
+        return bool(self.include or self.exclude)
+
+    def reasons(self, urls: Sequence[str], *, budget_s: float = PAGE_BUDGET_S) -> list[str]:
+        """Why the job does not follow each of `urls` ("" when it may), all of them within `budget_s`
+        together (one page's links): once it is spent, the URLs not decided yet are set aside. The patterns
+        are compiled here; the caller runs this in a bounded child (the module's docstring)."""
+        if not self:
+            return [""] * len(urls)
+        end = clock.monotonic() + budget_s
+        exclude = [compiled(p) for p in self.exclude]
+        include = [compiled(p) for p in self.include]
+        out = []
+        for url in urls:
+            out.append(_path_reason(url_path(url), include, exclude, end))
+        return out
+
+    def reason(self, url: str, *, timeout_s: float = PAGE_BUDGET_S) -> str:
+        return self.reasons([url], budget_s=timeout_s)[0]
+
+
+def _path_reason(path: str, include: list, exclude: list, end: float) -> str:
+    def found(pattern) -> bool:
+        left = end - clock.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        return pattern.search(path, timeout=left) is not None
+
+    try:
+        if any(found(p) for p in exclude):
+            return EXCLUDED_BY_PATTERN
+        if include and not any(found(p) for p in include):
+            return EXCLUDED_BY_PATTERN
+    except TimeoutError:
+        return EXCLUDED_BY_PATTERN  # a pattern that cannot decide in time never lets a URL through
+    return ""
 
 
 def windows_check(windows: object) -> list[str]:
@@ -156,16 +184,23 @@ def in_windows(windows: Sequence[str], local: datetime) -> bool:
 
 
 def schedule_check(schedule: object) -> str:
+    """A five-field cron expression whose next start can be computed: checked now, by computing it, so a
+    schedule that parses but never comes ("0 0 31 2 *") is refused when written, not at each tick."""
     if schedule in (None, ""):
         return ""
     if not isinstance(schedule, str) or len(schedule.split()) != 5 or not croniter.is_valid(schedule):
         raise JobRuleError('must be a cron expression of five fields, e.g. "0 2 * * *"')
+    schedule_next(schedule, datetime.now(UTC))
     return schedule
 
 
 def schedule_next(schedule: str, after: datetime) -> datetime:
-    """The next start of the cron schedule after `after` (same time zone as `after`)."""
-    return croniter(schedule, after).get_next(datetime)
+    """The next start of the cron schedule after `after` (same time zone as `after`). JobRuleError when
+    there is none (a date that never exists)."""
+    try:
+        return croniter(schedule, after).get_next(datetime)
+    except (CroniterError, ValueError, KeyError, OverflowError) as exc:
+        raise JobRuleError(f"its next start cannot be found: it never comes ({exc.__class__.__name__})") from None
 
 
 JOB_KEYS = ("name", "group", "seeds", "scope", "max_depth", "max_pages", "include", "exclude", "revisit_after",

@@ -11,10 +11,12 @@ cancelled, so it never takes a thread from the lookups asked for after it.
 
 The pool (ResolverPool) is shared by the whole process, so no single page can be let to hold it: the names
 of one domain (its last two labels, three under a short second level such as co.uk) get at most PER_GROUP
-of its threads at once, and the rest of them wait apart, not in the line every other name waits in; a
-thread stuck in a lookup that does not end is replaced by a new one, up to MAX_THREADS. A page of hundreds
-of links to names whose resolver never answers thus costs PER_GROUP threads, and a host that resolves at
-once is still looked up at once.
+of its threads at once, and the rest of them wait apart, not in the line every other name waits in. Each
+lookup has a deadline (its caller's timeout, STUCK_AFTER by default): a thread still in a lookup past
+LATE_AFTER (or that deadline, if sooner) no longer counts against MAX_THREADS and is replaced by a new one (up
+to HARD_MAX_THREADS in all); and a domain with a lookup past its deadline is slow from then on, one lookup
+at a time, until one of its lookups ends within its deadline. Hanging names spread over many domains thus
+hold at most PER_GROUP threads a domain, once, and a host that resolves at once is still looked up at once.
 
 No Django or Celery import.
 """
@@ -42,8 +44,12 @@ def getaddrinfo(*args, **kwargs):
 
 
 _THREADS = 16  # idle threads kept for lookups; a hung resolver holds a thread until getaddrinfo gives up
-MAX_THREADS = 64  # threads at most, stuck ones included
+MAX_THREADS = 64  # threads at most, stuck ones not counted
+HARD_MAX_THREADS = 512  # threads at most, stuck ones included
 PER_GROUP = 4  # lookups of one domain at once
+STUCK_AFTER = 5.0  # seconds: a lookup's deadline when its caller gives none (CRAWL_DNS_TIMEOUT's default)
+WATCH_EVERY = 0.1  # seconds between two looks for late lookups while jobs wait for a thread
+LATE_AFTER = 1.0  # seconds: a lookup still running is late, and its thread is replaced (a resolver answers in ms)
 IDLE_EXIT = 30.0  # seconds an extra thread (past _THREADS) waits for work before it ends
 
 
@@ -97,10 +103,11 @@ def lookup_infos(host: str, port: int) -> list:
     return getaddrinfo(host, port, type=socket.SOCK_STREAM)
 
 
-def lookup_submit(host: str, port: int) -> concurrent.futures.Future:
-    """lookup_infos(host, port) on the process's resolver pool, counted under the name's domain. The caller
-    waits for it as long as it wants, then cancel()s it (a lookup still queued then never runs)."""
-    return resolver_pool().submit_for(name_group(host), lookup_infos, host, port)
+def lookup_submit(host: str, port: int, *, timeout: float = STUCK_AFTER) -> concurrent.futures.Future:
+    """lookup_infos(host, port) on the process's resolver pool, counted under the name's domain, with the
+    deadline `timeout`. The caller waits for it as long as it wants, then cancel()s it (a lookup still queued
+    then never runs)."""
+    return resolver_pool().submit_for(name_group(host), lookup_infos, host, port, deadline_s=timeout)
 
 
 def _resolve(host: str, port: int) -> tuple[str, ...]:
@@ -122,7 +129,7 @@ class Lookups:
         return len(self._pending)
 
     def start(self, key: Hashable, host: str, port: int) -> None:
-        future = resolver_pool().submit_for(name_group(host), _resolve, host, port)
+        future = resolver_pool().submit_for(name_group(host), _resolve, host, port, deadline_s=self.timeout)
         self._pending[key] = (future, host, port, time.monotonic(), time.time())
 
     def ended(self) -> list[tuple[Hashable, Lookup]]:
@@ -157,41 +164,59 @@ class Lookups:
             concurrent.futures.wait(futures, timeout=seconds, return_when=concurrent.futures.FIRST_COMPLETED)
 
 
-@dataclass
+@dataclass(eq=False)
 class _Job:
     future: concurrent.futures.Future
     fn: Callable
     args: tuple
     kwargs: dict
     group: str | None
+    deadline_s: float = STUCK_AFTER
+    started: float = 0.0  # time.monotonic() when a thread took it
+
+    def stuck(self, now: float) -> bool:
+        """Past its deadline: its group is slow."""
+        return now - self.started > self.deadline_s
+
+    def late(self, now: float) -> bool:
+        """Past LATE_AFTER (or its deadline, if sooner): its thread no longer counts against max_threads."""
+        return now - self.started > min(self.deadline_s, LATE_AFTER)
 
 
 @dataclass
 class ResolverPool:
     """Threads for blocking name lookups, which one page's names cannot take all of (the module's docstring).
 
-    `submit_for(group, fn, …)` runs `fn` on a thread once fewer than `per_group` of the group's run, in the
-    order asked; a future cancelled meanwhile is skipped. A thread is started whenever a job is ready and no
-    thread is idle, up to `max_threads`: one stuck in a lookup that never ends no longer counts against the
-    others. Threads past `threads` end after IDLE_EXIT seconds without work."""
+    `submit_for(group, fn, …, deadline_s=…)` runs `fn` on a thread once fewer than `per_group` of the group's
+    run (one, while the group is slow), in the order asked; a future cancelled meanwhile is skipped. A thread
+    is started whenever a job is ready and no thread is idle, up to `max_threads` not late (`_Job.late`) and
+    `hard_max_threads` in all. Threads past `threads` end after
+    IDLE_EXIT seconds without work."""
 
     threads: int = _THREADS
     per_group: int = PER_GROUP
     max_threads: int = MAX_THREADS
+    hard_max_threads: int = HARD_MAX_THREADS
     _cv: threading.Condition = field(default_factory=threading.Condition)
     _ready: deque = field(default_factory=deque)
     _held: dict = field(default_factory=dict)  # group -> deque of jobs waiting for one of the group's places
     _running: dict = field(default_factory=dict)  # group -> jobs of it ready or running
+    _active: set = field(default_factory=set)  # the jobs threads are running
+    _slow: set = field(default_factory=set)  # groups with a lookup that ran past its deadline
     _alive: int = 0
     _idle: int = 0
+    _watching: bool = False  # a _watch thread runs
 
     def submit(self, fn: Callable, /, *args, **kwargs) -> concurrent.futures.Future:
         return self.submit_for(None, fn, *args, **kwargs)
 
-    def submit_for(self, group: str | None, fn: Callable, /, *args, **kwargs) -> concurrent.futures.Future:
-        job = _Job(concurrent.futures.Future(), fn, args, kwargs, group)
+    def submit_for(
+        self, group: str | None, fn: Callable, /, *args, deadline_s: float = STUCK_AFTER, **kwargs
+    ) -> concurrent.futures.Future:
+        job = _Job(concurrent.futures.Future(), fn, args, kwargs, group, deadline_s)
         with self._cv:
-            if group is not None and self._running.get(group, 0) >= self.per_group:
+            self._mark_slow(time.monotonic())
+            if group is not None and self._running.get(group, 0) >= self._limit(group):
                 held = self._held.setdefault(group, deque())
                 if len(held) >= 64:  # lookups given up on while the group's places are stuck: forgotten
                     held = self._held[group] = deque(j for j in held if not j.future.cancelled())
@@ -200,28 +225,76 @@ class ResolverPool:
                 self._make_ready(job)
         return job.future
 
+    def _limit(self, group: str) -> int:
+        return 1 if group in self._slow else self.per_group
+
+    def _mark_slow(self, now: float) -> int:
+        """With the lock held: the groups of the jobs running past their deadline marked slow; how many jobs
+        are late (their threads not counted against max_threads)."""
+        late = 0
+        for job in self._active:
+            if job.late(now):
+                late += 1
+                if job.group is not None and job.stuck(now):
+                    self._slow.add(job.group)
+        return late
+
     def _make_ready(self, job: _Job) -> None:
         """With the lock held: `job` takes one of its group's places and waits for a thread."""
         if job.group is not None:
             self._running[job.group] = self._running.get(job.group, 0) + 1
         self._ready.append(job)
-        if self._idle >= len(self._ready) or self._alive >= self.max_threads:
-            self._cv.notify()
-        else:
-            self._alive += 1
-            threading.Thread(target=self._work, name=f"resolve-{self._alive}", daemon=True).start()
+        self._staff()
 
-    def _release(self, group: str | None) -> None:
-        """With the lock held: a job of `group` ended (or was skipped); the next one held for it gets its place."""
+    def _staff(self) -> None:
+        """With the lock held: a thread for the jobs ready, if one may be started; else one is woken, and
+        while no thread may be started, a watcher looks again as the running lookups grow late."""
+        if self._staffed():
+            return
+        if not self._watching:
+            self._watching = True
+            threading.Thread(target=self._watch, name="resolve-watch", daemon=True).start()
+
+    def _staffed(self) -> bool:
+        """With the lock held: a thread for each job ready that no idle thread will take, as far as the limits
+        allow; False when jobs still wait then."""
+        late = self._mark_slow(time.monotonic())
+        self._cv.notify(len(self._ready))
+        started = 0
+        while self._idle + started < len(self._ready):
+            if self._alive >= self.hard_max_threads or self._alive - late >= self.max_threads:
+                return False
+            self._alive += 1
+            started += 1
+            threading.Thread(target=self._work, name=f"resolve-{self._alive}", daemon=True).start()
+        return True
+
+    def _watch(self) -> None:
+        """Every WATCH_EVERY while jobs wait for a thread: start one when a running lookup has grown late."""
+        while True:
+            time.sleep(WATCH_EVERY)
+            with self._cv:
+                if not self._ready or self._staffed():
+                    self._watching = False
+                    return
+
+    def _release(self, job: _Job) -> None:
+        """With the lock held: `job` ended (or was skipped); the next one held for its group gets its place."""
+        group = job.group
+        self._active.discard(job)
         if group is None:
             return
+        if job.started:
+            if job.stuck(time.monotonic()):
+                self._slow.add(group)
+            else:
+                self._slow.discard(group)  # it answers again within its deadline
         self._running[group] -= 1
         held = self._held.get(group)
-        while held:
-            job = held.popleft()
-            if not job.future.cancelled():
-                self._make_ready(job)
-                break
+        while held and self._running[group] < self._limit(group):
+            waiting = held.popleft()
+            if not waiting.future.cancelled():
+                self._make_ready(waiting)
         if held is not None and not held:
             del self._held[group]
         if not self._running[group]:
@@ -236,7 +309,10 @@ class ResolverPool:
                 if not woke and not self._ready:
                     self._alive -= 1
                     return None
-            return self._ready.popleft()
+            job = self._ready.popleft()
+            job.started = time.monotonic()
+            self._active.add(job)
+            return job
 
     def _work(self) -> None:
         while True:
@@ -248,8 +324,10 @@ class ResolverPool:
                     job.future.set_result(job.fn(*job.args, **job.kwargs))
                 except BaseException as exc:  # noqa: BLE001 - handed to the caller, as an executor does
                     job.future.set_exception(exc)
+            else:
+                job.started = 0.0  # skipped: says nothing of its group
             with self._cv:
-                self._release(job.group)
+                self._release(job)
 
     def backlog(self) -> int:
         """Jobs not running yet (ready or held) that someone still waits for."""

@@ -25,7 +25,8 @@ It keeps the ``Fetcher`` guarantees that matter for monitoring, and returns the 
   from the environment, DNS not cached between checks: each check measures DNS, connect, first byte and
   body, as a check minutes later would.
 
-Timings (``Timings``): dns = name lookup; connect = TCP (+TLS) after the lookup; first_byte = request
+Timings (``Timings``): dns = name lookup; connect = TCP (+TLS) after the lookup; tls = the TLS handshake
+alone (libcurl's APPCONNECT_TIME less its CONNECT_TIME; None for http); first_byte = request
 sent to first response byte; body = first response byte to the end (headers are usually in the same
 packet); total = start to end. None where the phase was not reached.
 
@@ -61,6 +62,7 @@ class CheckRequest:
     url: str
     address_check: AddressCheck | None = None  # None: any address may be dialled
     keep_body: bool = False  # keep this check's body (a content check reads it) whatever the checker's default
+    keep_first_bytes: int = 0  # otherwise keep at most this many first bytes (evidence of a failing answer)
 
 
 class TimedResult(NamedTuple):
@@ -104,6 +106,7 @@ class MultiChecker:
                 check.url,
                 address_check=check.address_check,
                 keep_body=self.keep_body or check.keep_body,
+                keep_first_bytes=check.keep_first_bytes,
                 reuse=False,
                 certificate=True,
                 ca_bundle=ca,

@@ -67,12 +67,19 @@ LIMIT_BYTES = "bytes"
 LIMIT_ATTRIBUTES = "attributes"
 LIMIT_NESTING = "nesting"
 LIMIT_LINKS = "links"
+# Over the hard bounds of the child process a stored page is parsed in (crawlcore.services.extract): its time
+# and its memory. Whatever the input, the parse ends there.
+LIMIT_TIME = "time"
+LIMIT_MEMORY = "memory"
 
 # One attribute inside a tag, as an HTML tokenizer reads it (a value is quoted only after '='), and a tag
 # with more than MAX_TAG_ATTRIBUTES of them: its name and first MAX_TAG_ATTRIBUTES attributes (group 1), then
-# the rest. Every quantifier is possessive and each attribute an atomic group, so the scan never backtracks:
-# one pass over the bytes, in C, that matches only the rare giant tag.
-_ATTRIBUTE = rb"""(?>[\s/]*+[^\s"'>/=]++(?:\s*+=\s*+(?:"[^"]*+"|'[^']*+'|[^\s>]*+))?+)"""
+# the rest. A name is whatever libxml2 keeps as one: any character but a space, '/' or '>' first (a quote, an
+# '=' or a '<' included: `<p "a 'b =c>` has three attributes), then any but those and '='; a scan that
+# skipped such names would let a tag of them through whole. Every quantifier is possessive and each attribute
+# an atomic group, so the scan never backtracks: one pass over the bytes, in C, that matches only the rare
+# giant tag.
+_ATTRIBUTE = rb"""(?>[\s/]*+[^\s>/][^\s>/=]*+(?:\s*+=\s*+(?:"[^"]*+"|'[^']*+'|[^\s>]*+))?+)"""
 _GIANT_TAG = re.compile(rb"(<[A-Za-z][^\s/>]*+%s{%d})%s++" % (_ATTRIBUTE, MAX_TAG_ATTRIBUTES, _ATTRIBUTE))
 
 # Tag -> the attribute holding its link, and the element label stored with the link (a contract: the

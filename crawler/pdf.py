@@ -51,9 +51,11 @@ def is_pdf(content_type: str | None) -> bool:
     return content_type.split(";", 1)[0].strip().lower() in PDF_TYPES
 
 
-def read_pdf(body: bytes, url: str, *, max_seconds: float = MAX_SECONDS, max_pages: int = MAX_PAGES) -> PdfText:
-    """What a PDF document says and where it links. Never raises."""
+def read_pdf(body: bytes, url: str, *, max_seconds: float | None = None, max_pages: int = MAX_PAGES) -> PdfText:
+    """What a PDF document says and where it links, within `max_seconds` (MAX_SECONDS, read when called).
+    Never raises."""
     out = PdfText()
+    max_seconds = MAX_SECONDS if max_seconds is None else max_seconds
     try:
         import pypdf
         from pypdf.errors import FileNotDecryptedError, PdfReadError

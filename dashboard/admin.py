@@ -1,7 +1,9 @@
 from __future__ import annotations
 
-from django.contrib import admin, messages
+from django.contrib import admin
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -44,7 +46,7 @@ class ApiTokenAdmin(ReaderScopedAdmin):
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "user" and not request.user.is_superuser:
-            kwargs["queryset"] = type(request.user).objects.filter(pk=request.user.pk)
+            kwargs["queryset"] = get_user_model().objects.filter(pk=request.user.pk)  # request.user is lazy
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def save_model(self, request, obj: ApiToken, form, change: bool) -> None:
@@ -55,4 +57,16 @@ class ApiTokenAdmin(ReaderScopedAdmin):
             return
         row, token = api_token_create(user=obj.user, name=obj.name)
         obj.pk, obj.shown, obj.key_hash = row.pk, row.shown, row.key_hash
-        self.message_user(request, f"The new token (shown this once, copy it now): {token}", level=messages.WARNING)
+        # Shown by response_add in this response's page, not as a message: Django's messages may travel in a
+        # cookie (signed, not encrypted), which would carry the token on to later requests.
+        request._crawladmin_new_token = token
+
+    def response_add(self, request, obj: ApiToken, post_url_continue=None):
+        token = getattr(request, "_crawladmin_new_token", None)
+        if token is None:
+            return super().response_add(request, obj, post_url_continue)
+        context = {**self.admin_site.each_context(request), "title": "API token made", "obj": obj, "token": token,
+                   "opts": self.model._meta, "back": reverse("admin:dashboard_apitoken_changelist")}  # fmt: skip
+        response = TemplateResponse(request, "admin/dashboard/apitoken/created.html", context)
+        response["Cache-Control"] = "no-store"
+        return response

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
-from . import views, views_jobs
+from . import views, views_incidents, views_jobs
 
 app_name = "dashboard"
 
@@ -43,4 +43,5 @@ urlpatterns = [
     path("jobs/<str:name>/action/", views_jobs.job_action, name="job-action"),
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="dashboard:login"), name="logout"),
+    path("incidents/<id:incident_id>/", views_incidents.incident, name="incident"),
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.urls import reverse
 from django.utils.html import format_html
 
 from crawlcore.admin import ReaderScopedAdmin, ServerAdmin, log_change
@@ -178,7 +179,14 @@ class IncidentAdmin(ReaderScopedAdmin):
     list_filter = ("status",)
     search_fields = ("title", "server__host")
     raw_id_fields = ("server", "status_change")
-    readonly_fields = ("status", "resolved_at")
+    readonly_fields = ("status", "resolved_at", "evidence")
+
+    @admin.display(description="evidence")
+    def evidence(self, obj: Incident) -> str:
+        """The dashboard's incident page: what the server answered (kept by monitoring.services.evidence)."""
+        if obj.pk is None:
+            return "-"
+        return format_html('<a href="{}">what it answered</a>', reverse("dashboard:incident", args=[obj.pk]))
     inlines = [IncidentUpdateInline]
     date_hierarchy = "opened_at"
 

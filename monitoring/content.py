@@ -2,8 +2,8 @@ r"""Content checks, the pure part: text a health page must contain and text it m
 plain text or as a regular expression.
 
 A regular expression is an operator's program run on a stranger's page, so it runs in a child process
-(crawler.child) with a hard stop and a memory allowance: compiling one (at save, and again when checked)
-within COMPILE_TIMEOUT_S and COMPILE_MEMORY_BYTES, searching within CONTENT_TIMEOUT_S. The `regex` module's
+(crawler.child) with a hard stop and a memory allowance: compiling one (at save, through
+crawler.userregex.compile_check, and again when checked), searching within CONTENT_TIMEOUT_S. The `regex` module's
 own timeout is still passed, but it is checked only between steps of the matcher: a pattern such as
 ``\p{L}*\d$`` runs for seconds on a large page past it, and a repeat of repeats such as
 ``(?:x{65535}){65535}`` is expanded at compile time into more memory than the machine has.
@@ -16,11 +16,10 @@ from dataclasses import dataclass
 import regex
 
 from crawler.child import run_in_child
+from crawler.userregex import COMPILE_MEMORY_BYTES, compile_check, compiled
 
 CONTENT_TIMEOUT_S = 0.5
 HARD_STOP_AFTER_S = 0.25
-COMPILE_TIMEOUT_S = 2.0
-COMPILE_MEMORY_BYTES = 256 * 1024 * 1024  # address space a compile or a search may add to its process
 MAX_PATTERN_CHARS = 2000
 MAX_SHOWN = 60
 
@@ -46,18 +45,9 @@ def _compile(pattern: str) -> regex.Pattern:
     return regex.compile(pattern, cache_pattern=False)
 
 
-def _compiles(pattern: str) -> str:
-    """In the child: "" when the pattern compiles, else regex's reason."""
-    try:
-        _compile(pattern)
-    except regex.error as exc:
-        return str(exc)
-    return ""
-
-
 def rule_check(rule: ContentRule) -> None:
-    """Raise ContentRuleError when a pattern does not compile, or not within COMPILE_TIMEOUT_S and
-    COMPILE_MEMORY_BYTES (checked when the monitor is saved)."""
+    """Raise ContentRuleError when a pattern does not compile, or not within the bounds of crawler.userregex
+    (checked in a child when the monitor is saved)."""
     if not rule.is_regex:
         return
     for name, pattern in (("must contain", rule.must), ("must not contain", rule.must_not)):
@@ -65,23 +55,15 @@ def rule_check(rule: ContentRule) -> None:
             continue
         if len(pattern) > MAX_PATTERN_CHARS:
             raise ContentRuleError(f"{name}: a regular expression of at most {MAX_PATTERN_CHARS} characters")
-        done = run_in_child(
-            lambda p=pattern: _compiles(p), deadline_s=COMPILE_TIMEOUT_S, memory_bytes=COMPILE_MEMORY_BYTES
-        )
-        if not done.ok:
-            # Too big (memory), too slow (timeout), or it killed its process: all a pattern too large to use.
-            raise ContentRuleError(
-                f"{name}: the regular expression is too large to compile (repeats of repeats such as "
-                "(?:x{1000}){1000} expand into every copy); simplify it"
-            )
-        if done.value:
-            raise ContentRuleError(f"{name}: not a regular expression ({done.value})")
+        problem = compile_check([pattern]).get(pattern)
+        if problem:
+            raise ContentRuleError(f"{name}: {problem}")
 
 
 def _found(pattern: str, text: str, is_regex: bool, timeout_s: float) -> bool:
     if not is_regex:
         return pattern in text
-    return _compile(pattern).search(text, timeout=timeout_s) is not None
+    return compiled(pattern).search(text, timeout=timeout_s) is not None
 
 
 def _shown(pattern: str) -> str:

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
-from crawlcore.models import Server, StatusCheck
+from crawlcore.models import Exchange, Server, StatusCheck
 from crawler.status import CONFIRMED, Status
 
 from .assertions import AssertionRuleError, assertions_parse
@@ -139,6 +139,11 @@ class ServerMonitor(models.Model):
             assertions_parse(self.assertions)
         except AssertionRuleError as exc:
             problems.setdefault("assertions", str(exc))
+        if self.kind == Kind.DNS.value and self.dns_server:
+            from .services.trust import nameserver_refusal  # services import these models
+
+            if refused := nameserver_refusal(text=self.dns_server):
+                problems["dns_server"] = refused
         if self.server_id is not None and "health_url" not in problems:
             problems.update(self._trust_problems())
         if problems:
@@ -310,3 +315,38 @@ class DomainExpiry(models.Model):
 
     def __str__(self) -> str:
         return self.domain
+
+
+class Evidence(models.Model):
+    """What the server answered when a change into disconnect, error or delay was confirmed: the confirming
+    check's heads and first bytes of its body (kept as an archive exchange, crawlcore's Exchange of kind
+    monitor, so an export writes it as any other answer), its timings, the address and certificate, what each
+    location saw, the last good answer of the URL and what differs. monitoring.services.evidence writes it
+    in the transaction of the change; EVIDENCE_RETENTION_DAYS removes it."""
+
+    status_change = models.OneToOneField(StatusChange, on_delete=models.CASCADE, related_name="evidence")
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+")
+    taken_at = models.DateTimeField()
+    url = models.TextField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    category = models.CharField(max_length=12)
+    failure_kind = models.CharField(max_length=32, blank=True)
+    detail = models.CharField(max_length=300, blank=True)
+    content_type = models.CharField(max_length=200, blank=True)
+    size = models.PositiveIntegerField(default=0, help_text="Body bytes received (the first of them are kept)")
+    checksum = models.CharField(max_length=40, blank=True, help_text="sha1 of the body kept")
+    # milliseconds by phase: dns, connect (TCP), tls, first_byte, body, total; null where not reached
+    timings = models.JSONField(default=dict)
+    peer_ip = models.GenericIPAddressField(null=True, blank=True)
+    certificate = models.JSONField(null=True, blank=True, help_text="subject, issuer, names, not_after")
+    locations = models.JSONField(default=list, help_text="[{location, verdict, status_code}]")
+    # The archive exchange holding the heads (secrets masked) and the body; none when nothing answered.
+    # No database key: the exchange table is crawlcore's and is removed with this row.
+    exchange = models.ForeignKey(
+        Exchange, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
+    last_good = models.JSONField(null=True, blank=True, help_text="at, status_code, url, size, checksum, source")
+    difference = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["taken_at"], name="evidence_taken_idx")]

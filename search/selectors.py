@@ -11,8 +11,7 @@ from django.db.models import F, FloatField, Q, Value
 from django.db.models.functions import Coalesce, Ln
 
 from crawlcore.db import fulltext
-from crawlcore.models import Page, page_body
-from crawlcore.services.extract import read_stored
+from crawlcore.models import Page
 from crawler.fulltext import query_words, snippet
 from ranking.models import RankRun
 
@@ -66,11 +65,12 @@ def _filtered(qs, f: Filters):
     if f.site:
         site = f.site.lower()
         host, _, port = site.rpartition(":") if site.count(":") == 1 else (site, "", "")
-        qs = (
-            qs.filter(url__server__host=host, url__server__port=int(port))
-            if port.isdigit()
-            else qs.filter(url__server__host=site)
-        )
+        if not port:
+            qs = qs.filter(url__server__host=site)
+        elif port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65535:
+            qs = qs.filter(url__server__host=host, url__server__port=int(port))
+        else:
+            qs = qs.none()  # no server has that port ("²" is a digit to str.isdigit, not to int)
     if f.group:
         qs = qs.filter(url__server__group=f.group)
     if f.language:
@@ -122,16 +122,12 @@ def search_pages(
     hits = [Hit(*row, snippet="") for row in rows]
     if not snippets or not hits:
         return hits
-    bodies = dict(Page.objects.filter(id__in=[h.page_id for h in hits]).values_list("id", "body_z"))
-    return [Hit(**{**h.__dict__, "snippet": _snippet(h, bodies.get(h.page_id), query)}) for h in hits]
+    texts = dict(Page.objects.filter(id__in=[h.page_id for h in hits]).values_list("id", "text"))
+    return [Hit(**{**h.__dict__, "snippet": _snippet(h, texts.get(h.page_id), query)}) for h in hits]
 
 
-def _snippet(hit: Hit, body_z: bytes | None, query: str) -> str:
-    """The passage of the page's text where the query's words are, from its stored body read again (only the
-    page of results shown is: nothing is stored for snippets)."""
-    try:
-        ex = read_stored(page_body(body_z), hit.url, hit.content_type)
-    except Exception:  # noqa: BLE001 - a body that no longer reads still has its hit, without a passage
-        return ""
-    text = " ".join(" ".join(t for t in (ex.text, ex.description) if t).split()) or hit.title
-    return snippet(text, query)
+def _snippet(hit: Hit, text: str | None, query: str) -> str:
+    """The passage of the page's text where the query's words are, from the text the extract agent kept
+    (Page.text): a search never parses a page (a PDF's read costs seconds and hundreds of megabytes). A page
+    extracted before that text was kept shows its title."""
+    return snippet(text or hit.title, query)

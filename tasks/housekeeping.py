@@ -7,6 +7,7 @@ from celery import shared_task
 
 from crawlcore.services.check_history import check_partitions_ensure
 from crawlcore.services.exchanges import exchanges_drop_bodies
+from crawlcore.services.extract import pages_text_fill
 from crawlcore.services.jobs import jobs_tick
 from crawlcore.services.load_dispatch import dispatch_due, reconcile
 
@@ -25,6 +26,7 @@ def _reconcile() -> dict:
         "server_leases": out.server_leases,
         "extracts": out.extracts,
         "checks": out.checks,
+        "texts": pages_text_fill(),  # pages extracted before their text was kept, a few each time
     }
 
 

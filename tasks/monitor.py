@@ -46,7 +46,7 @@ def load_profiles() -> int | None:
 
 def _prune() -> dict:
     out = history_prune()
-    return {"checks": out.checks, "rollups": out.rollups, "partitions": out.partitions}
+    return {"checks": out.checks, "rollups": out.rollups, "partitions": out.partitions, "evidence": out.evidence}
 
 
 @shared_task(name="tasks.monitor.prune")

@@ -185,3 +185,23 @@ def test_no_admin_filter_value_answers_500(client, faculties, who):
             if status >= 500:
                 failed.append((path, status))
     assert failed == []
+
+
+def test_a_limited_operator_saves_jobs_of_its_groups_seeded_on_its_servers_only(client, faculties):
+    from crawlcore.models import Job
+
+    Job.objects.create(name="chem-only", group="chemistry", seeds=["http://chem.example/"])
+    staff(client, "p_op", "operator", "servers:physics")
+    physics = Server.objects.get(group="physics").origin
+    uni = Server.objects.get(group="uni").origin
+    form = {"name": "mine", "group": "physics", "seeds": f'["{uni}/"]', "scope": "host", "include": "[]",
+            "exclude": "[]", "windows": "[]", "time_zone": "UTC", "enabled": "on", "_save": "Save"}  # fmt: skip
+    response = client.post("/admin/crawladmin/job/add/", form)
+    assert response.status_code == 200 and "not a server of your groups" in response.content.decode()
+    assert not Job.objects.filter(name="mine").exists()
+    response = client.post("/admin/crawladmin/job/add/", {**form, "name": "chem-only", "seeds": f'["{physics}/"]'})
+    page = response.content.decode()
+    assert response.status_code == 200 and "cannot be used" in page and "already exists" not in page
+    response = client.post("/admin/crawladmin/job/add/", {**form, "seeds": f'["{physics}/"]'})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert Job.objects.get(name="mine").group == "physics"

@@ -116,6 +116,19 @@ def test_outbox_rows_are_written_with_the_confirmed_change_per_matching_channel(
     assert Channel.objects.get(owner_of="o@lab.org").url == "email:o@lab.org"
 
 
+def test_a_channel_naming_an_owner_does_not_take_the_owners_alerts(db):
+    """owner_of marks the channel made for an owner's address; one pointing anywhere else is not theirs."""
+    b = add_server("127.0.0.6", group="lab", owner_email="o@lab.org")
+    # As it could be written before the check (a bulk write skips save()):
+    Channel.objects.bulk_create([Channel(name="owner o@lab.org", url="json://127.0.0.1:9/taken", owner_of="o@lab.org")])
+    with override_settings(EMAIL_HOST="127.0.0.1"):
+        feed([b], [200, None, None])
+    rows = {(n.channel.name, n.channel.url) for n in Notification.objects.select_related("channel")}
+    assert rows and all(url == "email:o@lab.org" for _, url in rows), rows
+    with override_settings(EMAIL_HOST="127.0.0.1"), pytest.raises(ValidationError, match="owner"):
+        Channel(name="other", url="json://127.0.0.1:9/x", owner_of="o@lab.org").save()
+
+
 def test_flapping_inside_the_confirmation_window_sends_nothing(db):
     sid = add_server("127.0.0.5")
     channel_add(name="all", url="json://127.0.0.1:9/")

@@ -111,3 +111,33 @@ def test_weekly_shorthand_and_cron_give_the_windows_in_a_range():
         cron_of("every sunday")
     with pytest.raises(ScheduleError, match="at most 7 days"):
         list(occurrences("0 2 * * 0", timedelta(days=8), monday, monday))
+
+
+def test_a_maintenance_schedule_that_never_comes_is_refused_and_never_stops_the_others():
+    from datetime import UTC, datetime, timedelta
+
+    from alerts.recurrence import ScheduleError, cron_of, occurrences
+
+    with pytest.raises(ScheduleError, match="never"):
+        cron_of("0 0 31 2 *")
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    with pytest.raises(ScheduleError):
+        list(occurrences("0 0 30 2 *", timedelta(hours=1), start, start + timedelta(days=2)))
+
+
+@pytest.mark.django_db
+def test_one_maintenance_schedule_that_never_comes_does_not_stop_the_others_windows():
+    from datetime import UTC, datetime
+
+    from alerts.models import MaintenanceSchedule
+    from alerts.services.maintenance_windows import maintenance_windows_write
+    from crawlcore.models import Server
+    from monitoring.models import MaintenanceWindow
+
+    server = Server.objects.create(scheme="http", host="a.example", port=80)
+    MaintenanceSchedule.objects.bulk_create([  # written past the checks (bulk_create skips clean)
+        MaintenanceSchedule(server=server, schedule="0 0 31 2 *", duration_minutes=60),
+        MaintenanceSchedule(server=server, schedule="0 2 * * *", duration_minutes=60),
+    ])  # fmt: skip
+    assert maintenance_windows_write(now=datetime(2026, 1, 1, tzinfo=UTC)) == 2
+    assert MaintenanceWindow.objects.filter(server=server).count() == 2

@@ -120,6 +120,16 @@ def test_viewer_cannot_mute(client, logged):
     assert not Mute.objects.exists()
 
 
+def test_an_operator_of_one_group_cannot_mute_another_groups_server(client, logged):
+    server, _ = logged
+    Server.objects.filter(id=server.id).update(group="chemistry")
+    user = User.objects.create_user("p", password="pw-not-secret")
+    user.groups.add(Group.objects.get(name="operator"), Group.objects.get_or_create(name="servers:physics")[0])
+    client.force_login(user)
+    assert client.post(f"/alerts/servers/{server.id}/mute", {"for": "4h"}).status_code == 404
+    assert not Mute.objects.exists()
+
+
 def test_metrics_count_sent_and_failed_per_channel(logged):
     text = metrics_text()
     assert 'crawladmin_notifications{channel="hook",status="sent"} 1' in text

@@ -93,7 +93,9 @@ def test_job_actions_pause_and_resume_through_the_api():
     assert code == 200 and body["state"] == "paused"
     seed.refresh_from_db()
     assert seed.exclusion_reason == "job paused" and seed.next_check_at is None  # a paused job takes no slot
-    assert body["stalled"] == [{"server": "http://127.0.0.1:9", "reason": "paused", "until": None}]
+    assert [{k: s[k] for k in ("server", "reason", "until")} for s in body["stalled"]] == [
+        {"server": "http://127.0.0.1:9", "reason": "paused", "until": None}
+    ]
     assert _call("post", "/api/v1/jobs/docs/pause/", operator)[0] == 400
     code, body = _call("post", "/api/v1/jobs/docs/resume/", operator)
     assert code == 200 and body["state"] == "running"
@@ -203,3 +205,74 @@ def test_search_answers_like_the_command_within_the_readers_groups(monkeypatch):
     code, body = _call("get", "/api/v1/search/?q=!!", token)
     assert code == 400 and "q" in body["fields"]
     assert _call("get", "/api/v1/search/?q=zephyrine")[0] == 401
+
+
+def test_an_operator_cannot_write_alert_channels_through_the_api():
+    """The admin keeps channels to superusers (their destinations are secrets and they decide who hears of
+    every server); the API refused only readers limited to groups."""
+    from alerts.models import Channel
+
+    _, operator = _user("o", "operator")
+    Channel.objects.create(name="opshook", url="json://127.0.0.1:9/root-hook")
+    assert _call("patch", "/api/v1/channels/opshook/", operator, {"url": "json://127.0.0.1:9/mine"})[0] == 403
+    assert Channel.objects.get(name="opshook").url == "json://127.0.0.1:9/root-hook"
+    assert _call("post", "/api/v1/channels/", operator, {"name": "mine", "url": "json://127.0.0.1:9/x"})[0] == 403
+    assert _call("post", "/api/v1/channels/", operator, {"name": "o", "url": "email:o@lab.org",
+                                                         "owner_of": "o@lab.org"})[0] == 403  # fmt: skip
+    assert _call("delete", "/api/v1/channels/opshook/", operator)[0] == 403
+    assert list(Channel.objects.values_list("name", flat=True)) == ["opshook"]
+
+
+def test_a_limited_operator_cannot_reach_another_groups_servers_through_a_job():
+    Server.objects.create(scheme="http", host="a.example", port=80, group="physics")
+    Server.objects.create(scheme="http", host="b.example", port=80, group="chemistry")
+    _job("chem", group="chemistry", seeds=["http://b.example/"])
+    _, operator = _user("p", "operator", "servers:physics")
+    job = {"name": "mine", "group": "physics", "seeds": ["http://b.example/"], "delay": 3600}
+    code, body = _call("post", "/api/v1/jobs/", operator, job)
+    assert code == 403 and "not a server of your groups" in body["detail"]
+    code, body = _call("post", "/api/v1/jobs/", operator, {**job, "seeds": ["http://new.example/"]})
+    assert code == 403  # a server not known yet would be of no group
+    code, body = _call("post", "/api/v1/jobs/", operator, {**job, "name": "chem", "seeds": ["http://a.example/"]})
+    assert code == 400 and "exists" not in body["detail"] and "chem" in body["detail"]
+    assert _call("post", "/api/v1/jobs/", operator, {**job, "seeds": ["http://a.example/"]})[0] == 201
+    code, body = _call("patch", "/api/v1/jobs/mine/", operator, {"seeds": ["http://b.example/"]})
+    assert code == 403 and Job.objects.get(name="mine").seeds == ["http://a.example/"]
+
+
+def test_a_job_name_with_a_nul_is_a_400_and_a_lookup_of_one_a_404():
+    _, operator = _user("o", "operator")
+    code, body = _call("post", "/api/v1/jobs/", operator, {"name": "a\x00b", "seeds": ["http://a.example/"]})
+    assert code == 400 and "name" in body["fields"]
+    response = Client().get("/api/v1/jobs/a%00b/", HTTP_AUTHORIZATION=f"Bearer {operator}")
+    assert response.status_code in (400, 404)
+    code, body = _call("post", "/api/v1/jobs/", operator, {"name": "r", "seeds": ["http://a.example/"],
+                                                           "revisit_after": 10**15})  # fmt: skip
+    assert code == 400 and "revisit_after" in body["fields"]
+
+
+@pytest.mark.parametrize("site", ["x:²", "x:99999999999999999999", "x:70000", "a.test:80"])
+def test_a_search_site_that_is_no_server_answers_without_an_error(site):
+    from urllib.parse import quote
+
+    _, token = _user("v", "viewer")
+    code, body = _call("get", f"/api/v1/search/?q=zephyrine&site={quote(site)}", token)
+    assert code == 200 and body["results"] == []
+
+
+def test_a_token_made_in_the_admin_is_shown_in_the_page_never_in_a_cookie():
+    """Django's messages travel in a signed cookie that anyone holding it can read: a token in one would be
+    on the wire and in the browser after the page that showed it."""
+    from dashboard.tokens import api_token_user
+
+    user = User.objects.create_user("v", is_staff=True)
+    user.groups.add(Group.objects.get_or_create(name="viewer")[0])
+    client = Client()
+    client.force_login(user)
+    response = client.post("/admin/dashboard/apitoken/add/", {"user": user.pk, "name": "ci", "_save": "Save"})
+    assert response.status_code == 200 and "no-store" in response["Cache-Control"]
+    page = response.content.decode()
+    token = page.split('data-token="', 1)[1].split('"', 1)[0]
+    assert api_token_user(token) == user
+    assert all(token not in morsel.value for morsel in response.cookies.values())
+    assert token not in client.get("/admin/dashboard/apitoken/").content.decode()

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import resource
 import time
 
-from crawler.child import run_children, run_in_child
+import pytest
+
+from crawler.child import run_children, run_each, run_in_child
 
 
 def test_results_errors_and_memory_come_back_in_order():
@@ -59,3 +62,45 @@ def test_a_child_whose_parent_is_gone_stops_itself():
         time.sleep(0.1)
     else:
         raise AssertionError("the orphaned child is still running")
+
+
+def test_each_item_has_its_own_deadline_and_the_rest_go_on_in_a_new_child():
+    def work(item):
+        if item == "hang":
+            time.sleep(600)
+        if item == "die":
+            os._exit(3)
+        return (item, os.getpid())
+
+    beats: list[float] = []
+    started = time.monotonic()
+    got = run_each(work, ["a", "hang", "b", "die", "c"], deadline_s=1.5, beat_s=0.2, on_beat=lambda: beats.append(1))
+    took = time.monotonic() - started
+    assert [r.ok for r in got] == [True, False, True, False, True]
+    assert got[1].timed_out and not got[3].timed_out
+    assert [r.value[0] for r in got if r.ok] == ["a", "b", "c"]
+    pids = {r.value[1] for r in got if r.ok}
+    assert os.getpid() not in pids and len(pids) == 3  # a new child after the hang and after the death
+    assert took < 10
+    assert len(beats) >= 5  # the caller's beat kept going while the hanging item ran
+
+
+def test_children_are_waited_for_past_descriptor_1023():
+    # select() cannot watch a descriptor past FD_SETSIZE: hold 1,100 open ones so the pipes land above it.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 1300
+    if soft < want:
+        if hard != resource.RLIM_INFINITY and hard < want:
+            pytest.fail(f"the hard limit of open files ({hard}) is below {want}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    held = []
+    try:
+        for _ in range(550):
+            held.extend(os.pipe())
+        assert max(held) > 1023
+        assert run_in_child(lambda: 7, deadline_s=30).value == 7
+        assert [r.value for r in run_each(lambda x: x * 2, [1, 2], deadline_s=30)] == [2, 4]
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

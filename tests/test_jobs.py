@@ -277,9 +277,98 @@ def test_apply_writes_servers_monitors_and_channels_and_names_their_problems():
     with pytest.raises(ConfigError) as caught:
         config_apply(bad + "extra: 1\n")
     assert caught.value.problems == [
-        "12: extra: unknown section (known: servers, monitors, channels, jobs)",
-        "6: monitors[0].server: required: the URL of a server that exists or that this file names",
+        "12: extra: unknown section (known: servers, monitors, channels, maintenance, mutes, status_pages, jobs)",
+        "6: monitors[0].server: required: the URL of a server that exists or that this file names (tcp://host:port,"
+        " dns://name and heartbeat://slug are made when missing)",
     ]
     with pytest.raises(ConfigError) as caught:
         config_apply(FULL.replace("interval_s: 120", "interval_s: fast"))
     assert {p.split(":")[0] for p in caught.value.problems} == {"7"}
+
+
+# -- what one job or one operator may not break for others ------------------------------------------------
+
+
+def test_an_impossible_schedule_is_refused_when_the_job_is_written():
+    _, problems = job_spec_check({"name": "never", "seeds": ["http://a.example/"], "schedule": "0 0 31 2 *"})
+    assert "schedule" in problems and "never" in problems["schedule"]
+    assert not job_spec_check({"name": "leap", "seeds": ["http://a.example/"], "schedule": "0 0 29 2 *"})[1]
+
+
+def test_a_job_name_with_a_control_character_or_a_trailing_newline_is_refused():
+    for name in ("a\x00b", "docs\n"):
+        assert "name" in job_spec_check({"name": name, "seeds": ["http://a.example/"]})[1]
+
+
+def test_a_revisit_interval_past_any_column_is_refused():
+    _, problems = job_spec_check({"name": "r", "seeds": ["http://a.example/"], "revisit_after": 10**12})
+    assert "revisit_after" in problems
+    _, problems = job_spec_check({"name": "r", "seeds": ["http://a.example/"], "revisit_after": "99999999999w"})
+    assert "revisit_after" in problems
+
+
+@pytest.mark.django_db
+def test_one_job_whose_schedule_cannot_be_computed_does_not_stop_the_others():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from crawlcore.services.jobs import jobs_tick
+
+    bad = _job("bad", seeds=["http://a.example/"])
+    good = _job("good", seeds=["http://b.example/"], schedule="* * * * *")
+    # Written past the checks (an older version, a shell): the tick must still move on.
+    Job.objects.filter(id=bad.id).update(schedule="0 0 31 2 *")
+    Job.objects.filter(id=good.id).update(next_run_at=timezone.now() - timedelta(seconds=1))
+    assert jobs_tick()["started"] == 1
+    assert Job.objects.get(id=good.id).state == "running"
+    bad.refresh_from_db()
+    assert bad.state == "idle" and bad.next_run_at is not None and bad.next_run_at > timezone.now()
+
+
+@pytest.mark.django_db
+def test_pausing_or_deleting_a_job_leaves_the_default_crawls_queued_urls_due():
+    """The default crawl reached http://a.example/queued before the job did: the job's pause or removal must
+    not set it aside for good (no job takes it back)."""
+    from crawlcore.services.jobs import job_delete
+    from crawlcore.services.urls import NewUrl, urls_insert
+
+    urls_insert(urls=[NewUrl("http://a.example/queued", 0)])
+    before = Url.objects.get(url="http://a.example/queued")
+    assert before.exclusion_reason == "" and before.next_check_at is not None
+    _job("j", seeds=["http://a.example/queued", "http://a.example/own"])
+    job_start(name="j")
+    job_pause(name="j")
+    assert Url.objects.get(url="http://a.example/own").exclusion_reason == "job paused"
+    assert Url.objects.get(url="http://a.example/queued").exclusion_reason == ""
+    job_resume(name="j")
+    job_delete(name="j")
+    queued = Url.objects.get(url="http://a.example/queued")
+    assert queued.exclusion_reason == "" and queued.next_check_at is not None
+    # The job's own URL goes with the job: set aside (it was never the default crawl's).
+    assert Url.objects.get(url="http://a.example/own").exclusion_reason == "job stopped"
+
+
+@pytest.mark.django_db
+def test_a_jobs_politeness_stays_in_its_group_and_goes_with_the_job():
+    from crawlcore.models import Server
+    from crawlcore.services.jobs import job_delete
+    from crawlcore.services.urls import NewUrl, urls_insert
+
+    mine = Server.objects.create(scheme="http", host="a.example", port=80, group="physics", min_delay=1.0)
+    theirs = Server.objects.create(scheme="http", host="b.example", port=80, group="chemistry")
+    job = _job("slow", group="physics", seeds=["http://a.example/"], delay=3600, concurrency=1, scope="any")
+    job_start(name="slow")
+    # A link of the job's page to another group's server, taken in (scope any).
+    home = Url.objects.get(url="http://a.example/")
+    admission = jobs_admit(links=[(home.id, "http://b.example/x", 1)])
+    admission.record(urls_insert(urls=[admission.candidate(NewUrl("http://b.example/x", 1))]).ids)
+    assert JobUrl.objects.filter(job=job, url__url="http://b.example/x").exists()
+    theirs.refresh_from_db()
+    assert (theirs.delay_floor(), theirs.concurrency_cap(8)) == (0.0, 8)
+    mine.refresh_from_db()
+    assert (mine.delay_floor(), mine.concurrency_cap(8)) == (3600.0, 1)
+    job_delete(name="slow")
+    mine.refresh_from_db()
+    assert (mine.delay_floor(), mine.concurrency_cap(8)) == (1.0, 8)  # the server's own floor, not the job's
+    assert (mine.min_delay, mine.max_concurrency) == (1.0, None)

@@ -76,7 +76,7 @@ def test_apply_prints_what_it_creates(jobs):
 def test_dry_run_of_a_changed_file_reports_and_changes_nothing(jobs):
     web, env, _, _, dry, second, _, _ = jobs
     assert dry == [f"unchanged server {web.wide.rstrip('/')}", "unchanged job docs", "changed job news",
-                   "created job extra"]  # fmt: skip
+                   "  max_pages: 20 -> 25", "created job extra"]  # fmt: skip
     # The dry run wrote nothing: the second apply of the first file finds everything as it left it.
     assert second == [f"unchanged server {web.wide.rstrip('/')}", "unchanged job docs", "unchanged job news"]
     listed = json.loads(manage(env, "job", "list", "--json").stdout)

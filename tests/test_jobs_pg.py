@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 SCRIPT = """
 import json
 from crawlcore.models import Job, JobUrl, Server, Url
-from crawlcore.selectors_jobs import job_definition, job_detail
+from crawlcore.selectors_jobs import job_definition, job_detail, jobs_politeness
 from crawlcore.services import jobs
 from crawlcore.services.urls import NewUrl, urls_insert
 from crawler.jobrules import job_spec_check
@@ -53,7 +53,7 @@ print(json.dumps({
     "deeper": deeper,
     "held": held,
     "edit": [outcome, Url.objects.get(url="http://a.example/p0").exclusion_reason],
-    "politeness": [server.min_delay, server.max_concurrency],
+    "politeness": [server.min_delay, server.max_concurrency, *jobs_politeness(server_id=server.id)],
     "progress": detail["progress"],
     "admitted": Job.objects.get(name="a").admitted,
 }))
@@ -77,5 +77,6 @@ def test_jobs_on_postgresql(tmp_path):
     assert out["held"] == {f"{a}/shared": "", f"{a}/b-only": "job paused"}
     # a's new pattern sets its queued URL that no longer passes aside.
     assert out["edit"] == ["changed", "job pattern"]
-    assert out["politeness"] == [2.5, 1]
+    # The running job's politeness applies while it runs, and is not written onto the server.
+    assert out["politeness"] == [None, None, 2.5, 1]
     assert out["progress"]["queued"] == 2 and out["progress"]["done"] == 0

@@ -44,7 +44,7 @@ SEAM = {"crawladmin/management/commands/demo.py", "crawladmin/management/command
 # Pure logic that lives inside an app, beside the Django code that uses it.
 PURE_MODULES = {
     "monitoring/accepted_codes.py", "monitoring/confirm.py", "monitoring/content.py", "monitoring/load_profile.py",
-    "monitoring/quorum.py", "monitoring/check_stats.py",
+    "monitoring/quorum.py", "monitoring/check_stats.py", "monitoring/evidence.py",
     "ranking/blockrank.py", "ranking/convert.py", "ranking/edges.py", "ranking/pagerank.py", "ranking/synthetic.py",
     "analyzer/charts.py", "analyzer/classify.py", "analyzer/config.py", "analyzer/domains.py",
     "analyzer/language.py", "analyzer/resolve.py", "analyzer/synthetic.py",

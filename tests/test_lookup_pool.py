@@ -4,7 +4,8 @@ is looked up at once, however many hanging names a page linked to.
 
 No internet, and the system's resolver cannot be pointed at a silent DNS server without root: the resolver
 the lookups call (crawler.lookup.getaddrinfo) is replaced by one that hangs for names under .hang.example
-(until the test ends, at most a minute) and maps names under .test to loopback, where a real server answers.
+(until the test ends, at most a minute), and for names under .hangs (one domain each: d1.hangs, d2.hangs),
+and maps names under .test to loopback, where a real server answers.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def resolver(monkeypatch):
 
     def fake(host, port, *args, **kwargs):
         asked.append(host)
-        if host.endswith(".hang.example"):
+        if host.endswith((".hang.example", ".hangs")):
             release.wait(60)  # bounded; released when the test ends
             raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
         if host.endswith(".test"):
@@ -98,3 +99,31 @@ def test_a_pool_runs_each_job_and_hands_back_its_error():
     with pytest.raises(ZeroDivisionError):
         bad.result(5)
     assert pool.backlog() == 0
+
+
+def test_hanging_names_spread_over_30_domains_leave_a_quick_host_its_lookup(resolver):
+    """Ten hanging names in each of 30 domains: more stuck lookups than the pool's threads. A thread stuck past
+    its lookup's deadline no longer counts against the pool, and a domain whose lookups hang gets one at a
+    time: a host that resolves at once still does."""
+    names = [(f"h{n}.d{d}.hangs", 80) for d in range(30) for n in range(10)]
+    assert len({name_group(host) for host, _ in names}) == 30
+    found = fetch.lookup_many(names, timeout=0.5)
+    assert set(found.values()) == {None}
+    for _ in range(3):
+        started = time.monotonic()
+        resolved = fetch.resolve_checked("http://quick.test/", method="GET", check=None, dns_timeout=2.0)
+        assert not isinstance(resolved, fetch.FetchResult), resolved.detail
+        assert time.monotonic() - started < 2.0
+        # More hanging names of the same domains, as the next pages bring them: each domain already hangs.
+        fetch.lookup_many([(f"again{i}.d{i}.hangs", 80) for i in range(30)], timeout=0.5)
+    asked = len([h for h in resolver if h.endswith(".hangs")])
+    assert asked <= 30 * PER_GROUP  # the later names of a hanging domain were never looked up
+    # Thirty new domains whose names hang, asked with the default deadline (five seconds) and not waited for,
+    # as a crawl's loads ask them: a quick host asked a moment later gets a thread within its own deadline.
+    for d in range(30, 60):
+        for n in range(10):
+            crawler.lookup.lookup_submit(f"h{n}.d{d}.hangs", 80)
+    started = time.monotonic()
+    resolved = fetch.resolve_checked("http://quick.test/", method="GET", check=None, dns_timeout=2.0)
+    assert not isinstance(resolved, fetch.FetchResult), resolved.detail
+    assert time.monotonic() - started < 2.0

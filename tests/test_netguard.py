@@ -110,3 +110,15 @@ def test_resolve_empty_result_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(netguard.socket, "getaddrinfo", lambda *a, **k: [])
     with pytest.raises(OSError):
         resolve("empty.test", 80)
+
+
+def test_a_refused_name_does_not_tell_what_it_resolves_to():
+    """The detail lands in check records any reader sees: naming the address would make every job seed or
+    health URL a lookup of internal names."""
+    from crawler.fetch import FailureKind, FetchResult, resolve_checked
+
+    found = resolve_checked("http://localhost:9/", method="GET", check=lambda ip: forbidden_reason(ip, ()),
+                            dns_timeout=5.0)  # fmt: skip
+    assert isinstance(found, FetchResult) and found.failure == FailureKind.FORBIDDEN_ADDRESS
+    text = found.detail
+    assert "localhost" in text and "127.0.0.1" not in text and "loopback" not in text

@@ -6,6 +6,7 @@ reconciler and parsed a second time beside the first."""
 
 from __future__ import annotations
 
+import threading
 import time
 import zlib
 from datetime import timedelta
@@ -21,6 +22,7 @@ from crawlcore.services.extract import pages_extract
 from crawlcore.services.load_dispatch import reconcile
 from crawlcore.services.urls import NewUrl, urls_insert
 from crawler import notfollowed
+from crawler.child import run_each
 from crawler.parse import MAX_LINKS, MAX_TAG_ATTRIBUTES, OVER_LIMIT, PARSE_MAX_BYTES, extract
 
 PAGE = "http://example.com/dir/page.html"
@@ -34,8 +36,11 @@ def _attributes(n: int, form: str = 'a{i}="x"', sep: str = " ") -> str:
 
 @pytest.mark.parametrize(
     ("form", "sep"),
-    [('a{i}="x"', " "), ("a{i}", " "), ('a{i}=">"', "/"), ("a{i}='<b>'", ""), ("a{i}=x", "\n")],
-    ids=["quoted", "bare", "gt-in-value-slash-separated", "single-quoted-no-separator", "unquoted"],
+    [('a{i}="x"', " "), ("a{i}", " "), ('a{i}=">"', "/"), ("a{i}='<b>'", ""), ("a{i}=x", "\n"),
+     ('"a{i}', " "), ("'a{i}='x'", " "), ("=a{i}", " "), ("<a{i}", " ")],
+    ids=["quoted", "bare", "gt-in-value-slash-separated", "single-quoted-no-separator", "unquoted",
+         "name-starts-with-a-quote", "name-starts-with-an-apostrophe", "name-starts-with-equals",
+         "name-starts-with-lt"],  # fmt: skip
 )
 def test_one_tag_of_100000_attributes_is_cut_down_and_its_page_links_kept(form, sep):
     body = f"<html><body><a href='/before'>b</a><div {_attributes(100_000, form, sep)}>hi</div>"
@@ -46,6 +51,16 @@ def test_one_tag_of_100000_attributes_is_cut_down_and_its_page_links_kept(form, 
     assert took < QUICK, f"{took:.1f}s"
     assert out.limits == ["attributes"]
     assert out.urls == ["http://example.com/before", "http://example.com/after"]
+
+
+def test_a_page_of_480000_quote_named_attributes_is_classified_within_a_second():
+    # 3.3 MB: one tag of names that start with a quote, which libxml2 keeps as attributes, one by one.
+    body = b"<html><body><p" + b"".join(b' "%d' % i for i in range(480_000)) + b"><a href='/after'>a</a>"
+    assert 3_000_000 < len(body) < PARSE_MAX_BYTES
+    started = time.monotonic()
+    out = extract(body, PAGE)
+    assert time.monotonic() - started < 1.0
+    assert out.limits == ["attributes"]
 
 
 def test_a_tag_at_the_attribute_bound_is_left_whole():
@@ -137,29 +152,69 @@ def test_a_page_over_a_bound_is_classified_and_its_batch_goes_on(monkeypatch):
     assert Url.objects.filter(url__in=["http://example.com/g", "http://example.com/q"]).count() == 2
 
 
-@pytest.mark.django_db
-def test_the_reconciler_does_not_send_a_batch_again_while_it_is_being_parsed(settings, monkeypatch):
-    """A batch whose pages take a while to parse (each within its bounds) is not lost: the reconciler leaves
-    it to the worker parsing it instead of sending it to a second one."""
-    settings.CRAWL_REDISPATCH_AFTER = 4.0
+@pytest.mark.django_db(transaction=True)
+def test_the_reconciler_does_not_send_a_page_again_while_a_live_worker_parses_it(settings, monkeypatch):
+    """One page whose parse takes longer than CRAWL_REDISPATCH_AFTER (within its hard bound): the worker
+    keeps its claim alive while the parse runs, so the reconciler, run meanwhile as beat runs it, leaves the
+    page to it instead of sending it to a second worker."""
+    settings.CRAWL_REDISPATCH_AFTER = 2.0
     monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
     monkeypatch.setattr("crawlcore.services.load_dispatch.queue_backlog", lambda queue: 0)
     resent: list[list[int]] = []
     monkeypatch.setattr(
         "crawlcore.services.load_dispatch.enqueue_extract_on_commit", lambda page_ids: resent.append(page_ids)
     )
-    pages = [_page(f"http://example.com/{i}", f"<a href='/l{i}'>l</a>".encode()) for i in range(4)]
+    page = _page("http://example.com/slow", b"<a href='/l'>l</a>")
     real = extract
 
     def slow(body: bytes, url: str, **kw):
-        time.sleep(1.5)  # a page of the batch that parses slowly, within its bounds
-        reconcile()  # the reconciler runs meanwhile, as beat has it do every few seconds
+        time.sleep(4.5)  # more than twice CRAWL_REDISPATCH_AFTER, in one page
         return real(body, url, **kw)
 
     monkeypatch.setattr("crawlcore.services.extract.extract", slow)
-    pages_extract(page_ids=[p.id for p in pages])
+    stop = threading.Event()
+
+    def reconciling() -> None:
+        try:
+            while not stop.wait(0.3):
+                reconcile()
+        finally:
+            connection.close()
+
+    beat = threading.Thread(target=reconciling)
+    beat.start()
+    try:
+        pages_extract(page_ids=[page.id])
+    finally:
+        stop.set()
+        beat.join(30)
     assert resent == []
     assert Page.objects.filter(extracted_at__isnull=True).count() == 0
+
+
+@pytest.mark.django_db
+def test_a_page_whose_parse_overruns_its_hard_bound_is_classified_and_its_batch_goes_on(settings, monkeypatch):
+    """Whatever a page holds, its parse is stopped at CRAWL_PARSE_TIMEOUT (a child process, killed): the page
+    is classified over the bound and extracted, and the pages after it are parsed."""
+    settings.CRAWL_PARSE_TIMEOUT = 1.0
+    monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
+    stuck = _page("http://example.com/stuck", b"<a href='/s'>s</a>")
+    after = _page("http://example.com/after", b"<a href='/a'>a</a>")
+    real = extract
+
+    def stuck_on(body: bytes, url: str, **kw):
+        if url.endswith("/stuck"):
+            time.sleep(120)  # a parse no bound of crawler.parse foresaw
+        return real(body, url, **kw)
+
+    monkeypatch.setattr("crawlcore.services.extract.extract", stuck_on)
+    started = time.monotonic()
+    pages_extract(page_ids=[stuck.id, after.id])
+    assert time.monotonic() - started < QUICK
+    assert Page.objects.filter(extracted_at__isnull=True).count() == 0
+    assert Url.objects.get(id=stuck.url_id).failure_kind == "parse:time"
+    assert Page.objects.get(id=stuck.id).extract_problem == "parse_time"
+    assert Url.objects.filter(url="http://example.com/a").exists()
 
 
 def _dispatch_writes(queries) -> list[str]:
@@ -200,12 +255,12 @@ def test_a_batch_that_waited_in_the_queue_says_it_is_alive_before_parsing(settin
     page = _page("http://example.com/waited", b"<a href='/w'>w</a>")
     Page.objects.filter(id=page.id).update(extract_dispatched_at=timezone.now() - timedelta(seconds=50))
     seen: list = []
-    real = extract
+    real = run_each
 
-    def watching(body: bytes, url: str, **kw):
+    def watching(*args, **kw):  # the parse starts here, in a child: what the worker said before it
         seen.append(Page.objects.get(id=page.id).extract_dispatched_at)
-        return real(body, url, **kw)
+        return real(*args, **kw)
 
-    monkeypatch.setattr("crawlcore.services.extract.extract", watching)
+    monkeypatch.setattr("crawlcore.services.extract.run_each", watching)
     pages_extract(page_ids=[page.id])
     assert seen and timezone.now() - seen[0] < timedelta(seconds=10)

@@ -2,7 +2,8 @@
 
 One embedded crawl (`manage.py crawl`, a subprocess, as an operator runs it) of a local web of single hostile
 inputs (testweb/unattended.py): a server where one URL answers 503 with Retry-After and every other 200,
-reached by a name that resolves at once; a page of one tag with 100,000 attributes; a page of 50,000 links;
+reached by a name that resolves at once; a page of one tag with 100,000 attributes; a page of one tag with
+480,000 attributes whose names start with a quote; a page of 50,000 links;
 links to 300 names whose lookups never answer (testweb/fakedns); a body that trickles. Every other page is
 fetched, each hostile input is classified, and the crawl ends by itself, well before its --max-seconds.
 """
@@ -52,7 +53,19 @@ def crawl(tmp_path_factory):
         )  # fmt: skip
         took = time.monotonic() - started
         assert proc.returncode == 0, proc.stderr[-4000:]
+        unextracted[web] = _unextracted(data / "crawladmin.sqlite3")
         yield web, json.loads(proc.stdout), _rows(data / "crawladmin.sqlite3"), took
+
+
+unextracted: dict = {}  # the crawl's web -> its pages left unextracted when the crawl ended
+
+
+def _unextracted(db: Path) -> int:
+    con = sqlite3.connect(db)
+    try:
+        return con.execute("SELECT count(*) FROM crawladmin_page WHERE extracted_at IS NULL").fetchone()[0]
+    finally:
+        con.close()
 
 
 def _rows(db: Path) -> dict[str, tuple[str, str, str, int]]:
@@ -87,6 +100,15 @@ def test_the_page_of_100000_attributes_is_classified_and_its_links_followed(craw
     fetched = web.fetched("heavy")
     for path in ("/before-attributes", "/after-attributes", "/after-1", "/after-2"):
         assert fetched.get(path) == [200], path
+
+
+def test_the_page_of_quote_named_attributes_is_classified_and_nothing_is_left_unextracted(crawl):
+    web, _summary, rows, _took = crawl
+    assert rows[web.url("heavy", "/quote-attributes")][:2] == ("visited", "parse:attributes")
+    fetched = web.fetched("heavy")
+    for path in ("/before-quote-attributes", "/after-quote-attributes"):
+        assert fetched.get(path) == [200], path
+    assert unextracted[web] == 0
 
 
 def test_links_past_the_bound_are_set_aside_and_counted_not_followed(crawl):

@@ -69,3 +69,46 @@ def encrypted(pdf: bytes, password: str = "secret") -> bytes:
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
+
+
+def costly_pdf(word: str = "budget", *, pages: int = 200, ops: int = 4000, title: str = "") -> bytes:
+    """A small PDF that is slow to read: `pages` pages sharing one compressed content stream of `ops`
+    operators that draw nothing, then a line showing `word`, so a reader decompresses and interprets the whole
+    stream once a page for a few words. What a server can send to make each read of it cost seconds
+    (crawler.pdf bounds it at MAX_SECONDS)."""
+    import zlib
+
+    body = "q 1 0 0 1 0 0 cm Q " * ops + f"BT /F1 11 Tf 72 760 Td ({word} report) Tj ET"
+    stream = zlib.compress(body.encode("latin-1"), 9)
+    head = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n"
+    objects: list[bytes] = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"",  # the page tree, below
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+    ]
+    first_page = len(objects) + 1
+    for _ in range(pages):
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+            b"/Resources << /Font << /F1 3 0 R >> >> >>"
+        )
+    kids = " ".join(f"{n} 0 R" for n in range(first_page, first_page + pages))
+    objects[1] = f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode()
+    info = None
+    if title:
+        objects.append(f"<< /Title ({_escape(title)}) >>".encode("latin-1"))
+        info = len(objects)
+    out = io.BytesIO()
+    out.write(head)
+    offsets = []
+    for number, obj in enumerate(objects, 1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n" % number + obj + b"\nendobj\n")
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    for offset in offsets:
+        out.write(b"%010d 00000 n \n" % offset)
+    trailer = f"<< /Size {len(objects) + 1} /Root 1 0 R" + (f" /Info {info} 0 R" if info else "") + " >>"
+    out.write(b"trailer\n" + trailer.encode() + b"\nstartxref\n%d\n%%%%EOF\n" % xref)
+    return out.getvalue()

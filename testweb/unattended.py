@@ -5,6 +5,8 @@ Servers (each on its own loopback IP and an ephemeral port):
   retry   one URL (/busy) answers 503 with Retry-After, every other one (/p0 … /p{PAGES-1}) 200; its home
           page links to /busy first, then to the rest
   heavy   /attributes: one tag of ATTRIBUTES attributes (~1.5 MB), with a link before and after it;
+          /quote-attributes: one tag of QUOTE_ATTRIBUTES attributes whose names start with a quote (~3.3 MB,
+          which libxml2 keeps as attributes), with a link before and after it;
           /links: LINKS links (to /private/…, which robots.txt disallows: recorded, never requested);
           /after-1, /after-2: plain pages linked from the home page after those two; and, with
           `hanging=N`, links to N names under HANG_SUFFIX, whose lookups never answer (testweb/fakedns)
@@ -24,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PAGES = 40
 ATTRIBUTES = 100_000
+QUOTE_ATTRIBUTES = 480_000
 LINKS = 50_000
 TRICKLE_FOR = 240.0
 DISALLOWED = "/private/"
@@ -45,6 +48,16 @@ def attributes_page() -> bytes:
         f"<!doctype html><html><head><title>attributes</title></head><body><a href='/before-attributes'>b</a>"
         f"<div {attrs}>one tag</div><a href='/after-attributes'>a</a></body></html>"
     ).encode()
+
+
+@cache
+def quote_attributes_page() -> bytes:
+    attrs = b" ".join(b'"%d' % i for i in range(QUOTE_ATTRIBUTES))
+    return (
+        b"<!doctype html><html><head><title>quote attributes</title></head><body>"
+        b"<a href='/before-quote-attributes'>b</a><p " + attrs + b">one tag</p>"
+        b"<a href='/after-quote-attributes'>a</a></body></html>"
+    )
 
 
 @cache
@@ -101,12 +114,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, _page(path))
         elif name == "heavy" and path == "/":
             hanging = [f"http://h{i}{HANG_SUFFIX}/" for i in range(web.hanging)]
-            self._send(200, _page("heavy", ["/attributes", "/links", "/after-1", "/after-2", *hanging]))
+            pages = ["/attributes", "/quote-attributes", "/links", "/after-1", "/after-2"]
+            self._send(200, _page("heavy", [*pages, *hanging]))
         elif name == "heavy" and path == "/attributes":
             self._send(200, attributes_page())
+        elif name == "heavy" and path == "/quote-attributes":
+            self._send(200, quote_attributes_page())
         elif name == "heavy" and path == "/links":
             self._send(200, links_page())
-        elif name == "heavy" and path in ("/after-1", "/after-2", "/before-attributes", "/after-attributes"):
+        elif name == "heavy" and path in ("/after-1", "/after-2", "/before-attributes", "/after-attributes",
+                                          "/before-quote-attributes", "/after-quote-attributes"):
             self._send(200, _page(path))
         elif name == "slow" and path == "/":
             self._send(200, _page("slow", ["/trickle"]))
@@ -151,7 +168,7 @@ class UnattendedWeb:
             self.hits.append(hit)
 
     def start(self) -> UnattendedWeb:
-        attributes_page(), links_page()  # built before any crawl's timing
+        attributes_page(), quote_attributes_page(), links_page()  # built before any crawl's timing
         for name in self.names:
             server = self._servers[name] = _Server(self, name, self.ips[name])
             t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)

@@ -6,6 +6,7 @@ idempotent (a window already written is not written again), so beat and the admi
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -15,9 +16,10 @@ from crawlcore.models import Server
 from monitoring.models import MaintenanceWindow
 
 from ..models import MaintenanceSchedule
-from ..recurrence import occurrences
+from ..recurrence import ScheduleError, occurrences
 
 MAINTENANCE_HORIZON = timedelta(days=2)
+log = logging.getLogger(__name__)
 
 
 def maintenance_windows_write(*, now: datetime | None = None, horizon: timedelta = MAINTENANCE_HORIZON) -> int:
@@ -26,7 +28,11 @@ def maintenance_windows_write(*, now: datetime | None = None, horizon: timedelta
     created = 0
     for sched in MaintenanceSchedule.objects.filter(enabled=True):
         duration = timedelta(minutes=sched.duration_minutes)
-        windows = list(occurrences(sched.schedule, duration, now, now + horizon))
+        try:
+            windows = list(occurrences(sched.schedule, duration, now, now + horizon))
+        except ScheduleError as exc:  # written past the model's check: this schedule opens nothing, others do
+            log.warning("maintenance schedule %s skipped: %s", sched.pk, exc)
+            continue
         if not windows:
             continue
         if sched.server_id:

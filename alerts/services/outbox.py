@@ -17,7 +17,7 @@ from django.db import transaction
 from crawlcore.models import Server, StatusCheck
 
 from ..logic import BAD, Kind, Route, cert_threshold_crossed, event_kind, kinds_parse, routes_match
-from ..models import Channel, Event, Notification, Rule
+from ..models import Channel, Event, Notification, Rule, owner_destination
 from .mutes import muted_servers
 
 log = logging.getLogger(__name__)
@@ -36,12 +36,28 @@ def _owner_channels(emails: set[str]) -> dict[str, int]:
     an owner: their events then go only where the rules send them."""
     if not emails or not settings.EMAIL_HOST:
         return {}
-    found = dict(Channel.objects.filter(owner_of__in=emails).values_list("owner_of", "id"))
+    # Only a channel to the owner's own address is theirs: one marked theirs but pointing elsewhere (written
+    # past Channel.clean) would take their alerts.
+    found = {}
+    for email, cid, url in Channel.objects.filter(owner_of__in=emails).values_list("owner_of", "id", "url"):
+        if url == owner_destination(email):
+            found[email] = cid
     for email in sorted(emails - set(found)):
-        channel = Channel(name=f"owner {email}"[:100], url=f"email:{email}", owner_of=email)
+        channel = Channel(name=_free_name(f"owner {email}"[:90]), url=owner_destination(email), owner_of=email)
         channel.save()
         found[email] = channel.id
     return found
+
+
+def _free_name(name: str) -> str:
+    """`name`, or `name (2)`, (3) ... when taken: a channel of that name must not stop the owner's."""
+    taken = set(Channel.objects.filter(name__startswith=name).values_list("name", flat=True))
+    n = 1
+    candidate = name
+    while candidate in taken:
+        n += 1
+        candidate = f"{name} ({n})"
+    return candidate
 
 
 def send_soon_on_commit(delay_s: float) -> None:

@@ -30,10 +30,13 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import F, Q
+from django.urls import reverse
 from django.utils import timezone
 
 from crawlcore.models import Server
+from monitoring.models import Incident
 from monitoring.selectors import monitor_names
+from monitoring.selectors_evidence import evidence_alert_lines
 
 from ..delivery import Outcome, deliver_all
 from ..destinations import Destination, DestinationError
@@ -145,6 +148,7 @@ def _views(rows: Sequence[Notification]) -> list[EventView]:
     servers = Server.objects.filter(id__in=ids)
     names = monitor_names(server_ids=ids)  # a monitor is named by its name, else by its server's origin
     origins = {s.id: (names.get(s.id) or s.origin, s.group) for s in servers.only("scheme", "host", "port", "group")}
+    answered, links = _evidence(rows)
     views = []
     for r in rows:
         e: Event = r.event
@@ -160,9 +164,22 @@ def _views(rows: Sequence[Notification]) -> list[EventView]:
                 to_status=e.to_status,
                 reason=e.reason,
                 locations=dict(e.locations or {}),
+                answered=answered.get(e.status_change_id, ""),
+                incident_url=links.get(e.status_change_id, ""),
             )
         )
     return views
+
+
+def _evidence(rows: Sequence[Notification]) -> tuple[dict[int, str], dict[int, str]]:
+    """By status change: what the server answered (its evidence, one line) and its incident page's address."""
+    change_ids = {r.event.status_change_id for r in rows if r.event.status_change_id}
+    if not change_ids:
+        return {}, {}
+    base = settings.ALERTS_BASE_URL or settings.MONITOR_PING_BASE_URL
+    incidents = Incident.objects.filter(status_change_id__in=change_ids).values_list("status_change_id", "id")
+    links = {cid: base + reverse("dashboard:incident", args=[pk]) for cid, pk in incidents}
+    return evidence_alert_lines(status_change_ids=change_ids), links
 
 
 def _record(rows: Sequence[Notification], token: str, outcome: Outcome, now: datetime) -> bool:

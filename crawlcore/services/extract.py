@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from django.conf import settings
 from django.db import transaction
@@ -20,9 +21,10 @@ from crawlcore.db.transactions import unflushed_commits
 from crawlcore.models import JobUrl, Link, Page, Url, page_body
 from crawler import notfollowed
 from crawler.brokenlinks import fragment_missing
+from crawler.child import ChildResult, run_each
 from crawler.fulltext import IndexText
 from crawler.lifecycle import State
-from crawler.parse import Extracted, Found, extract
+from crawler.parse import LIMIT_MEMORY, LIMIT_TIME, Extracted, Found, extract, is_html
 from crawler.pdf import extract_pdf, is_pdf
 from crawler.sanitize import clean_label
 
@@ -32,6 +34,11 @@ from .render import ExtractedPage, pages_render_flag
 from .urls import NewUrl, new_url_from, urls_insert, urls_known
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# A page whose parse its child's hard bounds stopped (crawler.child's error -> the limit, the problem).
+PARSE_STOPPED = {"timeout": (LIMIT_TIME, "parse_time"), "memory": (LIMIT_MEMORY, "parse_memory")}
 
 LINK_COLUMNS = ("from_url_id", "to_url_id", "anchor_text", "element", "nofollow", "fragments")
 
@@ -240,6 +247,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
                     ex.description if ex else "",
                     "\n".join(ex.anchors) if ex and ex.anchors is not None else None,
                     ex.problem if ex else "",
+                    stored_text(ex),
                 )
                 for page, ex in parsed
             ]
@@ -267,30 +275,134 @@ def _render_candidates(parsed: list[tuple[StoredPage, Extracted | None]]) -> lis
 
 
 def _parse_pages(pages: list[StoredPage]) -> list[tuple[StoredPage, Extracted | None]]:
-    """Each page parsed (None when the parser failed on it). Each parse is bounded (crawler.parse), yet a
-    batch of large pages takes a while: the pages' extract_dispatched_at is moved on as it goes, so the
-    reconciler does not take them for lost (CRAWL_REDISPATCH_AFTER) and start a second parse of the same
-    pages beside this one. Before the first parse only a batch that waited in the queue more than half of
-    CRAWL_REDISPATCH_AFTER says so: any other still has two of the parse's beats (a quarter of it each)
-    before the reconciler could take it, and the first beat moves it on. That write is a second update of
-    every page it names (a new row version each), and in a crawl whose extraction lags its loading most
-    batches wait a beat or more."""
+    """Each page parsed (None when the parser failed on it), in a child process (crawler.child.run_each), each
+    page within CRAWL_PARSE_TIMEOUT and CRAWL_PARSE_MEMORY_MB: whatever a page holds, its parse ends there and
+    the page is classified over the bound (LIMIT_TIME, LIMIT_MEMORY), and the batch goes on.
+
+    While a parse runs, this worker's thread is free: every quarter of CRAWL_REDISPATCH_AFTER it moves the
+    pages' extract_dispatched_at on, however long one page takes, so the reconciler never takes a batch a
+    live worker holds for lost (and never starts a second parse of it); once this worker is gone, its child
+    is gone too (its own timer), and the batch is sent again. Before the first parse only a batch that waited
+    in the queue more than half of CRAWL_REDISPATCH_AFTER says so: any other still has two beats (a quarter
+    of it each) before the reconciler could take it, and the first beat moves it on. That write is a second
+    update of every page it names (a new row version each), and in a crawl whose extraction lags its loading
+    most batches wait a beat or more."""
     ids = [page.id for page in pages]
-    beat = max(1.0, settings.CRAWL_REDISPATCH_AFTER / 4)
-    last = time.monotonic()
-    if any(page.waited for page in pages):
+
+    def alive() -> None:
         Page.objects.filter(id__in=ids, extracted_at__isnull=True).update(extract_dispatched_at=timezone.now())
-    parsed: list[tuple[StoredPage, Extracted | None]] = []
+
+    if any(page.waited for page in pages):
+        alive()
+    known = _known_copies(pages)
+    todo, same_as = _to_parse(pages, known)
+    results = parse_bounded(todo, _read_page, on_beat=alive)
+    done: dict[int, Extracted | None] = dict(known)
+    for page, result in zip(todo, results, strict=True):
+        done[page.id] = _parse_outcome(page, result)
+    for page_id, first_id in same_as.items():
+        first = done[first_id]
+        done[page_id] = dataclasses.replace(first) if first is not None else None
+    return [(page, done[page.id]) for page in pages]
+
+
+def parse_bounded(
+    items: Sequence[T], read: Callable[[T], Extracted], *, on_beat: Callable[[], None] | None = None
+) -> list[ChildResult]:
+    """`read(item)` for each item, in a child process, each within CRAWL_PARSE_TIMEOUT and
+    CRAWL_PARSE_MEMORY_MB (crawler.child.run_each); `on_beat` every quarter of CRAWL_REDISPATCH_AFTER while
+    it waits. The one way a stored answer is parsed: an HTML page or a PDF (read_stored), and a page's
+    rendered DOM (its serialised HTML through crawler.parse.extract) when rendering feeds this path."""
+    return run_each(
+        read,
+        items,
+        deadline_s=settings.CRAWL_PARSE_TIMEOUT,
+        memory_bytes=settings.CRAWL_PARSE_MEMORY_MB * 1024 * 1024,
+        beat_s=max(0.25, settings.CRAWL_REDISPATCH_AFTER / 4),
+        on_beat=on_beat,
+    )
+
+
+def _read_page(page: StoredPage) -> Extracted:
+    """In the parse's child: what the stored page says, its labels clean."""
+    return _labels_clean(read_stored(page.body, page.url, page.content_type))
+
+
+def _parse_outcome(page: StoredPage, result: ChildResult) -> Extracted | None:
+    if result.ok:
+        return result.value
+    stopped = PARSE_STOPPED.get("timeout" if result.timed_out else result.error)
+    if stopped is not None:
+        # Over the hard bound: nothing of the page is kept but the fact, and the page moves on (extracted).
+        limit, problem = stopped
+        return Extracted(base_url=page.url, limits=[limit], problem=problem)
+    # A parser bug, or a child that died: the page is marked and logged, the batch goes on.
+    log.error("extract failed for page %s (%s): %s", page.id, page.url[:200], result.error[:500])
+    return None
+
+
+def _to_parse(pages: list[StoredPage], known: dict[int, Extracted]) -> tuple[list[StoredPage], dict[int, int]]:
+    """The pages to parse, and the PDFs of the batch that are byte for byte one parsed with them (page id ->
+    that page's id): a PDF is read once a batch."""
+    todo: list[StoredPage] = []
+    same_as: dict[int, int] = {}
+    first_of: dict[str, StoredPage] = {}
     for page in pages:
-        try:
-            parsed.append((page, _labels_clean(read_stored(page.body, page.url, page.content_type))))
-        except Exception:  # a parser bug must not stop the batch: the page is marked and logged
-            log.exception("extract failed for page %s (%s)", page.id, page.url)
-            parsed.append((page, None))
-        if time.monotonic() - last > beat:
-            last = time.monotonic()
-            Page.objects.filter(id__in=ids, extracted_at__isnull=True).update(extract_dispatched_at=timezone.now())
-    return parsed
+        if page.id in known:
+            continue
+        if page.checksum and is_pdf(page.content_type):
+            first = first_of.setdefault(page.checksum, page)
+            if first is not page:
+                same_as[page.id] = first.id
+                continue
+        todo.append(page)
+    return todo, same_as
+
+
+def _known_copies(pages: list[StoredPage]) -> dict[int, Extracted]:
+    """The PDFs of the batch whose bytes an earlier page already had extracted (same checksum): what that page
+    said, its links read back from its link rows, instead of a second read. A PDF's read is the costly one
+    (pure Python, up to crawler.pdf.MAX_SECONDS), and such a page is a duplicate anyway (_record). HTML is
+    parsed again: it is cheap, and its relative links depend on its own URL."""
+    pdfs = [page for page in pages if page.checksum and is_pdf(page.content_type)]
+    if not pdfs:
+        return {}
+    originals: dict[str, tuple] = {}
+    rows = (
+        Page.objects.filter(checksum__in={page.checksum for page in pdfs}, extracted_at__isnull=False)
+        .exclude(text=None)
+        .order_by("id")
+        .values_list("checksum", "id", "url_id", "title", "description", "text", "extract_problem")
+    )
+    for checksum, *row in rows:
+        originals.setdefault(checksum, tuple(row))
+    out: dict[int, Extracted] = {}
+    links_of: dict[int, list[tuple]] = {}
+    for page in pdfs:
+        original = originals.get(page.checksum)
+        if original is None or original[0] == page.id:
+            continue
+        _pk, url_id, title, description, text, problem = original
+        if url_id not in links_of:
+            links_of[url_id] = list(
+                Link.objects.filter(from_url_id=url_id)
+                .order_by("id")
+                .values_list("to_url__url", "element", "anchor_text", "nofollow")
+            )
+        links = [Found(url, element, anchor, nofollow) for url, element, anchor, nofollow in links_of[url_id]]
+        out[page.id] = Extracted(
+            title=title, description=description, links=links, base_url=page.url, anchors=None, text=text,
+            problem=problem,
+        )  # fmt: skip
+    return out
+
+
+def stored_text(ex: Extracted | None) -> str:
+    """What a page says, as kept on its row for search snippets (search.selectors): its visible text and its
+    description, whitespace collapsed, so that a search never parses a page again."""
+    if ex is None:
+        return ""
+    return " ".join(" ".join(t for t in (ex.text, ex.description) if t).split())
 
 
 def _links_of(ex: Extracted) -> list[tuple[Found, bool]]:
@@ -374,6 +486,7 @@ def _record(
                 "description": "description",
                 "anchors": "anchors",
                 "extract_problem": "extract_problem",
+                "text": "text",
                 "search_vector": SearchVector(),
                 "extracted_at": Const(now, "timestamptz"),
                 # A page whose body has the same checksum as an earlier page is a duplicate of the earliest one.
@@ -404,6 +517,7 @@ def _record(
                 ("description", "text"),
                 ("anchors", "text"),
                 ("extract_problem", "text"),
+                ("text", "text"),
                 ("ix_title", "text"),
                 ("ix_heads", "text"),
                 ("ix_anchors", "text"),
@@ -432,3 +546,43 @@ def _fragments(link: Found) -> str:
     if not link.fragments:
         return ""
     return "\n".join(f"{f}\t{text}" for f, text in link.fragments if "\t" not in f and "\n" not in f)
+
+
+TEXT_FILL_BATCH = 500
+TEXT_FILL_BUDGET_S = 20.0  # a run stops starting new pages past this (each is bounded by CRAWL_PARSE_TIMEOUT)
+TEXT_FILL_CHUNK = 25
+
+
+def pages_text_fill(*, limit: int = TEXT_FILL_BATCH, budget_s: float = TEXT_FILL_BUDGET_S) -> int:
+    """Keep the text of up to `limit` pages extracted without it (NULL: before Page.text was kept, or a type
+    that is not parsed, whose text is ""), those that are parsed read again in the parse's child within its
+    bounds: the search's snippets then come from it. Run with the reconciler, a bounded batch each time
+    (page_text_missing_idx finds them), so an upgrade is never one long pass over every page. Returns the
+    pages written."""
+    rows = list(
+        Page.objects.filter(extracted_at__isnull=False, text=None)
+        .order_by("id")
+        .values_list("id", "body_z", "content_type", "url__url")[:limit]
+    )
+    if not rows:
+        return 0
+    parsed = [row for row in rows if is_pdf(row[2]) or is_html(row[2] or None)]
+    unparsed = [row[0] for row in rows if not (is_pdf(row[2]) or is_html(row[2] or None))]
+    Page.objects.filter(id__in=unparsed, text=None).update(text="")
+    end = time.monotonic() + budget_s
+    written = len(unparsed)
+    for i in range(0, len(parsed), TEXT_FILL_CHUNK):
+        if time.monotonic() > end:
+            break
+        stored = [
+            StoredPage(pk, 0, body_z, content_type or "", "", url, 0, "", "", 0, False, False, None)
+            for pk, body_z, content_type, url in parsed[i : i + TEXT_FILL_CHUNK]
+        ]
+        results = parse_bounded(stored, _read_page)
+        with transaction.atomic():
+            for page, result in zip(stored, results, strict=True):
+                # A page that cannot be read within the bounds keeps an empty text: it is not tried again.
+                text = stored_text(result.value if result.ok else None)
+                Page.objects.filter(id=page.id, text=None).update(text=text)
+        written += len(stored)
+    return written

@@ -21,17 +21,19 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, F, Max, OuterRef, Q
+from django.db.models import Exists, F, Max, OuterRef
 from django.utils import timezone
 
 from crawlcore.db.bulk import insert_ignore
-from crawlcore.models import Job, JobRun, JobUrl, Link, Page, Server, Url
+from crawlcore.models import Job, JobRun, JobUrl, Link, Page, Url
 from crawlcore.selectors_jobs import job_counts, job_stalled
 from crawler import jobrules, notfollowed
+from crawler.child import run_each
 from crawler.jobrules import PathRules
 from crawler.lifecycle import State
 from crawler.scope import Scope, registered_domain
 from crawler.urlnorm import server_key
+from crawler.userregex import COMPILE_MEMORY_BYTES
 
 from .load_dispatch import servers_dispatch_with_due_work
 from .urls import NewUrl, urls_insert, urls_known
@@ -63,6 +65,7 @@ def _tell(kind: str, *, job: Job, run: JobRun, facts: dict | None = None) -> Non
 # The reasons a job sets its queued URLs aside for while it does not run: taken back when it runs again.
 HELD = (jobrules.JOB_PAUSED, jobrules.JOB_STOPPED, jobrules.OUTSIDE_WINDOW)
 BUDGET_TRIES = 8
+PATTERNS_HARD_STOP_AFTER_S = 0.5  # past a page's budget, its patterns' child is killed
 
 
 class JobError(ValueError):
@@ -98,12 +101,13 @@ class JobRules:
         return (host if self.scope == "host" else registered_domain(host)) in self.roots
 
     def reason(self, url: str, depth: int) -> str:
-        """Why the job does not take this URL in ("" when it does), its state and budget aside."""
+        """Why the job does not take this URL in ("" when it may), its patterns (`paths`, judged a page at a
+        time: _path_verdicts), state and budget aside."""
         if not self.in_scope(server_key(url).host):
             return "out of scope"
         if depth > self.max_depth:
             return "too deep"
-        return self.paths.reason(url)
+        return ""
 
     def held_reason(self, now: datetime) -> str:
         """Why the job's new URLs wait ("" when they are due now)."""
@@ -125,6 +129,7 @@ class Admission:
     reasons: dict[str, str] = field(default_factory=dict)  # url -> why set aside
     parents: set[int] = field(default_factory=set)  # the job pages among the batch's parents
     rules: dict[int, JobRules] = field(default_factory=dict)
+    joined: set[str] = field(default_factory=set)  # URLs due in the crawl already when the jobs reached them
 
     def applies(self, parent_id: int) -> bool:
         return parent_id in self.parents
@@ -141,19 +146,19 @@ class Admission:
         return url in self.joins and not self.reasons.get(url)
 
     def record(self, ids: dict[str, int], *, walk: bool = True) -> list[int]:
-        """Write the JobUrl rows of the URLs taken in (after their insert), and the jobs' politeness onto
-        the servers they reach. A URL a job reaches that was fetched and extracted already (by another
-        crawl or job) is walked on at once (job_walk_stored), unless `walk` is off (the walk itself): the
-        ids of the URLs newly joined that were fetched already."""
-        rows = sorted({(job_id, ids[url], depth) for url, jobs in self.joins.items() if url in ids
-                       for job_id, depth in jobs.items()})  # fmt: skip
+        """Write the JobUrl rows of the URLs taken in (after their insert): a running job's politeness then
+        applies to the servers they are on (selectors_jobs.jobs_politeness), never written onto them. A URL
+        a job reaches that was fetched and extracted already (by another crawl or job) is walked on at once
+        (job_walk_stored), unless `walk` is off (the walk itself): the ids of the URLs newly joined that were
+        fetched already."""
+        rows = sorted({(job_id, ids[url], depth, url in self.joined) for url, jobs in self.joins.items()
+                       if url in ids for job_id, depth in jobs.items()})  # fmt: skip
         if not rows:  # no job page in the batch (most batches): nothing to read or write
             return []
         url_ids = {r[1] for r in rows}
         have = set(JobUrl.objects.filter(job_id__in={r[0] for r in rows}, url_id__in=url_ids)
                    .values_list("job_id", "url_id"))  # fmt: skip
-        insert_ignore(JobUrl._meta.db_table, ("job_id", "url_id", "depth"), rows)
-        servers_politeness_apply(job_ids={r[0] for r in rows}, url_ids=url_ids)
+        insert_ignore(JobUrl._meta.db_table, ("job_id", "url_id", "depth", "joined"), rows)
         joined = {r[1] for r in rows if (r[0], r[1]) not in have}
         fetched = _fetched(joined)
         if walk and fetched:
@@ -179,6 +184,8 @@ def jobs_admit(*, links: Sequence[tuple[int, str, int]], now: datetime | None = 
     admission.rules = {j.id: JobRules.of(j) for j in Job.objects.filter(id__in={j for m in memberships.values()
                                                                                for j, _ in m})}  # fmt: skip
     first_reason: dict[str, str] = {}
+    candidates: list[tuple[int, str, int, int]] = []  # (parent, url, job id, depth)
+    patterned: dict[tuple[int, int], dict[str, None]] = {}  # (parent, job id) -> the URLs its patterns judge
     for parent, url, step in links:
         for job_id, parent_depth in memberships.get(parent, ()):
             rules = admission.rules.get(job_id)
@@ -189,9 +196,22 @@ def jobs_admit(*, links: Sequence[tuple[int, str, int]], now: datetime | None = 
             if reason:
                 first_reason.setdefault(url, reason)
                 continue
-            jobs = admission.joins.setdefault(url, {})
-            jobs[job_id] = min(depth, jobs.get(job_id, depth))
-    _budget(admission)
+            if rules.paths:
+                patterned.setdefault((parent, job_id), {})[url] = None
+            candidates.append((parent, url, job_id, depth))
+    verdicts = _path_verdicts(patterned, admission.rules) if patterned else {}
+    for parent, url, job_id, depth in candidates:
+        reason = verdicts.get((parent, job_id, url), "")
+        if reason:
+            first_reason.setdefault(url, reason)
+            continue
+        jobs = admission.joins.setdefault(url, {})
+        jobs[job_id] = min(depth, jobs.get(job_id, depth))
+    known = urls_known(list(admission.joins)) if admission.joins else None
+    if known is not None:
+        # Known and not set aside: the crawl had it due for its own sake before any of these jobs reached it.
+        admission.joined = {u for u, i in known.ids.items() if i not in known.liftable}
+    _budget(admission, known)
     parents_of: dict[str, set[int]] = {}
     for parent, url, _ in links:
         if parent in admission.parents:
@@ -207,14 +227,39 @@ def jobs_admit(*, links: Sequence[tuple[int, str, int]], now: datetime | None = 
     return admission
 
 
-def _budget(admission: Admission) -> None:
+def _path_verdicts(
+    patterned: dict[tuple[int, int], dict[str, None]], rules: dict[int, JobRules]
+) -> dict[tuple[int, int, str], str]:
+    """The jobs' patterns over each page's links ((parent, job id) -> its URLs): (parent, job id, URL) -> ""
+    or why not. Each page's links are judged within one budget (crawler.jobrules.PAGE_BUDGET_S), in a child
+    process stopped a little after it (crawler.child.run_each), the patterns compiled there: a search stuck
+    inside the matcher ends there too, and the links of its page are set aside, never followed blindly."""
+    items = [(key, list(urls)) for key, urls in patterned.items()]
+    results = run_each(
+        lambda item: rules[item[0][1]].paths.reasons(item[1]),
+        items,
+        deadline_s=jobrules.PAGE_BUDGET_S + PATTERNS_HARD_STOP_AFTER_S,
+        memory_bytes=COMPILE_MEMORY_BYTES,
+    )
+    out: dict[tuple[int, int, str], str] = {}
+    for ((parent, job_id), urls), result in zip(items, results, strict=True):
+        if not result.ok:
+            log.warning("job %s: the patterns over the links of page %s stopped (%s)", job_id, parent, result.error)
+        verdicts = result.value if result.ok else [jobrules.EXCLUDED_BY_PATTERN] * len(urls)
+        for url, verdict in zip(urls, verdicts, strict=True):
+            out[(parent, job_id, url)] = verdict
+    return out
+
+
+def _budget(admission: Admission, found=None) -> None:
     """Drop the joins beyond each job's max_pages. A URL the job reached already costs nothing; the new
-    ones take what is left of the budget with one guarded update, shallowest first."""
+    ones take what is left of the budget with one guarded update, shallowest first. `found`: the lookup of
+    the joins' URLs made already."""
     capped = {j for j, r in admission.rules.items() if r.max_pages is not None}
     if not capped or not admission.joins:
         return
     urls = list(admission.joins)
-    known = urls_known(urls).ids
+    known = (found or urls_known(urls)).ids
     have = set(
         JobUrl.objects.filter(job_id__in=capped, url_id__in=list(known.values())).values_list("job_id", "url_id")
     )
@@ -299,37 +344,21 @@ def _budget_reached(job_id: int, max_pages: int) -> None:
             _tell(BUDGET_REACHED, job=Job.objects.get(id=job_id), run=run, facts={"max_pages": max_pages})
 
 
-def servers_politeness_apply(*, job_ids: Iterable[int], url_ids: Iterable[int]) -> None:
-    """The strictest politeness of the jobs wins on the servers their URLs are on: the longest delay, the
-    fewest requests in flight (only ever raised, respectively lowered, here)."""
-    jobs = list(Job.objects.filter(id__in=set(job_ids)).values_list("delay", "concurrency"))
-    delays = [d for d, _ in jobs if d]
-    caps = [c for _, c in jobs if c]
-    if not (delays or caps):
-        return
-    servers = Url.objects.filter(id__in=set(url_ids)).values("server_id")
-    if delays:
-        d = max(delays)
-        Server.objects.filter(id__in=servers).filter(Q(min_delay__isnull=True) | Q(min_delay__lt=d)).update(min_delay=d)
-    if caps:
-        c = min(caps)
-        Server.objects.filter(id__in=servers).filter(
-            Q(max_concurrency__isnull=True) | Q(max_concurrency__gt=c)
-        ).update(max_concurrency=c)
-
-
 # -- the job's life --------------------------------------------------------------------------------------
 def _job_urls(job_id: int):
     return JobUrl.objects.filter(job_id=job_id).values("url_id")
 
 
 def job_hold(*, job_id: int, reason: str) -> int:
-    """Set the job's queued URLs aside for `reason`, but those another running job reached too. Returns how
-    many. A URL a load batch holds (leased) is set aside as well: the batch sees it before its request and
-    hands it back unfetched (crawlcore.services.load), so a pause stops the job's requests within seconds."""
+    """Set the job's queued URLs aside for `reason`, but those another running job reached too and those the
+    crawl had due before the job reached them (JobUrl.joined: the default crawl's, which no job would take
+    back). Returns how many. A URL a load batch holds (leased) is set aside as well: the batch sees it before
+    its request and hands it back unfetched (crawlcore.services.load), so a pause stops the job's requests
+    within seconds."""
     others = JobUrl.objects.filter(url_id=OuterRef("pk"), job__state=Job.RUNNING).exclude(job_id=job_id)
+    own = JobUrl.objects.filter(job_id=job_id, joined=False).values("url_id")
     return (
-        Url.objects.filter(id__in=_job_urls(job_id), state=State.INIT.value, exclusion_reason="")
+        Url.objects.filter(id__in=own, state=State.INIT.value, exclusion_reason="")
         .exclude(Exists(others))
         .update(exclusion_reason=reason, next_check_at=None)
     )
@@ -348,22 +377,30 @@ def job_seeds_insert(*, job: Job) -> set[int]:
     seeds = [NewUrl(u, depth=0, scope=Scope.for_seed(job.scope, server_key(u).host)) for u in job.seeds]
     # Not trusted, unlike the seeds of `crawl URL…` typed in a shell: a job may come from the API, and only a
     # superuser marks a server trusted (to be crawled on a private address).
-    inserted = urls_insert(urls=seeds)
+    before = urls_known([s.url for s in seeds])
+    due_before = {i for i, (state, reason) in _states(before.ids.values()).items()
+                  if state == State.INIT.value and reason == ""}  # fmt: skip
+    inserted = urls_insert(urls=seeds, known=before)
     ids = [inserted.ids[s.url] for s in seeds if s.url in inserted.ids]
     have = set(JobUrl.objects.filter(job_id=job.id, url_id__in=ids).values_list("url_id", flat=True))
     new = [i for i in ids if i not in have]
     if job.max_pages is not None:
         new = new[: budget_take(job_id=job.id, want=len(new), max_pages=job.max_pages)]
     granted = new
-    insert_ignore(JobUrl._meta.db_table, ("job_id", "url_id", "depth"), [(job.id, i, 0) for i in sorted(granted)])
+    insert_ignore(JobUrl._meta.db_table, ("job_id", "url_id", "depth", "joined"),
+                  [(job.id, i, 0, i in due_before) for i in sorted(granted)])  # fmt: skip
     # A seed known already but set aside for how it was found elsewhere (too deep, a pattern) is the job's now.
     lift = Url.objects.filter(id__in=granted, state=State.INIT.value, exclusion_reason__in=notfollowed.LIFTABLE)
     lift.update(exclusion_reason="", next_check_at=timezone.now(), depth=0)
-    servers_politeness_apply(job_ids=[job.id], url_ids=ids)
     # A seed another crawl fetched and extracted already leads the job on from its stored links.
     job_walk_stored(url_ids=_fetched(granted))
     return set(Url.objects.filter(id__in=_job_urls(job.id), state=State.INIT.value, exclusion_reason="")
                .values_list("server_id", flat=True).distinct())  # fmt: skip
+
+
+def _states(url_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    rows = Url.objects.filter(id__in=list(url_ids)).values_list("id", "state", "exclusion_reason")
+    return {i: (state, reason) for i, state, reason in rows}
 
 
 def _counts(job_id: int) -> tuple[int, int]:
@@ -553,42 +590,71 @@ def jobs_tick(*, now: datetime | None = None) -> dict[str, int]:
     out = {"started": 0, "finished": 0}
     revisits = Job.objects.filter(enabled=True, schedule="", revisit_after__isnull=False, state=Job.IDLE)
     for job in revisits:
-        last = JobRun.objects.filter(job_id=job.id).order_by("-started_at").values_list("ended_at", flat=True).first()
-        if last is not None and (now - last).total_seconds() >= (job.revisit_after or 0):
-            try:
-                job_start(name=job.name, trigger="revisit")
-                out["started"] += 1
-            except JobError as exc:
-                log.info("revisit of %s skipped: %s", job.name, exc)
+        out["started"] += _guarded(job, "revisit", lambda job=job: _revisit_due(job, now))
     for job in Job.objects.filter(enabled=True).exclude(schedule="").exclude(state__in=[Job.RUNNING, Job.PAUSED]):
-        tz = ZoneInfo(job.time_zone)
-        if job.next_run_at is None:
-            nxt = jobrules.schedule_next(job.schedule, now.astimezone(tz))
-            Job.objects.filter(id=job.id, next_run_at__isnull=True).update(next_run_at=nxt)
-            continue
-        if job.next_run_at <= now:
-            nxt = jobs_next = jobrules.schedule_next(job.schedule, now.astimezone(tz))
-            if Job.objects.filter(id=job.id, next_run_at=job.next_run_at).update(next_run_at=jobs_next):
-                try:
-                    job_start(name=job.name, trigger="schedule")
-                    out["started"] += 1
-                except JobError as exc:
-                    log.info("scheduled start of %s skipped: %s (next %s)", job.name, exc, nxt)
+        out["started"] += _guarded(job, "schedule", lambda job=job: _schedule_due(job, now))
     jobs_sample(now=now)
     for job in Job.objects.filter(state=Job.RUNNING):
-        inside = jobrules.in_windows(job.windows, now.astimezone(ZoneInfo(job.time_zone)))
-        if inside:
-            servers = job_unhold(job_id=job.id, reasons=[jobrules.OUTSIDE_WINDOW])
-            _dispatch_soon(servers)
-        else:
-            job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
-        c = job_counts(job_id=job.id, now=now)
-        if inside and c["queued"] == 0 and c["fetching"] == 0 and c["unextracted"] == 0:
-            if job_finish(job_id=job.id, reason="done"):
-                out["finished"] += 1
-        elif inside:
-            job_stall_check(job=job, now=now)
+        out["finished"] += _guarded(job, "window", lambda job=job: _window_edge(job, now))
     return out
+
+
+def _guarded(job: Job, step: str, fn) -> int:
+    """One job's step of the tick: whatever goes wrong with this job (a schedule that never comes, a time
+    zone gone from the system) is logged and moves it forward, and the other jobs' steps still run."""
+    try:
+        with transaction.atomic():
+            return int(fn())
+    except JobError as exc:
+        log.info("%s of job %s skipped: %s", step, job.name, exc)
+    except Exception:
+        log.exception("%s of job %s failed; the other jobs go on", step, job.name)
+    if step == "schedule":
+        # Its next start unknown: asked again in a day, not at every tick.
+        Job.objects.filter(id=job.id).update(next_run_at=timezone.now() + timedelta(days=1))
+    return 0
+
+
+def _revisit_due(job: Job, now: datetime) -> bool:
+    last = JobRun.objects.filter(job_id=job.id).order_by("-started_at").values_list("ended_at", flat=True).first()
+    if last is None or (now - last).total_seconds() < (job.revisit_after or 0):
+        return False
+    job_start(name=job.name, trigger="revisit")
+    return True
+
+
+def _schedule_due(job: Job, now: datetime) -> bool:
+    tz = ZoneInfo(job.time_zone)
+    if job.next_run_at is None:
+        nxt = jobrules.schedule_next(job.schedule, now.astimezone(tz))
+        Job.objects.filter(id=job.id, next_run_at__isnull=True).update(next_run_at=nxt)
+        return False
+    if job.next_run_at > now:
+        return False
+    nxt = jobrules.schedule_next(job.schedule, now.astimezone(tz))
+    if not Job.objects.filter(id=job.id, next_run_at=job.next_run_at).update(next_run_at=nxt):
+        return False  # another tick took this start
+    try:
+        job_start(name=job.name, trigger="schedule")
+    except JobError as exc:
+        log.info("scheduled start of %s skipped: %s (next %s)", job.name, exc, nxt)
+        return False
+    return True
+
+
+def _window_edge(job: Job, now: datetime) -> bool:
+    inside = jobrules.in_windows(job.windows, now.astimezone(ZoneInfo(job.time_zone)))
+    if inside:
+        servers = job_unhold(job_id=job.id, reasons=[jobrules.OUTSIDE_WINDOW])
+        _dispatch_soon(servers)
+    else:
+        job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
+    c = job_counts(job_id=job.id, now=now)
+    if inside and c["queued"] == 0 and c["fetching"] == 0 and c["unextracted"] == 0:
+        return job_finish(job_id=job.id, reason="done")
+    if inside:
+        job_stall_check(job=job, now=now)
+    return False
 
 
 # -- definitions (admin, API, config file) -------------------------------------------------------------
@@ -611,8 +677,6 @@ def job_save(*, spec: dict, dry_run: bool = False) -> tuple[str, Job | None]:
     job.save()
     if {"include", "exclude", "max_depth", "scope"} & set(changed):
         job_rules_reapply(job=job)
-    if {"delay", "concurrency"} & set(changed):
-        servers_politeness_apply(job_ids=[job.id], url_ids=_job_urls(job.id).values_list("url_id", flat=True)[:100_000])
     return "changed", job
 
 
@@ -639,10 +703,18 @@ def job_rules_reapply(*, job: Job, chunk: int = 1000) -> int:
             return set_aside
         last = rows[-1][0]
         by_reason: dict[str, list[int]] = {}
+        passed: dict[str, int] = {}
         for url_id, url, depth in rows:
             reason = rules.reason(url, depth)
             if reason:
                 by_reason.setdefault(reason, []).append(url_id)
+            elif rules.paths:
+                passed[url] = url_id
+        # The patterns over the chunk, as over a page's links: within one budget, in a bounded child.
+        verdicts = _path_verdicts({(0, job.id): dict.fromkeys(passed)}, {job.id: rules}) if passed else {}
+        for (_, _, url), reason in verdicts.items():
+            if reason:
+                by_reason.setdefault(reason, []).append(passed[url])
         for reason, ids in by_reason.items():
             set_aside += Url.objects.filter(id__in=ids, exclusion_reason__in=["", *HELD]).update(
                 exclusion_reason=reason, next_check_at=None
@@ -657,5 +729,5 @@ def job_delete(*, name: str) -> bool:
         return False
     job_hold(job_id=job.id, reason=jobrules.JOB_STOPPED)
     JobUrl.objects.filter(job_id=job.id).delete()
-    job.delete()
+    job.delete()  # its politeness goes with it: read while it runs (selectors_jobs.jobs_politeness), never written
     return True

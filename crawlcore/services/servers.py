@@ -15,6 +15,7 @@ from django.utils import timezone
 from crawlcore.db import locks
 from crawlcore.db.raw import rows_by_values
 from crawlcore.models import Page, Server, ServerLease, Url
+from crawlcore.selectors_jobs import server_concurrency_cap
 from crawler.fetch import lookup_many
 from crawler.lifecycle import Agent
 from crawler.netguard import forbidden_reason, parse_cidrs
@@ -110,9 +111,9 @@ def server_claim(
     found = Server.objects.filter(id=server_id, enabled=True, excluded_reason="").values_list("max_concurrency")
     if not found:
         return None
-    # An operator's or a job's lower bound takes the first slots only; the rest stay untouched.
-    (cap,) = found[0]
-    slots = range(min(settings.CRAWL_SERVER_CONCURRENCY, cap or settings.CRAWL_SERVER_CONCURRENCY))
+    # An operator's or a running job's lower bound takes the first slots only; the rest stay untouched.
+    (own,) = found[0]
+    slots = range(server_concurrency_cap(server_id, own, settings.CRAWL_SERVER_CONCURRENCY))
     ServerLease.objects.bulk_create([ServerLease(server_id=lease_id, slot=n) for n in slots], ignore_conflicts=True)
     for n in slots:
         changed = (

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from crawlcore.models import Exchange, Server
+from crawlcore.selectors_jobs import jobs_politeness
 from crawler.engine import EngineFetcher, refused_nul_header
 from crawler.fetch import FailureKind, Fetcher, FetchPolicy, FetchResult, Timings
 from crawler.hosthealth import HealthSource
@@ -152,6 +153,8 @@ class ServerVisit:
         self._pace = health_pace_delay(server_id=server.id)
         # Slots and turns are per host and port, whatever the scheme (server_politeness_id).
         self.turn_id = turn_id if turn_id is not None else server.id
+        # A running job's politeness, read once a visit (selectors_jobs.jobs_politeness): never the server's own.
+        self._job_delay = jobs_politeness(server_id=server.id)[0] or 0.0
 
     @classmethod
     def open(cls, *, server_id: int, owner: str, agent: Agent, gate: Gate | None = None) -> ServerVisit | None:
@@ -223,8 +226,9 @@ class ServerVisit:
         return True
 
     def delay(self) -> float:
-        # Politeness (Server.request_delay), raised by the pace the server's answers ask for (its health).
-        return max(self.server.request_delay(), self._pace)
+        # Politeness (Server.request_delay), raised by the pace the server's answers ask for (its health) and
+        # by the running jobs that reach it.
+        return max(self.server.request_delay(), self._pace, self._job_delay)
 
     def wait_turn(self) -> bool:
         """Wait until this server may get its next request, from anyone in the cluster; take that turn.

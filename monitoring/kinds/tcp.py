@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from crawler.fetch import FailureKind, FetchPolicy, Timings
-from crawler.lookup import resolver_pool
+from crawler.lookup import lookup_submit
 from crawler.sanitize import clean_line
 from crawler.status import Category
 
@@ -63,7 +63,8 @@ def tcp_target_parse(text: str) -> tuple[str, int]:
 
 def _lookup(host: str, port: int, timeout: float) -> list[str]:
     """The host's addresses, within `timeout` (getaddrinfo has no deadline of its own: crawler.lookup)."""
-    future = resolver_pool().submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
+    # Counted under the name's domain, with its deadline: hanging names cannot take the pool (crawler.lookup).
+    future = lookup_submit(host, port, timeout=timeout)
     try:
         infos = future.result(timeout=timeout)
     except concurrent.futures.TimeoutError:

@@ -45,11 +45,13 @@ from ..assertions import Assertion, AssertionRuleError, assertion_failure, asser
 from ..confirm import Confirmation, confirm
 from ..content import ContentRule, content_failure
 from ..kinds import Kind
+from ..kinds.dns import DnsSpec
 from ..models import LocationState, ServerMonitor, StatusChange
 from ..quorum import locations_parse, quorum_decide, quorum_needed
 from ..selectors import in_window, maintenance_windows
 from ..validate import monitor_problems
 from .certificates import certificates_record
+from .evidence import evidence_record
 from .incidents import incidents_from_changes
 from .kinds import SPEC_FIELDS, Spec, kinds_run, spec_of
 from .trust import REFUSED, address_guard, url_trusted
@@ -213,6 +215,13 @@ def _guard(trusted: bool):
     return None if trusted else address_guard()
 
 
+def _kind_guard(target):
+    """A DNS check's own nameserver is guarded whatever the server's trust (trust.nameserver_refusal)."""
+    if isinstance(target.spec, DnsSpec) and target.spec.nameserver:
+        return address_guard()
+    return _guard(target.trusted)
+
+
 def checks_fetch(*, targets: Sequence[Target], retries: int | None = None) -> list[Checked]:
     """Fetch every target's health URL in parallel; nothing is written. Every check is a fresh
     connection (no keep-alive), so each one measures DNS, connect, first byte and body, as a check
@@ -266,7 +275,7 @@ def _fetch_once(targets: Sequence[Target]) -> list[Checked]:
     other = [t for t in targets if t.spec is not None and not t.problem]
     if not other:
         return _fetch_http(targets)
-    ran = kinds_run(jobs=[(t.spec, _guard(t.trusted), t.threshold_s) for t in other], policy=_policy())
+    ran = kinds_run(jobs=[(t.spec, _kind_guard(t), t.threshold_s) for t in other], policy=_policy())
     done = {id(t): _kind_checked(t, r) for t, r in zip(other, ran, strict=True)}
     rest = iter(_fetch_http([t for t in targets if id(t) not in done]))
     return [done[id(t)] if id(t) in done else next(rest) for t in targets]
@@ -296,7 +305,12 @@ def _fetch_http(targets: Sequence[Target]) -> list[Checked]:
     fetchable = [t for t in targets if not t.problem]
     guards = {trusted: _guard(trusted) for trusted in {t.trusted for t in fetchable}}
     requests = [
-        CheckRequest(t.url, guards[t.trusted], keep_body=bool(t.content) or any(a.kind == "json" for a in t.assertions))
+        CheckRequest(
+            t.url,
+            guards[t.trusted],
+            keep_body=bool(t.content) or any(a.kind == "json" for a in t.assertions),
+            keep_first_bytes=settings.EVIDENCE_BODY_BYTES,  # a failing answer's start is kept as evidence
+        )
         for t in fetchable
     ]
     timed = iter(_checker().check_all(requests))  # never raises
@@ -417,6 +431,7 @@ def checks_record(*, checked: Sequence[Checked], claimed_at: datetime | None = N
         bulk.update_rows(list(monitors.values()), _STATE_FIELDS)
         _location_states_save(locations)
         StatusChange.objects.bulk_create(changes)
+        evidence_record(changes=changes, checked=checked)  # what the server answered, with the change
         incidents_from_changes(changes=changes)  # an outage people can read about, with the change
         _health_from_changes(changes)  # the crawl holds a server confirmed down and goes on when it is up
         hooks.status_changes_written(changes)  # alerts' outbox rows, in this same transaction

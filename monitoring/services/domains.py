@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import socket
 import threading
 import time
 from collections import defaultdict
@@ -24,7 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from crawler.http import ca_bundle
-from crawler.lookup import resolver_pool
+from crawler.lookup import lookup_submit
 
 from .. import hooks
 from ..kinds import Kind
@@ -66,7 +65,7 @@ def https_get(url: str) -> tuple[int | None, bytes, str]:
     parts = urlsplit(url)
     if parts.scheme != "https" or not parts.hostname:
         return None, b"", "not an https URL"
-    future = resolver_pool().submit(socket.getaddrinfo, parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
+    future = lookup_submit(parts.hostname, parts.port or 443, timeout=settings.CRAWL_DNS_TIMEOUT)
     try:
         addresses = {str(info[4][0]).split("%", 1)[0] for info in future.result(timeout=settings.CRAWL_DNS_TIMEOUT)}
     except concurrent.futures.TimeoutError:

@@ -18,6 +18,7 @@ from ..check_stats import COUNT_FIELDS, CheckSample, summarize
 from ..load_profile import load_profile
 from ..models import HourlyRollup
 from ..selectors import hour_floor, in_window, maintenance_windows
+from .evidence import evidence_prune
 
 _ROLLUP_FIELDS = [
     *COUNT_FIELDS,
@@ -78,6 +79,7 @@ class Pruned:
     checks: int = 0
     rollups: int = 0
     partitions: int = 0  # status-check partitions dropped (PostgreSQL)
+    evidence: int = 0  # incidents' evidence past EVIDENCE_RETENTION_DAYS
 
 
 def _delete_in_chunks(qs) -> int:
@@ -92,13 +94,15 @@ def _delete_in_chunks(qs) -> int:
 
 def history_prune(*, now: datetime | None = None) -> Pruned:
     """Drop status checks older than CHECK_RETENTION_DAYS (every agent's: whole partitions on PostgreSQL,
-    crawlcore.services.check_history) and rollups older than MONITOR_ROLLUP_RETENTION_DAYS. The rollups of
+    crawlcore.services.check_history), rollups older than MONITOR_ROLLUP_RETENTION_DAYS and evidence older
+    than EVIDENCE_RETENTION_DAYS. The rollups of
     an hour are long built when its raw checks go."""
     now = now or timezone.now()
     rollup_cutoff = now - timedelta(days=settings.MONITOR_ROLLUP_RETENTION_DAYS)
     checks = checks_prune(before=retention_cutoff(now=now))
     out = Pruned(checks=checks.rows, partitions=len(checks.partitions))
     out.rollups = _delete_in_chunks(HourlyRollup.objects.filter(hour__lt=hour_floor(rollup_cutoff)))
+    out.evidence = evidence_prune(now=now)
     return out
 
 

@@ -29,6 +29,7 @@ from ..kinds.heartbeat import PING_KINDS, START, SUCCESS, check_interval, token_
 from ..kinds.tcp import TcpTargetError, tcp_target_parse
 from ..models import ServerMonitor
 from ..server_list import MAX_INTERVAL_S, MIN_INTERVAL_S
+from .trust import nameserver_refusal
 
 MIN_PERIOD_S = 1.0
 MAX_NAME_LENGTH = 200
@@ -118,6 +119,8 @@ def monitor_add(
         if k is Kind.TCP:
             fields.update(tcp_tls=tls, tcp_banner=_text(banner, "banner", 200))
         elif k is Kind.DNS:
+            if refused := nameserver_refusal(text=nameserver):
+                raise MonitorError(f"nameserver: {refused}")
             try:
                 nameserver_parse(nameserver)
                 fields.update(

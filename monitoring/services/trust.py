@@ -52,6 +52,21 @@ def health_url_refusal(*, url: str, server: Server) -> str | None:
     return REFUSED if any(guard(ip) is not None for ip in addresses) else None
 
 
+def nameserver_refusal(*, text: str) -> str | None:
+    """Why a DNS monitor may not ask the nameserver `text` ("ip[:port]"), or None (empty: the system's).
+    Guarded like every address the monitor contacts, whatever the server's trust: that covers the server's
+    own host, and a nameserver is any address and UDP port an operator types."""
+    from ..kinds.dns import DnsSpecError, nameserver_parse
+
+    try:
+        found = nameserver_parse(text or "")
+    except DnsSpecError as exc:
+        return str(exc)
+    if found is None:
+        return None
+    return REFUSED if address_guard()(found[0]) is not None else None
+
+
 def content_refusal(*, url: str, server: Server, has_rule: bool) -> str | None:
     """Why a content rule may not be set on this monitor (CONTENT_UNTRUSTED), or None."""
     if not has_rule or url_trusted(url or f"{server.origin}/", server):

@@ -1,6 +1,8 @@
 """`python manage.py export_warc OUT.warc.gz [--site HOST] [--group G] [--since DATE | --since-export PREV.cdxj]
-[--dedup-cdxj PREV.cdxj] [--crawl-log] [--max-size SIZE]`: the stored pages and every other answer the crawl
-kept as WARC/1.1 (archive.services.warc_export), a CDXJ index beside it (OUT.cdxj), a progress bar on stderr.
+[--dedup-cdxj PREV.cdxj] [--crawl-log] [--max-size SIZE] [--incidents]`: the stored pages and every other answer
+the crawl kept as WARC/1.1 (archive.services.warc_export), a CDXJ index beside it (OUT.cdxj), a progress bar on
+stderr. `--incidents`: only incidents' evidence (the monitor's failing answers) with the last good captures of
+their URLs.
 
 A rolling archive: the first export whole, each next one `--since-export` the previous one's index: only
 what was fetched since it, payloads it already holds written as revisits."""
@@ -16,7 +18,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from tqdm import tqdm
 
 from archive.dedup import NotAnIndex, PayloadIndex
-from archive.selectors import ExportScope
+from archive.selectors import ExportScope, incidents_scope
 from archive.services import warc_export
 from crawlcore.server_filter import filter_problem, servers_named
 
@@ -92,6 +94,12 @@ class Command(BaseCommand):
             "--crawl-log", action="store_true", help="add the crawl log (every status check) as a resource record"
         )
         parser.add_argument("--max-size", type=str, help="roll over to OUT-00001.warc.gz, … at this size (500M, 1G)")
+        parser.add_argument(
+            "--incidents",
+            action="store_true",
+            help="only incidents' evidence (what the server answered when an outage was confirmed) and the last "
+            "good capture of each of their URLs",
+        )
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
     def handle(self, *args, **options) -> None:
@@ -117,6 +125,8 @@ class Command(BaseCommand):
             raise CommandError(problem)
         site = _host(options["site"]) if options["site"] else None
         scope = ExportScope(site=site, group=options["group"] or None, since=since)
+        if options["incidents"]:
+            scope = incidents_scope(scope)
         max_size = parse_size(options["max_size"]) if options["max_size"] else None
         with tqdm(unit="page", disable=options["no_progress"], dynamic_ncols=True) as bar:
             summary = warc_export(

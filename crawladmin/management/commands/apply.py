@@ -1,5 +1,6 @@
-"""`manage.py apply FILE.yaml [--dry-run] [--prune]`: servers, monitors, alert channels and crawl jobs from
-one YAML file (crawladmin.config). Prints `created|changed|unchanged|removed KIND NAME`, one line an object."""
+"""`manage.py apply FILE.yaml [--dry-run] [--prune]`: servers, monitors, alert channels, maintenance, mutes,
+status pages and crawl jobs from one YAML file (crawladmin.config). Prints `created|changed|unchanged|removed
+KIND NAME`, one line an object, and under a changed one each `  field: old -> new`."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument(
-            "file", help="The YAML file (top-level keys: servers, monitors, channels, jobs); - reads stdin"
+            "file", help="The YAML file (sections: crawladmin.config.SECTIONS); - reads stdin"
         )
         parser.add_argument("--dry-run", action="store_true", help="Print what would change and write nothing")
         parser.add_argument(
             "--prune", action="store_true",
-            help="Also remove the monitors, channels and jobs the file no longer names (never servers)",
+            help="Also remove what the file's sections no longer name (never servers)",
         )  # fmt: skip
 
     def handle(self, *args, **opts) -> None:
@@ -37,8 +38,10 @@ class Command(BaseCommand):
             for problem in exc.problems:
                 self.stderr.write(f"{name}:{problem}")
             raise CommandError(f"{name}: {len(exc.problems)} problem(s); nothing written") from None
-        for outcome, kind, obj in outcomes:
-            self.stdout.write(f"{outcome} {kind} {obj}")
+        for o in outcomes:
+            self.stdout.write(f"{o.outcome} {o.kind} {o.name}")
+            for change in o.changes:
+                self.stdout.write(f"  {change}")
         if opts["dry_run"]:
             self.stderr.write("dry run: nothing written")
 

@@ -1,5 +1,5 @@
-"""`manage.py export_config`: the current servers, monitors, alert channels and crawl jobs as the YAML that
-`manage.py apply` reads."""
+"""`manage.py export_config`: the current servers, monitors, channels, maintenance, mutes, status pages and
+jobs as the YAML that `manage.py apply` reads."""
 
 from __future__ import annotations
 

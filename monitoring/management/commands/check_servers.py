@@ -35,6 +35,7 @@ def as_dict(c: Checked, origin: str, group: str, crawler_num: int | None, name: 
         "phases_ms": {
             "dns": _ms(t.dns_ms),
             "connect": _ms(t.connect_ms),
+            "tls": _ms(t.tls_ms),
             "first_byte": _ms(t.first_byte_ms),
             "body": _ms(t.body_ms),
         },

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('monitoring', '0010_domain_expiry_beat'),
+        ('monitoring', '0011_incident_evidence'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('crawladmin', '0029_jobrun_pauses_and_events'),
+        ('crawladmin', '0033_joburl_joined'),
     ]
 
     operations = [
