@@ -53,6 +53,16 @@ class Capture:
     # The crawl's verdict, `name: value` lines of the metadata record: links not followed and why, where a
     # redirect led, the URL's state.
     verdict: tuple[tuple[str, str], ...] = ()
+    rendered: Rendering | None = None  # the DOM a browser made of the page, when it was rendered
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """A page's rendered DOM (crawlcore.services.render): archived beside its response as a `conversion`."""
+
+    at: datetime
+    dom: bytes  # UTF-8 HTML
+    reason: str  # why it was rendered (crawler.render_need)
 
 
 def payload_digest(checksum: str, body: bytes) -> str:
@@ -171,6 +181,28 @@ class RecordMaker:
             warc_content_type="application/warc-fields",
             warc_headers_dict=headers,
         )
+
+
+def conversion(maker: RecordMaker, capture: Capture, refers_to: str):
+    """The page's rendered DOM as a `conversion` record of its response: what the browser made of the
+    payload (WARC 1.1 §6.8), so a replay or a reader sees both the raw answer and the rendered page."""
+    rendered = capture.rendered
+    assert rendered is not None
+    headers = {
+        "WARC-Date": warc_date(rendered.at),
+        "WARC-Refers-To": refers_to,
+        "WARC-Payload-Digest": payload_digest("", rendered.dom),
+        # Not a WARC field of the standard: why the crawler rendered the page (its detector's reason).
+        "WARC-Render-Reason": _field(rendered.reason) or "rendered",
+    }
+    return maker.writer.create_warc_record(
+        capture.url,
+        "conversion",
+        payload=io.BytesIO(rendered.dom),
+        length=len(rendered.dom),
+        warc_content_type="text/html; charset=utf-8",
+        warc_headers_dict=headers,
+    )
 
 
 def log_resource(writer: WARCWriter, *, uri: str, at: datetime, payload, length: int):

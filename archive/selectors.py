@@ -8,6 +8,7 @@ gigabytes at once.
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from collections import defaultdict
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from crawlcore.models import Link, Page, StatusCheck, Url
 from crawler.fetch import FailureKind
 from crawler.urlnorm import canonicalize, url_hash
 
-from .records import Capture, Exchange, head_content_type
+from .records import Capture, Exchange, Rendering, head_content_type
 
 CHUNK = 500
 BODY_BUDGET = 32 * 1024 * 1024
@@ -117,7 +118,23 @@ def pages_export_chunks(*, scope: ExportScope, chunk: int = CHUNK) -> Iterator[l
         bodies = _bodies(rows)
         links = _outlinks([row[1] for row in rows])
         originals = _originals({row[-1] for row in rows if row[-1] is not None})
-        yield [_capture(dict(zip(_COLUMNS, row, strict=True)), bodies, links, originals, scope) for row in rows]
+        doms = _renderings([row[0] for row in rows])
+        yield [
+            dataclasses.replace(capture, rendered=doms.get(capture.page_id))
+            if capture.page_id in doms
+            else capture
+            for capture in (
+                _capture(dict(zip(_COLUMNS, row, strict=True)), bodies, links, originals, scope) for row in rows
+            )
+        ]
+
+
+def _renderings(ids: list[int]) -> dict[int, Rendering]:
+    """The chunk's rendered DOMs (crawlcore.services.render), by page id: few pages have one."""
+    rows = Page.objects.filter(id__in=ids, dom_z__isnull=False, rendered_at__isnull=False).values_list(
+        "id", "dom_z", "rendered_at", "render_reason"
+    )
+    return {pk: Rendering(at, zlib.decompress(bytes(z)), reason) for pk, z, at, reason in rows}
 
 
 def _bodies(rows: list[tuple]) -> dict[int, bytes]:

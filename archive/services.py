@@ -32,6 +32,7 @@ from .records import (
     SERVER_NOT_MODIFIED,
     Capture,
     RecordMaker,
+    conversion,
     is_not_modified,
     log_resource,
     payload_digest,
@@ -147,6 +148,8 @@ class _Writer:
             records += [again, maker.request(capture, revisit, again.rec_headers.get_header("WARC-Record-ID"))]
         if main is not None and (capture.outlinks or capture.verdict):
             records.append(maker.metadata(capture, main.rec_headers.get_header("WARC-Record-ID")))
+        if main is not None and capture.rendered is not None:
+            records.append(conversion(maker, capture, main.rec_headers.get_header("WARC-Record-ID")))
         return records
 
     def answer(self, capture: Capture) -> list:

@@ -147,6 +147,7 @@ app = Celery("crawladmin", task_cls=CrawlTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.imports = (
     *("tasks.load", "tasks.extract", "tasks.housekeeping", "tasks.monitor", "tasks.scan", "tasks.rank"),
+    "tasks.render",
     "tasks.alerts",
     "tasks.reports",
     "tasks.dashboard",

@@ -52,8 +52,8 @@ SERVER_KEYS = ("url", "group", "enabled", "crawler_num", "trusted", "owner_name"
 SUPERUSER_SERVER_KEYS = ("url", "trusted", "owner_email")
 MONITOR_KEYS = ("server", "kind", "name", "enabled", "health_url", "interval_s", "delay_threshold_s",
                 "accepted_codes", "fail_after", "recover_after", "locations", "content_must", "content_must_not",
-                "content_regex", "quorum", "assertions", "sla_target", "tcp_tls", "tcp_banner", "dns_record_type",
-                "dns_expected", "dns_server", "period_s", "grace_s")  # fmt: skip
+                "content_regex", "content_rendered", "quorum", "assertions", "sla_target", "tcp_tls", "tcp_banner",
+                "dns_record_type", "dns_expected", "dns_server", "period_s", "grace_s")  # fmt: skip
 CHANNEL_KEYS = ("name", "url", "enabled", "owner_of", "rules")
 RULE_KEYS = ("kinds", "group", "server")
 MAINTENANCE_KEYS = ("server", "group", "schedule", "time_zone", "duration_minutes", "reason", "enabled")

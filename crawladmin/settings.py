@@ -19,6 +19,8 @@ import dj_database_url
 from analyzer.config import national_tld
 from crawlcore import queues
 from crawler.config import ConfigError, Env
+from crawler.render import find_chromium
+from crawler.render_need import MODES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VERSION = "0.1.0"
@@ -107,6 +109,24 @@ def _load() -> dict:
         "CRAWL_CHECK_RESOURCES": env.boolean("CRAWL_CHECK_RESOURCES", True),
         "CRAWL_OBEY_NOFOLLOW": env.boolean("CRAWL_OBEY_NOFOLLOW", False),
         "CRAWL_CHECK_FRAGMENTS": env.choice("CRAWL_CHECK_FRAGMENTS", "site", ("site", "all", "off")),
+        # Rendering pages built by JavaScript (crawler.render, the `render` queue): auto renders a page when
+        # cheap signals or its host's samples say it needs a browser, always renders every HTML page, never
+        # none. Default auto when a Chromium is installed, never otherwise. The bounds hold per browser.
+        "CRAWL_RENDER_CHROMIUM": find_chromium(env.str("CRAWL_RENDER_CHROMIUM", "")),
+        "CRAWL_RENDER": env.choice(
+            "CRAWL_RENDER", "auto" if find_chromium(env.str("CRAWL_RENDER_CHROMIUM", "")) else "never", MODES
+        ),
+        "CRAWL_RENDER_PAGE_SECONDS": env.number("CRAWL_RENDER_PAGE_SECONDS", 20.0, minimum=1.0, maximum=600.0),
+        "CRAWL_RENDER_PAGES_PER_BROWSER": env.integer(
+            "CRAWL_RENDER_PAGES_PER_BROWSER", 100, minimum=1, maximum=100_000
+        ),
+        "CRAWL_RENDER_BROWSER_MEMORY_MB": env.integer(
+            "CRAWL_RENDER_BROWSER_MEMORY_MB", 1024, minimum=64, maximum=65_536
+        ),
+        "CRAWL_RENDER_BROWSERS": env.integer("CRAWL_RENDER_BROWSERS", 1, minimum=1, maximum=64),
+        "CRAWL_RENDER_SETTLE_MS": env.integer("CRAWL_RENDER_SETTLE_MS", 1500, minimum=0, maximum=60_000),
+        "CRAWL_RENDER_REQUESTS": env.integer("CRAWL_RENDER_REQUESTS", 200, minimum=1, maximum=10_000),
+        "CRAWL_RENDER_ATTEMPTS": env.integer("CRAWL_RENDER_ATTEMPTS", 2, minimum=1, maximum=20),
         "CRAWL_BATCH_SIZE": env.integer("CRAWL_BATCH_SIZE", 25, minimum=1, maximum=10_000),
         "CRAWL_LEASE_SECONDS": env.number("CRAWL_LEASE_SECONDS", 300.0, minimum=5.0, maximum=86400.0),
         "CRAWL_TASK_BUDGET": env.number("CRAWL_TASK_BUDGET", 60.0, minimum=1.0, maximum=86400.0),

@@ -272,4 +272,21 @@ HELP: dict[str, str] = {
     "ALERTS_NO_EXCERPT_GROUPS": (
         "server groups whose alerts do not quote what the server answered (the body excerpt): a comma list"
     ),
+    "CRAWL_RENDER_CHROMIUM": ("the Chromium the render agent drives (empty: the system's `chromium`, if installed)"),
+    "CRAWL_RENDER": (
+        "render pages built by JavaScript in headless Chromium (queue `render`): `auto` when cheap signals or"
+        " the host's samples say a page needs it, `always`, `never`; a job's `render` key overrides it. "
+        "Default `auto` when Chromium is found, `never` otherwise (`manage.py demo` says which)"
+    ),
+    "CRAWL_RENDER_PAGE_SECONDS": (
+        "seconds one page's render may take; past it the browser is replaced and the page keeps what its raw body gave"
+    ),
+    "CRAWL_RENDER_PAGES_PER_BROWSER": ("pages a browser renders before it is restarted"),
+    "CRAWL_RENDER_BROWSER_MEMORY_MB": ("memory a browser may use before it is restarted"),
+    "CRAWL_RENDER_BROWSERS": ("browsers per render worker process"),
+    "CRAWL_RENDER_SETTLE_MS": (
+        "milliseconds a rendered page is given, after it loads, for its scripts to write the page"
+    ),
+    "CRAWL_RENDER_REQUESTS": ("requests one page's render may make (sub-resources, XHR) before the rest are refused"),
+    "CRAWL_RENDER_ATTEMPTS": ("renders of a page tried before it is given up with the reason"),
 }

@@ -341,10 +341,10 @@ class UrlAdmin(ReaderScopedAdmin):
 @admin.register(Page)
 class PageAdmin(ReaderScopedAdmin):
     list_display = ("url", "title", "content_type", "size", "fetched_at", "extracted_at", "extract_problem",
-                    "duplicate_of")  # fmt: skip
+                    "duplicate_of", "render_reason", "rendered_at")  # fmt: skip
     search_fields = ("title", "url__url")
     raw_id_fields = ("url", "duplicate_of")
-    exclude = ("body_z",)
+    exclude = ("body_z", "dom_z")
     list_select_related = ("url", "duplicate_of")
     show_full_result_count = False
     group_paths = ("url__server__group",)

@@ -76,6 +76,17 @@ class Server(models.Model):
     # link reports address the owner by name.
     owner_name = models.CharField(max_length=200, blank=True)
     owner_email = models.EmailField(max_length=254, blank=True, help_text="Gets this server's alerts")
+    # Rendering (crawler.render_need.HostDecision): whether this host's pages need a browser, from the pages
+    # read in auto mode, sampled (rendered), and how many of those the browser gave more; flagged pages not
+    # rendered since the last render (a plain host's re-check).
+    render_decision = models.CharField(
+        max_length=8, blank=True, default="", db_default="",
+        help_text="render: every page; plain: none; empty: sampling",
+    )
+    render_seen = models.PositiveIntegerField(default=0, db_default=0)
+    render_samples = models.PositiveIntegerField(default=0, db_default=0)
+    render_gains = models.PositiveIntegerField(default=0, db_default=0)
+    render_skipped = models.PositiveIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -248,6 +259,14 @@ class Page(models.Model):
     revisit_at = models.DateTimeField(null=True, blank=True)
     revisit_request_head = models.TextField(blank=True)
     revisit_response_head = models.TextField(blank=True)
+    # Rendered in a browser (crawlcore.services.render): why (crawler.render_need's reasons), when, the DOM
+    # it gave (zlib, UTF-8), which the extract agent reads instead of the body; what stopped a render.
+    render_reason = models.CharField(max_length=16, blank=True, default="", db_default="")
+    rendered_at = models.DateTimeField(null=True, blank=True)
+    dom_z = models.BinaryField(null=True, blank=True)
+    render_problem = models.CharField(max_length=200, blank=True, default="", db_default="")
+    render_attempts = models.PositiveSmallIntegerField(default=0, db_default=0)
+    render_dispatched_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
@@ -502,6 +521,9 @@ class Job(models.Model):
         null=True, blank=True, help_text="Requests in flight to a server at most"
     )
     windows = models.JSONField(default=list, blank=True, help_text='Time windows "HH:MM-HH:MM" in the time zone')
+    render = models.CharField(
+        max_length=6, blank=True, default="", db_default="", help_text="auto, always or never; empty: CRAWL_RENDER"
+    )
     time_zone = models.CharField(max_length=64, default="UTC")
     schedule = models.CharField(max_length=100, blank=True, help_text='Cron, in the time zone, e.g. "0 2 * * *"')
     enabled = models.BooleanField(default=True)

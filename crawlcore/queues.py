@@ -21,6 +21,7 @@ class Queue(enum.StrEnum):
     INACTIVE_SCAN = "inactive_scan"
     HOUSEKEEPING = "housekeeping"  # beat jobs: dispatcher, reconciler, sweeps, rollups, ranking
     MONITOR = "monitor"
+    RENDER = "render"  # headless Chromium for pages built by JavaScript (crawlcore.services.render)
 
 
 # Celery's default queue: a task with no route is a small periodic job.
@@ -55,6 +56,7 @@ TASK_ROUTES: dict[str, Queue] = {
     "tasks.scan.sweep_*": Queue.HOUSEKEEPING,
     "tasks.load.*": Queue.LOAD,
     "tasks.extract.*": Queue.EXTRACT,
+    "tasks.render.*": Queue.RENDER,
     "tasks.housekeeping.*": Queue.HOUSEKEEPING,
     "tasks.monitor.*": Queue.MONITOR,
     "tasks.rank.*": Queue.HOUSEKEEPING,

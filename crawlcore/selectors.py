@@ -54,6 +54,13 @@ def due_count(*, now: datetime | None = None, wait: float = 0.0) -> int:
     return n
 
 
+def pages_to_render():
+    """Pages flagged for rendering (crawlcore.services.render), neither rendered nor given up: work in hand."""
+    return Page.objects.filter(rendered_at__isnull=True, render_attempts__lt=settings.CRAWL_RENDER_ATTEMPTS).exclude(
+        render_reason=""
+    )
+
+
 def crawl_progress(
     *, now: datetime | None = None, recheck_within: float = 0.0, count_leased: bool = True
 ) -> dict[str, int]:
@@ -80,6 +87,7 @@ def crawl_progress(
         "rechecks": rechecks.count(),
         "leased": Url.objects.exclude(lease_owner="").count() if count_leased else 0,
         "unextracted": Page.objects.filter(extracted_at__isnull=True).count(),
+        "unrendered": pages_to_render().count(),
         "busy_servers": ServerLease.objects.exclude(owner="").values("server").distinct().count(),
     }
 

@@ -358,6 +358,7 @@ def job_definition(job: Job) -> dict:
         "time_zone": job.time_zone,
         "schedule": job.schedule,
         "enabled": job.enabled,
+        "render": job.render or None,
     }
 
 

@@ -204,10 +204,10 @@ def schedule_next(schedule: str, after: datetime) -> datetime:
 
 
 JOB_KEYS = ("name", "group", "seeds", "scope", "max_depth", "max_pages", "include", "exclude", "revisit_after",
-            "delay", "concurrency", "windows", "time_zone", "schedule", "enabled")  # fmt: skip
+            "delay", "concurrency", "windows", "time_zone", "schedule", "enabled", "render")  # fmt: skip
 DEFAULTS = {"group": "", "scope": "host", "max_depth": None, "max_pages": None, "include": [], "exclude": [],
             "revisit_after": None, "delay": None, "concurrency": None, "windows": [], "time_zone": "UTC",
-            "schedule": "", "enabled": True}  # fmt: skip
+            "schedule": "", "enabled": True, "render": ""}  # fmt: skip
 MAX_SEEDS = 1000
 
 
@@ -271,6 +271,15 @@ def _scope(value: object) -> str:
     return str(value)
 
 
+def _render(value: object) -> str:
+    """auto, always or never (crawler.render_need); empty: the CRAWL_RENDER setting."""
+    if value is None or value == "":
+        return ""
+    if value not in ("auto", "always", "never"):
+        raise JobRuleError("must be auto, always or never")
+    return str(value)
+
+
 def _enabled(value: object) -> bool:
     if not isinstance(value, bool):
         raise JobRuleError("must be true or false")
@@ -293,6 +302,7 @@ CHECKS = {
     "time_zone": _time_zone,
     "schedule": schedule_check,
     "enabled": _enabled,
+    "render": _render,
 }  # fmt: skip
 
 

@@ -35,6 +35,7 @@ class Agent(enum.StrEnum):
     INACTIVE_SCAN = "inactive_scan"
     ADMIN = "admin"
     MONITOR = "monitor"  # scheduled server checks: they record StatusChecks, never move a URL
+    RENDER = "render"  # re-fetches a Visited page in a browser: records its checks, never moves a URL
 
 
 S, E = State, Event
@@ -67,6 +68,7 @@ AGENT_EVENTS: dict[Agent, frozenset[Event]] = {
     Agent.INACTIVE_SCAN: frozenset({E.RESPONDS, E.RESPONDS_RELOAD, E.NO_RESPONSE, E.GONE}),
     Agent.ADMIN: frozenset({E.REVIVE}),
     Agent.MONITOR: frozenset(),
+    Agent.RENDER: frozenset(),
 }
 
 

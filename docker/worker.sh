@@ -1,7 +1,7 @@
 #!/bin/sh
 # A Celery worker, in a container or on any machine of the cluster. Configured by the environment:
 #   WORKER_QUEUES       queues, comma-separated (required): load, extract, active_scan, inactive_scan,
-#                       housekeeping, monitor
+#                       housekeeping, monitor, render
 #   WORKER_POOL         prefork (default: processes, for CPU work) or threads (for I/O: fetching, checking)
 #   WORKER_CONCURRENCY  processes or threads (default: celery's, one process per CPU core)
 #   WORKER_NAME         node name before "@host" (default: the first queue); unique per machine

@@ -33,6 +33,7 @@ class ContentRule:
     must: str = ""
     must_not: str = ""
     is_regex: bool = False
+    rendered: bool = False  # checked against the page as a browser renders it (crawlcore.services.render)
 
     def __bool__(self) -> bool:
         return bool(self.must or self.must_not)

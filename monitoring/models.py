@@ -54,6 +54,10 @@ class ServerMonitor(models.Model):
     content_must = models.TextField(blank=True, help_text="The health page must contain this (content check)")
     content_must_not = models.TextField(blank=True, help_text="The health page must not contain this")
     content_regex = models.BooleanField(default=False, help_text="The two above are regular expressions")
+    content_rendered = models.BooleanField(
+        default=False, db_default=False,
+        help_text="Check the content in the page as a browser renders it (headless Chromium, bounded)",
+    )  # fmt: skip
     quorum = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Locations that must agree; empty: a majority of them"
     )

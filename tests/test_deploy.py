@@ -31,7 +31,7 @@ from .crawlcheck import FAST_ENV, ROOT, run_crawl
 
 DOCKER = ROOT / "docker"
 IMAGE_ROOT = "/app/"  # WORKDIR of docker/Dockerfile: the project root inside the image
-QUEUES = {"load", "extract", "active_scan", "inactive_scan", "housekeeping", "monitor"}
+QUEUES = {"load", "extract", "active_scan", "inactive_scan", "housekeeping", "monitor", "render"}
 START_SCRIPTS = {"web.sh", "worker.sh", "beat.sh", "flower.sh", "migrate.sh"}
 HEALTHCHECK_MODES = {"web", "worker", "beat", "flower"}
 SECRETS = ("DJANGO_SECRET_KEY", "CRAWLADMIN_API_TOKEN", "FLOWER_BASIC_AUTH", "POSTGRES_PASSWORD", "REDIS_PASSWORD")

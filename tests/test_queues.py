@@ -8,7 +8,9 @@ from crawlcore.queues import PINNABLE, TASK_ROUTES, Queue, celery_task_routes, c
 
 
 def test_queue_names_are_the_published_ones():
-    assert [q.value for q in Queue] == ["load", "extract", "active_scan", "inactive_scan", "housekeeping", "monitor"]
+    assert [q.value for q in Queue] == [
+        "load", "extract", "active_scan", "inactive_scan", "housekeeping", "monitor", "render"
+    ]  # fmt: skip
 
 
 def test_a_pinned_queue_carries_its_crawler_number_and_an_unpinned_one_is_the_plain_queue():

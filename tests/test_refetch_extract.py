@@ -73,3 +73,19 @@ def test_the_same_bytes_now_served_as_html_are_extracted(url_id):
     (again,) = store(url_id, BODY)
     pages_extract(page_ids=[again])
     assert Page.objects.get(id=again).title == "First"
+
+
+def test_a_rendering_is_kept_with_its_body_and_dropped_with_a_new_one(url_id):
+    import zlib
+
+    pages_extract(page_ids=store(url_id, BODY))
+    Page.objects.filter(url_id=url_id).update(
+        dom_z=zlib.compress(b"<html><title>Rendered</title></html>"), rendered_at=timezone.now(),
+        render_reason="thin_text",
+    )  # fmt: skip
+    store(url_id, BODY)  # the same body: its rendering still stands
+    kept = Page.objects.get(url_id=url_id)
+    assert kept.dom_z is not None and kept.rendered_at is not None and kept.render_reason == "thin_text"
+    store(url_id, BODY.replace(b"First", b"Second"))  # a new body: rendered again if it needs it
+    new = Page.objects.get(url_id=url_id)
+    assert new.dom_z is None and new.rendered_at is None and new.render_reason == ""

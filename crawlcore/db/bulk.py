@@ -102,7 +102,9 @@ def upsert(
         return []
     cols = ", ".join(columns)
     update = update or {}
-    sets = ", ".join(f"{c} = {update.get(c, f'excluded.{c}')}" for c in columns if c != key)
+    # `update` may also set a column the INSERT does not write (it keeps its default on a new row).
+    names = [*columns, *(c for c in update if c not in columns)]
+    sets = ", ".join(f"{c} = {update.get(c, f'excluded.{c}')}" for c in names if c != key)
     tail = f"ON CONFLICT ({key}) DO UPDATE SET {sets} RETURNING {returning}, {key}"
     with connection.cursor() as cur:
         if is_postgres():

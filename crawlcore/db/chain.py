@@ -224,7 +224,9 @@ def _on_conflict(w: Insert) -> str:
     if w.ignore_conflicts:
         return f" ON CONFLICT ({w.conflict}) DO NOTHING" if w.conflict else " ON CONFLICT DO NOTHING"
     if w.conflict:
-        sets = ", ".join(f"{c} = {w.update.get(c, f'excluded.{c}')}" for c in w.values if c != w.conflict)
+        # `update` may also set a column the INSERT does not write (it keeps its default on a new row).
+        names = [*w.values, *(c for c in w.update if c not in w.values)]
+        sets = ", ".join(f"{c} = {w.update.get(c, f'excluded.{c}')}" for c in names if c != w.conflict)
         return f" ON CONFLICT ({w.conflict}) DO UPDATE SET {sets}"
     return ""
 

@@ -30,6 +30,7 @@ from crawler.sanitize import clean_label
 
 from .jobs import jobs_admit
 from .load_dispatch import servers_dispatch_with_due_work
+from .render import ExtractedPage, pages_render_flag
 from .urls import NewUrl, new_url_from, urls_insert, urls_known
 
 log = logging.getLogger(__name__)
@@ -101,10 +102,12 @@ class StoredPage:
     waited: bool  # its extract message was sent (or its parse said it is alive) over half CRAWL_REDISPATCH_AFTER ago
     of_job: bool  # a crawl job reached its URL: its links follow the jobs' rules (crawlcore.services.jobs)
     inbound: str | None  # anchor texts of links to this page, for its index
+    dom_z: bytes | None = None  # the DOM a browser rendered of it (crawlcore.services.render), when it has one
 
     @property
     def body(self) -> bytes:
-        return page_body(self.body_z)
+        """What extraction reads: the rendered DOM when the page has one, else the body as fetched."""
+        return page_body(self.dom_z) if self.dom_z else page_body(self.body_z)
 
 
 def _stored_pages(page_ids: Sequence[int], *, indexing: bool) -> list[StoredPage]:
@@ -118,11 +121,19 @@ def _stored_pages(page_ids: Sequence[int], *, indexing: bool) -> list[StoredPage
         "SELECT p.id, p.url_id, p.body_z, p.content_type, p.checksum, u.url, u.depth, u.scope_mode, u.scope_root,"
         f" u.offsite_hops, p.extract_dispatched_at IS NULL OR p.extract_dispatched_at < {typed('timestamptz')},"
         f" EXISTS (SELECT 1 FROM {job_url} j WHERE j.url_id = p.url_id),"
-        f" {fulltext.inbound_anchors_sql('p.url_id') if indexing else 'NULL'}"
+        f" {fulltext.inbound_anchors_sql('p.url_id') if indexing else 'NULL'}, p.dom_z"
         f" FROM {page} p JOIN {url} u ON u.id = p.url_id WHERE {ids} AND p.extracted_at IS NULL"
     )
     rows = fetch_rows(sql, [since, ids_param], prepare=True)
-    return [StoredPage(*row[:10], bool(row[10]), bool(row[11]), row[12]) for row in rows]
+    return [_rendered_as_html(StoredPage(*row[:10], bool(row[10]), bool(row[11]), row[12], row[13])) for row in rows]
+
+
+def _rendered_as_html(page: StoredPage) -> StoredPage:
+    # A rendered DOM is stored as UTF-8 HTML whatever the body's own type and charset said.
+    return dataclasses.replace(page, content_type=RENDERED_TYPE) if page.dom_z else page
+
+
+RENDERED_TYPE = "text/html; charset=utf-8"
 
 
 def _labels_clean(ex: Extracted) -> Extracted:
@@ -246,10 +257,21 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
             now = timezone.now()
             _record_limits(parsed)
             lifted = _record(depths, link_rows, page_rows, index_rows, now)
+    # Pages that look built by JavaScript go to the render agent (its messages sent after this commit).
+    pages_render_flag(pages=_render_candidates(parsed))
     # After the commit: the servers' guarded dispatch marks are not held locked through the broker's sends.
     servers_dispatch_with_due_work(server_ids=inserted.server_ids | lifted)
     outcome.pages, outcome.links, outcome.new_urls = len(pages), len(links), len(looked_up.hashes)
     return outcome
+
+
+def _render_candidates(parsed: list[tuple[StoredPage, Extracted | None]]) -> list[ExtractedPage]:
+    """The batch's pages read from their raw bodies (a rendered one is not rendered again)."""
+    return [
+        ExtractedPage(page.id, page.url_id, page.body, page.content_type, ex.text, ex.urls, page.of_job)
+        for page, ex in parsed
+        if ex is not None and not page.dom_z and not ex.problem
+    ]
 
 
 def _parse_pages(pages: list[StoredPage]) -> list[tuple[StoredPage, Extracted | None]]:

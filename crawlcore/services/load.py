@@ -461,6 +461,8 @@ def _page_update() -> dict[str, str]:
     kept = {c: f"CASE WHEN {same} THEN {table}.{c} ELSE excluded.{c} END" for c in _KEPT_ON_REVISIT}
     same_type = f"{same} AND {table}.content_type = excluded.content_type"
     kept |= {c: f"CASE WHEN {same_type} THEN {table}.{c} ELSE excluded.{c} END" for c in _KEPT_EXTRACTED}
+    # A rendering belongs to the body it was made of: a new body is rendered again if it needs it.
+    kept |= {c: f"CASE WHEN {same_type} THEN {table}.{c} ELSE {empty} END" for c, empty in _KEPT_RENDERED.items()}
     revisit = {
         f"revisit_{c}": f"CASE WHEN {same} THEN excluded.{c} ELSE excluded.revisit_{c} END"
         for c in ("request_head", "response_head")
@@ -470,6 +472,8 @@ def _page_update() -> dict[str, str]:
 
 _KEPT_ON_REVISIT = ("fetched_at", "request_head", "response_head", "peer_ip")
 _KEPT_EXTRACTED = ("extracted_at", "extract_dispatched_at", "title", "description", "duplicate_of_id")
+_KEPT_RENDERED = {"dom_z": "NULL", "rendered_at": "NULL", "render_reason": "''", "render_problem": "''",
+                  "render_attempts": "0"}  # fmt: skip
 
 
 def page_row(url_id: int, result: FetchResult, checksum: str, *, now: datetime) -> tuple:

@@ -36,6 +36,7 @@ from crawlcore.selectors_health import not_held
 from crawler.lifecycle import Agent, State
 
 from .queue import enqueue_extract_on_commit, enqueue_load_on_commit, queue_backlog
+from .render import pages_render_redispatch
 from .request_records import checks_interrupt_stale
 from .schedule import hour_start, not_paused, server_release_paused, servers_in_policy_order, servers_pause
 
@@ -221,10 +222,11 @@ class ReconcileOutcome:
     server_leases: int = 0
     extracts: int = 0
     checks: int = 0  # status checks whose request was interrupted (crawlcore.services.request_records)
+    renders: int = 0  # pages whose render message was lost (crawlcore.services.render)
 
 
 def reconcile(*, now: datetime | None = None) -> ReconcileOutcome:
-    """Free leases whose owner died, re-send extraction of pages whose message was lost, and finish the
+    """Free leases whose owner died, re-send extraction and rendering of pages whose message was lost, and finish the
     status checks of requests whose worker died before recording them."""
     now = now or timezone.now()
     out = ReconcileOutcome()
@@ -252,7 +254,8 @@ def reconcile(*, now: datetime | None = None) -> ReconcileOutcome:
         Page.objects.filter(id__in=group).update(extract_dispatched_at=now)
         enqueue_extract_on_commit(page_ids=group)
     out.extracts = len(lost)
-    if out.url_leases or out.server_leases or out.extracts or out.checks:
+    out.renders = pages_render_redispatch(stale=stale, now=now)
+    if out.url_leases or out.server_leases or out.extracts or out.checks or out.renders:
         log.warning("reconciled: %s", out)
     return out
 
@@ -271,4 +274,5 @@ def leases_release_all() -> int:
     ServerLease.objects.exclude(owner="").update(owner="", expires_at=None)
     Server.objects.update(dispatched_at=None)
     Page.objects.filter(extracted_at__isnull=True).update(extract_dispatched_at=None)
+    Page.objects.filter(rendered_at__isnull=True).exclude(render_reason="").update(render_dispatched_at=None)
     return n

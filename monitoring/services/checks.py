@@ -32,6 +32,7 @@ from crawlcore.db import bulk
 from crawlcore.models import StatusCheck
 from crawlcore.services.health import health_hold, health_release
 from crawlcore.services.leases import lease_deadline
+from crawlcore.services.render import answer_render
 from crawler.fetch import FailureKind, FetchPolicy, FetchResult, Timings
 from crawler.hosthealth import HealthSource
 from crawler.lifecycle import Agent
@@ -119,7 +120,9 @@ def target_of(monitor: ServerMonitor) -> Target:
         fail_after=usable("fail_after", monitor.fail_after, settings.MONITOR_FAIL_AFTER),
         recover_after=usable("recover_after", monitor.recover_after, settings.MONITOR_RECOVER_AFTER),
         # A content check reads the body: on a URL nobody vouched for, its outcome would read a third party's page.
-        content=ContentRule(monitor.content_must, monitor.content_must_not, monitor.content_regex)
+        content=ContentRule(
+            monitor.content_must, monitor.content_must_not, monitor.content_regex, monitor.content_rendered
+        )
         if trusted
         else ContentRule(),
         problem="; ".join(f"{name}: {message}" for name, message in problems.items()),
@@ -286,6 +289,18 @@ def _kind_checked(target: Target, r) -> Checked:
     return Checked(target, result, checked_at, r.category.value, failure=r.failure, detail=detail)
 
 
+def _content_failure(target: Target, result) -> str | None:
+    """Why the answer fails the monitor's content rule: in its body as served, or in the page a browser
+    renders of it (the render agent's browsers, the same guard on each of the page's requests)."""
+    if not target.content.rendered:
+        return content_failure(result.body, target.content)
+    dom = answer_render(url=result.url, status=result.status, headers=result.headers, body=result.body,
+                        own_check=_guard(target.trusted))  # fmt: skip
+    if isinstance(dom, str):
+        return f"could not render the page: {dom}"
+    return content_failure(dom, target.content)
+
+
 def _fetch_http(targets: Sequence[Target]) -> list[Checked]:
     fetchable = [t for t in targets if not t.problem]
     guards = {trusted: _guard(trusted) for trusted in {t.trusted for t in fetchable}}
@@ -315,7 +330,7 @@ def _fetch_http(targets: Sequence[Target]) -> list[Checked]:
             # An expired, mismatched or untrusted certificate: the server answers, wrongly.
             checked.category = Category.ERROR.value
         elif target.content and category in (Category.NORMAL.value, Category.DELAY.value):
-            why = content_failure(result.body, target.content)
+            why = _content_failure(target, result)
             if why is not None:
                 checked.category, checked.failure, checked.detail = Category.ERROR.value, "content", why
         if target.assertions and checked.category in (Category.NORMAL.value, Category.DELAY.value):
@@ -563,7 +578,7 @@ def _apply_located(
 # What target_of reads; the rest (the server's robots.txt, the load profile...) stays in the database.
 _TARGET_FIELDS = [
     *("health_url", "interval_s", "delay_threshold_s", "accepted_codes", "fail_after", "recover_after"),
-    *("content_must", "content_must_not", "content_regex", "assertions"),
+    *("content_must", "content_must_not", "content_regex", "content_rendered", "assertions"),
     *("server__scheme", "server__host", "server__port", "server__trusted"),
     *SPEC_FIELDS,
 ]

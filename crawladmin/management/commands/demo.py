@@ -110,6 +110,7 @@ class Command(BaseCommand):
                 f"local test web: {hosts} servers on 127.0.0.x:{web.port} ({len(web.seeds())} seeded, "
                 f"{hosts - len(web.seeds())} reached by links: a slow one and a silent one)"
             )
+            self.stdout.write(render_line())
             call_command("crawl", *web.seeds(), json=opts["json"], stdout=self.stdout, stderr=self.stderr)
             self._monitor(web)
             self._rank()
@@ -189,3 +190,11 @@ class Command(BaseCommand):
         user.set_password(password)
         user.save()
         return password
+
+
+def render_line() -> str:
+    """Which pages the crawl renders in a browser (CRAWL_RENDER), and with which Chromium."""
+    if settings.CRAWL_RENDER == "never":
+        why = "set to never" if settings.CRAWL_RENDER_CHROMIUM else "no Chromium found"
+        return f"rendering: never ({why}; pages built by JavaScript are read as served)"
+    return f"rendering: {settings.CRAWL_RENDER} (Chromium at {settings.CRAWL_RENDER_CHROMIUM}, queue render)"
