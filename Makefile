@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 
-.PHONY: install pywb demo test unit integration chaos testweb migrate lint clean
+.PHONY: install pywb demo test unit integration chaos testweb migrate lint clean docs
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-flower.txt
 	$(PYTHON) -m venv $(VENV)
@@ -40,7 +40,7 @@ unit: install pywb
 integration: install
 	$(PY) -m pytest -m "integration and not chaos"
 
-# The chaos crawl (issue 8, tests/test_chaos.py): 20,000 pages on a private PostgreSQL and Redis while the
+# The chaos crawl (tests/test_chaos.py): 20,000 pages on a private PostgreSQL and Redis while the
 # load worker is SIGKILLed three times and Redis and PostgreSQL restart; about 5 minutes a run. CI runs it
 # CHAOS_RUNS times in a row and every run must pass (any pytest exit code but 0, 5 = nothing ran included).
 CHAOS_RUNS ?= 3
@@ -49,6 +49,12 @@ chaos: install
 		echo "== chaos run $$i of $(CHAOS_RUNS)"; \
 		$(PY) -m pytest -m chaos -s tests/test_chaos.py || exit 1; \
 	done
+
+# The user guide (docs/, MkDocs): the references generated from the code first, then the site, failing on any
+# warning (a broken link, a page left out of the navigation). The site is written to var/site.
+docs: install
+	$(PY) manage.py reference --out docs/reference
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 testweb: install
 	$(PY) -m testweb --port 8000

@@ -1,4 +1,4 @@
-"""Benchmark (issue 19): 1,000 monitored servers on a local web, 300 of them go down at once. Prints the time
+"""Benchmark: 1,000 monitored servers on a local web, 300 of them go down at once. Prints the time
 from the confirming checks to the last delivered message, the messages each channel received (grouped), and
 whether any event was lost. A benchmark, not a test.
 

@@ -1,4 +1,4 @@
-"""Benchmark: the dashboard pages under load (issue 7, item 4). Prints figures; asserts nothing.
+"""Benchmark: the dashboard pages under load. Prints figures; asserts nothing.
 Target: p95 under 300 ms per page with 20 concurrent clients.
 
     python -m bench.dashboard [--urls 1000000] [--checks 5000000] [--servers 500] [--links 2000000]
@@ -29,7 +29,7 @@ of a reused database first, so that its first refresh is a first one. Stops guni
 the database, also on failure;
 --keep-db keeps it (and prints its URL) for later runs with --db URL, which skip the load. --web-root
 serves the pages from another checkout against the same data (bench/DASHBOARD.md compares the code before
-issue 7's work with it).
+the dashboard round's work with it).
 """
 
 from __future__ import annotations

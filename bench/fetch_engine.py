@@ -1,4 +1,4 @@
-"""Benchmark (issue 25): the fetch side alone — the thread-per-exchange Fetcher against the shared engine.
+"""Benchmark: the fetch side alone — the thread-per-exchange Fetcher against the shared engine.
 Prints figures; asserts nothing.
 
     python -m bench.fetch_engine [--servers 20] [--pages 200] [--threads 40] [--port 18726] [--rounds 1]

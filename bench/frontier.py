@@ -1,4 +1,4 @@
-"""Benchmark (issue 9): the frontier at scale on PostgreSQL. Prints figures; asserts nothing.
+"""Benchmark: the frontier at scale on PostgreSQL. Prints figures; asserts nothing.
 
     python -m bench.frontier [--urls 1000000] [--servers 1000] [--claims 50] [--claim-size 1000]
                              [--links 100000] [--link-runs 3] [--known-share 0.5] [--procs 1] [--json]

@@ -1,4 +1,4 @@
-"""Benchmark: `manage.py import_servers` of a 100,000-line server list (issue 18). Prints figures; asserts
+"""Benchmark: `manage.py import_servers` of a 100,000-line server list. Prints figures; asserts
 nothing.
 
     python -m bench.import_servers                      # 100,000 lines, embedded SQLite

@@ -1,4 +1,4 @@
-"""Benchmark (issue 23): seed 003's Table 8 on this machine: crawl, convert and rank time for 100,000 and
+"""Benchmark: seed 003's Table 8 on this machine: crawl, convert and rank time for 100,000 and
 1,000,000 pages, beside the paper's nine machines. Prints figures; asserts nothing, but says
 where every figure comes from.
 

@@ -1,4 +1,4 @@
-"""Benchmark (issue 9): crawl throughput of the real stack against Scrapy on the same generated web.
+"""Benchmark: crawl throughput of the real stack against Scrapy on the same generated web.
 Prints figures; asserts nothing, but checks each crawl found exactly the web and says so.
 
     python -m bench.throughput [--runs 2] [--servers 20] [--pages 2500] [--only ours|scrapy]
@@ -454,7 +454,7 @@ def web_requests(nginx: NginxWeb, offset: int, agent: str) -> dict:
         "requests": len(rows),
         "private": sum(1 for r in rows if r[2].startswith("/private/")),
         "robots": sum(1 for r in rows if r[2] == "/robots.txt"),
-        # Ours looks for a sitemap once per server (issue 21; the generated web has none: 404); Scrapy's
+        # Ours looks for a sitemap once per server (the generated web has none: 404); Scrapy's
         # CrawlSpider does not. Counted apart, not as a page.
         "sitemaps": sum(1 for r in rows if r[2] == "/sitemap.xml"),
         "pages": sum(
@@ -921,7 +921,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--workers",
         help="ours: QUEUES:POOL:N,… (default: load:threads:<servers×slots>,"
-        "extract+housekeeping:threads:<2×cores+2>; before issue 25 ...,extract:prefork:<2×cores>,"
+        "extract+housekeeping:threads:<2×cores+2>; before the fetch-engine round ...,extract:prefork:<2×cores>,"
         "housekeeping:threads:2)",
     )
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="ours: extra settings")

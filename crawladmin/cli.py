@@ -31,6 +31,15 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crawladmin.settings")
     from django.core.management import execute_from_command_line
 
+    if argv[1:] == ["help"]:
+        # This project's commands with their purpose (Django's plain list of names: `help --commands`).
+        import django
+
+        from crawladmin.reference import commands_listing
+
+        django.setup()
+        sys.stdout.write(commands_listing() + "\n")
+        return
     if "--traceback" in argv:
         _schema_hook_install(argv)
         execute_from_command_line(argv)

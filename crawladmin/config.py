@@ -901,3 +901,12 @@ def config_export(*, include_servers: str = "configured") -> dict:
 
 def config_export_yaml(**kwargs) -> str:
     return yaml.safe_dump(config_export(**kwargs), sort_keys=False, allow_unicode=True)
+
+
+def reference_sections() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The file's sections and the keys an entry of each may have, as read above: the generated configuration
+    reference (crawladmin.reference) lists these."""
+    from crawler.jobrules import JOB_KEYS
+
+    return (("servers", SERVER_KEYS), ("monitors", MONITOR_KEYS), ("channels", CHANNEL_KEYS),
+            ("channels: rules", RULE_KEYS), ("jobs", JOB_KEYS))  # fmt: skip

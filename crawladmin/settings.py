@@ -311,6 +311,8 @@ def _load() -> dict:
         # when the proxy strips it from clients), and the https origins CSRF accepts for POSTs.
         "SECURE_PROXY_SSL_HEADER": env.str("DJANGO_SECURE_PROXY_SSL_HEADER", ""),
         "CSRF_TRUSTED_ORIGINS": [o for o in env.str("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()],
+        # Where the pages' "?" links find the user guide: this app serves the site `make docs` built at /guide/.
+        "GUIDE_URL": env.str("GUIDE_URL", "/guide/").rstrip("/") + "/",
         # Optional single sign-on with OpenID Connect (crawladmin.sso): on when OIDC_RP_CLIENT_ID is set.
         **_oidc(),
     }
@@ -464,6 +466,9 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # one user's lockout doe
 AXES_RESET_ON_SUCCESS = True
 AXES_DISABLE_ACCESS_LOG = True  # failed attempts are kept; successful logins are not logged again here
 
+GUIDE_URL: str = _cfg["GUIDE_URL"]
+# The user guide's site, as `make docs` builds it (mkdocs.yml's site_dir), served at /guide/ (crawladmin.guide).
+GUIDE_SITE_DIR = BASE_DIR / "var" / "site"
 OIDC_ENABLED = _cfg["OIDC_ENABLED"]
 if OIDC_ENABLED:
     globals().update({name: value for name, value in _cfg.items() if name.startswith("OIDC_")})
@@ -569,6 +574,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "dashboard.context.time_zone",
+                "dashboard.context.guide",
             ],
         },
     },

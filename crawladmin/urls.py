@@ -8,6 +8,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from crawladmin import api, api_schema, api_v1, api_v1_base, api_v1_more  # noqa: F401 - api_schema: the token's scheme
+from crawladmin.guide import guide
 from dashboard.metrics import metrics
 from dashboard.ping import ping
 from dashboard.public import status_page
@@ -57,6 +58,8 @@ urlpatterns = [
     path("ping/<str:token>", ping, name="ping"),
     path("ping/<str:token>/start", ping, {"signal": "start"}, name="ping-start"),
     path("ping/<str:token>/fail", ping, {"signal": "fail"}, name="ping-fail"),
+    path("guide/", guide, name="guide"),  # the user guide `make docs` built (crawladmin.guide)
+    path("guide/<path:path>", guide, name="guide-page"),
     path("status/<slug:slug>/", status_page, name="status-page"),  # public: opt-in per server group, no login
 ]
 if settings.OIDC_ENABLED:  # optional single sign-on (crawladmin.sso): /oidc/authenticate/ starts a login

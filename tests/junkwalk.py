@@ -1,4 +1,4 @@
-"""Every dashboard, analyzer and API URL requested with junk (issue 18): the URLconf walked, each path
+"""Every dashboard, analyzer and API URL requested with junk: the URLconf walked, each path
 parameter filled with ordinary and absurd ids, each with a set of junk query strings. Shared by the SQLite
 test (in-process) and the PostgreSQL one (in a manage.py shell, where `walk()` runs and prints JSON)."""
 

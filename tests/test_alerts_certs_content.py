@@ -1,4 +1,4 @@
-"""Certificates and content checks (issue 19) with real checks: https servers on loopback with
+"""Certificates and content checks with real checks: https servers on loopback with
 certificates made by openssl for the test (one expiring in 5 days, one expired, one for another name),
 and a health page whose text fails a content rule."""
 

@@ -1,4 +1,4 @@
-"""The archive step by step (issue 21): what the load path keeps of an exchange, the revisits, the export's
+"""The archive step by step: what the load path keeps of an exchange, the revisits, the export's
 scope, roll-over and index, on SQLite."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 21 end to end: a site publishing a gzip sitemap index crawled with `manage.py crawl` (embedded,
+"""The archive end to end: a site publishing a gzip sitemap index crawled with `manage.py crawl` (embedded,
 SQLite), then exported with `manage.py export_warc`, and the file read back with warcio."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Every page in headless Chromium at a desktop (1400 px) and a phone (400 px) width: no horizontal page
 scroll, no console errors, every link on the page resolves, and the grid's stale and unconfirmed states
-render (issue 24). Screenshots are kept under the test's tmp dir (their paths are printed).
+render. Screenshots are kept under the test's tmp dir (their paths are printed).
 
 Same requirements as tests/test_browser.py: /usr/bin/chromium and /usr/bin/chromedriver, else skipped.
 """

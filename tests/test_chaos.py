@@ -1,4 +1,4 @@
-"""Issue 8: nothing is lost and nothing is done twice when workers, the broker and the database fail.
+"""Nothing is lost and nothing is done twice when workers, the broker and the database fail.
 
 The chaos test crawls a local test web of 20,000+ pages with a cluster of its own — a private PostgreSQL
 cluster, a private redis-server with its append-only file, four `celery worker` processes across the

@@ -1,4 +1,4 @@
-"""Status checks partitioned by time on real PostgreSQL (issue 25): migration 0013 converts a table that has
+"""Status checks partitioned by time on real PostgreSQL: migration 0013 converts a table that has
 rows, each row lands in the partition of its day, an insert with no partition for its day still succeeds
 and beat's job gives it one, and retention drops whole old partitions and removes nothing newer."""
 

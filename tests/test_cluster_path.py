@@ -29,13 +29,12 @@ def script_of_or_worker(service: dict) -> str:
 
 
 def _readme_cluster_recipe() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## The cluster\n", 1)[1]
-    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    guide = (ROOT / "docs" / "cluster.md").read_text()
+    block = guide.split("```sh\n", 1)[1].split("```", 1)[0]
     return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.strip()]
 
 
-def test_the_readme_cluster_recipe_starts_a_worker_for_every_queue_beat_and_the_web():
+def test_the_guide_cluster_recipe_starts_a_worker_for_every_queue_beat_and_the_web():
     lines = _readme_cluster_recipe()
     started: set[str] = set()
     for line in lines:
@@ -48,8 +47,8 @@ def test_the_readme_cluster_recipe_starts_a_worker_for_every_queue_beat_and_the_
     assert any(line.startswith("export CRAWL_LOAD_SLOTS=") for line in lines)
 
 
-def test_the_readme_says_how_to_go_from_the_demo_to_a_cluster():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### From the demo to a cluster\n", 1)[1].split("\n## ", 1)[0]
-    for needed in ("import_servers", "createsuperuser", "DJANGO_SECURE", "migrate", "DJANGO_ALLOWED_HOSTS"):
+def test_the_guide_says_how_to_go_from_the_demo_to_a_cluster():
+    guide = (ROOT / "docs" / "getting-started.md").read_text()
+    section = guide.split("## From the demo to a cluster\n", 1)[1].split("\n## ", 1)[0]
+    for needed in ("export_config", "apply", "createsuperuser", "DJANGO_SECURE", "migrate", "DJANGO_ALLOWED_HOSTS"):
         assert needed in section

@@ -90,7 +90,7 @@ def test_retry_after_forms():
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
 
 
-# --- Issue 18: ranges, control characters, no traceback, private files --------------------------
+# --- Ranges, control characters, no traceback, private files --------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The dashboard tells the truth as it is now (issue 24): a server not checked for two intervals is stale,
+"""The dashboard tells the truth as it is now: a server not checked for two intervals is stale,
 an unconfirmed failure is amber, down is red, and uptime counts a failed check before rollups run."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The extract agent's dispatch of servers that got new URLs, on real PostgreSQL (issue 25): a server whose
+"""The extract agent's dispatch of servers that got new URLs, on real PostgreSQL: a server whose
 every slot is held, or that finds no room for another server, is answered by small prepared statements, and
 is still dispatched once a slot frees."""
 

@@ -591,7 +591,7 @@ def test_untrusted_certificate_is_tls_failure(serve, fetcher, self_signed) -> No
     assert result.failure is FailureKind.TLS and "TLS error" in result.detail and not result.responded
 
 
-# --- poison in headers, a resolver that never answers (issues 18, 23) ---------------------------------
+# --- poison in headers, a resolver that never answers ---------------------------------
 
 
 def test_nul_bytes_and_a_huge_content_length_arrive_as_storable_values(serve, fetcher) -> None:

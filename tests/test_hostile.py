@@ -231,7 +231,7 @@ def test_endless_redirects_stop_at_the_limit(crawl):
 
 
 def test_spider_traps_are_bounded_by_depth(crawl):
-    # Links one step too deep are recorded (the reason shows on the URL, issue 20), never fetched.
+    # Links one step too deep are recorded (the reason shows on the URL), never fetched.
     followed = {u: r for u, r in crawl.rows.items() if r.exclusion_reason != "too deep"}
     assert max(r.depth for r in followed.values()) <= MAX_DEPTH
     too_deep = [r for r in crawl.rows.values() if r.exclusion_reason == "too deep"]

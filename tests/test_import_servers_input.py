@@ -1,4 +1,4 @@
-"""`import_servers` with any input (issue 18): every bad line reported by its number, never a traceback,
+"""`import_servers` with any input: every bad line reported by its number, never a traceback,
 the good lines imported; on SQLite in-process and on PostgreSQL (which refuses NUL in text) through
 manage.py. The 100,000-line figure is bench/import_servers.py's."""
 

@@ -1,4 +1,4 @@
-"""Issue 25: the load agent commits the intent rows of its next requests together (ServerVisit.reserve), one
+"""The load agent commits the intent rows of its next requests together (ServerVisit.reserve), one
 statement for a group; still exactly one StatusCheck row per request the server saw, and none for the
 requests a stopped batch never sent."""
 

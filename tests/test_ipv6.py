@@ -1,4 +1,4 @@
-"""Servers given as IPv6 literals (issue 18): crawled and monitored end to end against a small site on
+"""Servers given as IPv6 literals: crawled and monitored end to end against a small site on
 [::1], and guarded like any other address (::1 is loopback: refused unless CRAWL_ALLOW_PRIVATE has it or
 an operator added the server)."""
 

@@ -1,4 +1,4 @@
-"""Every dashboard, analyzer and API URL answers junk parameters with 400 or 404, never 500 (issue 18):
+"""Every dashboard, analyzer and API URL answers junk parameters with 400 or 404, never 500:
 the URLconf walked (tests/junkwalk.py) as a superuser and with the API token, on SQLite here and on
 PostgreSQL, where a NUL in a parameter used to reach the database."""
 

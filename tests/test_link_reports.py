@@ -1,4 +1,4 @@
-"""Link reports end to end (issue 20): crawl a local web whose links break in every way, then
+"""Link reports end to end: crawl a local web whose links break in every way, then
 `dead_links --format csv` must list exactly the broken links the web's own manifest names."""
 
 from __future__ import annotations

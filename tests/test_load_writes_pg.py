@@ -286,7 +286,7 @@ print(json.dumps({
 
 
 def test_the_outcomes_write_plans_only_the_partitions_of_its_visit(tmp_path):
-    """Issue 25: the intents of a visit were begun after it opened, so the write of their outcomes names that
+    """The intents of a visit were begun after it opened, so the write of their outcomes names that
     span of checked_at; PostgreSQL plans and reads the day's partition only, not the week of empty ones ahead
     and the default one."""
     out = _run(tmp_path, SPAN, TIME_ZONE="UTC")
@@ -314,7 +314,7 @@ print(json.dumps({"given": [url_hash(u) for u in urls], "sent": sorted(urls, key
 
 
 def test_new_urls_are_inserted_in_the_order_of_their_hash(tmp_path):
-    """Issue 25: two extract batches inserting some of the same new URLs in different orders deadlocked
+    """Two extract batches inserting some of the same new URLs in different orders deadlocked
     (124 times in a 54-second crawl); in the unique key's order they only wait for each other."""
     out = _run(tmp_path, ORDER)
     assert out["ids"] == 40

@@ -1,4 +1,4 @@
-"""The monitor's name lookups have their own deadline, CRAWL_DNS_TIMEOUT (issue 23, item 4).
+"""The monitor's name lookups have their own deadline, CRAWL_DNS_TIMEOUT.
 
 No internet, and the system's resolver cannot be pointed at a silent DNS server without root: the resolver
 the client calls (crawler.lookup.getaddrinfo) is replaced by one that hangs for some names and maps others to

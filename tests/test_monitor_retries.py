@@ -1,4 +1,4 @@
-"""MONITOR_RETRIES (seed 002's retry count, issue 23): a disconnect or delay is tried again within its round,
+"""MONITOR_RETRIES (seed 002's retry count): a disconnect or delay is tried again within its round,
 against real servers on loopback that drop, stall or slow down their first k connections."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Operator input (issue 18): monitor and server settings validated in the admin's forms, and a bad row
+"""Operator input: monitor and server settings validated in the admin's forms, and a bad row
 that reached the database anyway failing its own check with the reason, never its round."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 18: an embedded crawl of a web that answers with poison — robots.txt and page redirects toward an
+"""An embedded crawl of a web that answers with poison — robots.txt and page redirects toward an
 address outside CRAWL_ALLOW_PRIVATE, NUL bytes in header values and in the status line, a Content-Length
 beyond any integer column, a UTF-16 robots.txt — ends by itself, contacts no forbidden address,
 classifies every URL and requests none of them more than 3 times.

@@ -1,4 +1,4 @@
-"""Issue 18, property-based: random header names, header values, status lines and bodies go through the
+"""Random header names, header values, status lines and bodies go through the
 whole path — fetch, clean, record, move, store — in an embedded crawl on SQLite and on PostgreSQL. Whatever
 the bytes, the crawl ends, every URL ends classified, and none is requested more than a bounded number of
 times (one fetch, plus at most a resend on a dead keep-alive connection and the retry of a failing batch).

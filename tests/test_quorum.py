@@ -1,4 +1,4 @@
-"""Quorum across locations (issue 19): each crawler number confirms on its own, and a server's status
+"""Quorum across locations: each crawler number confirms on its own, and a server's status
 moves when K of its locations agree; the alert says what each location saw."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Link reports (issue 20) by single steps: what counts as broken, the record of breaks over time, the
+"""Link reports by single steps: what counts as broken, the record of breaks over time, the
 owners' digests, and what the extract agent records of a link not followed."""
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ def test_staleness_schedule_beats_both_baselines(seed):
 
 
 # --------------------------------------------------------------------------------------------------
-# `schedule_table --profiles FILE.csv --json`: the table as a contract (issue 22)
+# `schedule_table --profiles FILE.csv --json`: the table as a contract
 
 
 def _csv(tmp_path, profiles: dict[str, list[float]], *, shuffle: random.Random | None = None) -> str:

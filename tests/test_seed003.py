@@ -1,4 +1,4 @@
-"""Seed 003 in the ranking and the analyzer (issue 23): duplicate pages merged for ranking, left out of the
+"""Seed 003 in the ranking and the analyzer: duplicate pages merged for ranking, left out of the
 analyzer's tables; `rank --method blockrank-local` (local rank x block rank, no global iteration) beside
 exact PageRank."""
 

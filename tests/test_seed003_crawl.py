@@ -1,4 +1,4 @@
-"""Seed 003's page dedup end to end (issue 23, "Done when"): a real crawl of a local web the other tests never
+"""Seed 003's page dedup end to end: a real crawl of a local web the other tests never
 saw, where `/` and `/index.html` serve the same page (and a printer copy of another page), then `analyze
 --json` and `rank` as a user runs them. The crawl treats copies as before (every URL known, fetched once,
 Visited); the analyzer counts each page once and the ranking gives each page one rank. Embedded (SQLite),

@@ -1,4 +1,4 @@
-"""Seed 003's site dedup by IP end to end (issue 23 item 3): a real crawl of two host names on one address and
+"""Seed 003's site dedup by IP end to end: a real crawl of two host names on one address and
 port (testweb/vhosts.py), three times over. The later name's address is resolved when its server is created,
 and its home page is fetched alone first and compared with the earlier site's: the same home page makes it an
 alias before any of its other URLs is fetched; a different one (virtual hosting) leaves two sites, both

@@ -148,7 +148,7 @@ def test_redelivered_load_message_does_nothing_while_another_holds_the_server():
 
 
 def test_a_load_message_that_finds_every_slot_held_leaves_its_server_dispatchable(settings, monkeypatch):
-    """Issue 25: a dispatch that raced with another visit's claim finds no slot. Its message is consumed all
+    """A dispatch that raced with another visit's claim finds no slot. Its message is consumed all
     the same: the server must not stay marked queued, or the running visits' continuations skip it too."""
     settings.CRAWL_SERVER_CONCURRENCY = 2
     sent: list[int] = []
@@ -329,7 +329,7 @@ def test_load_batch_sends_its_server_again_while_it_has_due_urls(settings, monke
 
 
 def test_load_visit_takes_its_servers_next_batches_within_its_budget(settings, monkeypatch):
-    """Issue 25: the robot stays on its server: after a full batch the visit claims the next one itself (one
+    """The robot stays on its server: after a full batch the visit claims the next one itself (one
     slot taken, no message), until nothing is due; a paused server gets no further batch and no message."""
     settings.CRAWL_DEFAULT_DELAY = 0
     settings.CRAWL_BATCH_SIZE = 1
@@ -357,7 +357,7 @@ def test_load_visit_takes_its_servers_next_batches_within_its_budget(settings, m
 
 
 def test_a_response_the_database_refuses_is_classified_and_its_group_is_kept(settings, monkeypatch, caplog):
-    """Issue 18: what the fetcher's cleaning lets through and the database still refuses (here an integer
+    """What the fetcher's cleaning lets through and the database still refuses (here an integer
     beyond SQLite's, and a page write that fails) moves only that URL forward, as bad_response on the
     NoResponse back-off, logged; the other pages of its group are stored."""
     settings.CRAWL_DEFAULT_DELAY = 0

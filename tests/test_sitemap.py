@@ -1,4 +1,4 @@
-"""Sitemaps (issue 21): the pure parser's limits and safety, and the lastmod change signal."""
+"""Sitemaps: the pure parser's limits and safety, and the lastmod change signal."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The public status page of a server group (issue 24): opt-in, no login, read-only, nothing private,
+"""The public status page of a server group: opt-in, no login, read-only, nothing private,
 90 days of uptime bars, incidents from the status timeline, cached."""
 
 from __future__ import annotations

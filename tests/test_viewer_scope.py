@@ -1,4 +1,4 @@
-"""Who sees what (issue 18): the analyzer, the API and /metrics need a reader (viewer or operator group, a
+"""Who sees what: the analyzer, the API and /metrics need a reader (viewer or operator group, a
 superuser, or the API token) like the dashboard; a reader limited to server groups (Django groups named
 `servers:<group>`, crawlcore.access) sees only those groups' servers, and not the whole-crawl pages."""
 

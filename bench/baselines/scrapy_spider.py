@@ -1,4 +1,4 @@
-"""The reference crawler of the throughput benchmark (issue 9): Scrapy crawling the same web.
+"""The reference crawler of the throughput benchmark: Scrapy crawling the same web.
 
 A CrawlSpider with one LinkExtractor rule restricted to the benchmark's hosts, robots.txt obeyed, the same
 per-server concurrency as ours, no delay, no autothrottle; one item (url, status, title) per page to a

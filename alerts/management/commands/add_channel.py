@@ -16,7 +16,7 @@ class Command(BaseCommand):
     help = __doc__
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("name")
+        parser.add_argument("name", help="the channel's name")
         parser.add_argument("url", help="Apprise URL (json://, slack://, mailto:// ...) or e-mail address(es)")
         scope = parser.add_mutually_exclusive_group()
         scope.add_argument("--group", default="", help="only servers of this group")

@@ -14,7 +14,7 @@ class Command(BaseCommand):
     help = __doc__
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("name")
+        parser.add_argument("name", help="the channel's name")
 
     def handle(self, *args, name: str, **options) -> None:
         channel = Channel.objects.filter(name=name).first()

@@ -40,7 +40,7 @@ class Command(BaseCommand):
     help = "Pause a server's crawl (until a time, or until resumed), resume it, or show its health."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("action", choices=ACTIONS)
+        parser.add_argument("action", choices=ACTIONS, help="pause, resume, or show its health")
         parser.add_argument("origin", help="The server, e.g. https://www.example.org or http://10.0.0.5:8080")
         parser.add_argument("--until", default=None, help="pause: until then (2026-05-01T18:00, or 30m, 2h, 1d)")
         parser.add_argument("--note", default="", help="pause: why, in a few words (shown with the pause)")

@@ -23,9 +23,13 @@ class Command(BaseCommand):
     help = "Simulate seed 000 (hybrid) or seed 004 (staleness) with the crawler's own scheduling code."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("experiment", choices=["hybrid", "staleness"])
+        parser.add_argument(
+            "experiment",
+            choices=["hybrid", "staleness"],
+            help="which paper's simulation: hybrid (seed 000) or staleness (seed 004)",
+        )
         parser.add_argument("--seeds", type=int, default=5, help="random seeds 0..N-1 (default 5)")
-        parser.add_argument("--json", action="store_true")
+        parser.add_argument("--json", action="store_true", help="print JSON instead of text")
         parser.add_argument("--plot", metavar="PNG", help="write a figure (matplotlib, Agg)")
         parser.add_argument("--servers", type=int, help="hybrid: servers (100)")
         parser.add_argument("--robots", type=int, help="hybrid: robots (4)")

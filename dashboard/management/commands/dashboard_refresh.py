@@ -25,7 +25,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--full", action="store_true", help="the broken-link record from every link, not from what changed"
         )
-        parser.add_argument("--json", action="store_true")
+        parser.add_argument("--json", action="store_true", help="print JSON instead of text")
 
     def handle(self, *args, **options) -> None:
         t = time.perf_counter()

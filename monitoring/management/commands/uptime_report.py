@@ -20,7 +20,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--month", help="YYYY-MM (default: this month)")
         parser.add_argument("--group", help="only the servers of this group")
-        parser.add_argument("--format", choices=FORMATS, default="csv", dest="fmt")
+        parser.add_argument("--format", choices=FORMATS, default="csv", dest="fmt", help="the output format")
         parser.add_argument("-o", "--output", help="write to this file instead of standard output")
 
     def handle(self, *args, month=None, group=None, fmt: str = "csv", output: str | None = None, **options) -> None:

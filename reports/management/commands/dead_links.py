@@ -38,7 +38,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--group", default="", help="Only sites of this server group")
         parser.add_argument("--since", default=None, help="Only links first seen broken on or after this date")
-        parser.add_argument("--format", choices=FORMATS, default="csv")
+        parser.add_argument("--format", choices=FORMATS, default="csv", help="the output format")
         parser.add_argument(
             "--sort", choices=SORTS, default="site",
             help="site: by site, page, target; impact: the links on the most-reached pages first (column impact)",
