@@ -152,8 +152,8 @@ def test_finished_transfers_do_not_keep_their_bodies_until_their_deadlines(serve
 
 
 def test_a_response_refused_for_a_nul_in_a_header_is_recognised(serve, engine):
-    """The load agent asks such a page again with the Fetcher (the hostile-input suite keeps it); that needs libcurl's refusal
-    to be told apart from other malformed responses, whatever libcurl's wording of the day."""
+    """The load agent asks such a page again with the Fetcher (the hostile-input suite keeps it); that needs
+    libcurl's refusal to be told apart from other malformed responses, whatever libcurl's wording of the day."""
     nul = serve(answer_forever(b'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nETag: "a\x00b"\r\n\r\nok'))
     garbage = serve(answer_forever(b"SSH-2.0-OpenSSH_9.0\r\n\r\n"))
     fetcher = EngineFetcher(FAST, engine=engine)
