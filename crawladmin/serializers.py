@@ -88,6 +88,9 @@ class MonitorSerializer(serializers.Serializer):
     content_must = serializers.CharField(required=False, allow_blank=True)
     content_must_not = serializers.CharField(required=False, allow_blank=True)
     content_regex = serializers.BooleanField(required=False)
+    content_rendered = serializers.BooleanField(
+        required=False, help_text="HTTP: the content rule is checked on the page as a browser renders it"
+    )
     quorum = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     assertions = serializers.CharField(required=False, allow_blank=True)
     sla_target = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=100)

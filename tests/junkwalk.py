@@ -68,6 +68,6 @@ def walk(client) -> dict[str, int]:
             target = f"{url}?{junk}" if junk else url
             status = client.get(target).status_code
             # 405: an action that only takes POST (a mute button) answers a GET so, whatever its query.
-            if status not in (200, 302, 400, 404, 405):
+            if status not in (200, 301, 302, 400, 404, 405):
                 bad[target[:120]] = status
     return bad

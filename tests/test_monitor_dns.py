@@ -104,4 +104,6 @@ def test_a_dns_failure_is_a_disconnect_and_so_is_retried(db, resolver):
     monitors_check(server_ids=[sid], claim=False)
     row = StatusCheck.objects.get(server_id=sid)
     assert (row.category, row.failure_kind, row.tries) == ("disconnect", "dns", 3)
-    assert resolver.count("b.hang") == 3
+    # The retries wait for the one lookup still hanging (a domain with a lookup past its deadline gets one at
+    # a time, crawler.lookup): three tries, one question to the resolver.
+    assert resolver.count("b.hang") == 1

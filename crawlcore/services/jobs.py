@@ -662,6 +662,8 @@ def job_save(*, spec: dict, dry_run: bool = False) -> tuple[str, Job | None]:
     """Create or update the job named spec["name"] from checked keys (crawler.jobrules.job_spec_check):
     ("created" | "changed" | "unchanged", the job). With `dry_run` nothing is written (the job: None when new).
     A running job whose patterns changed sets its queued URLs that no longer pass aside, with the reason."""
+    if "render" in spec and spec["render"] is None:  # the definition's "no choice" (the setting's) is stored empty
+        spec = {**spec, "render": ""}
     job = Job.objects.filter(name=spec["name"]).first()
     if job is None:
         if dry_run:
