@@ -19,7 +19,9 @@ and this address serves it. Its pages are also readable as Markdown in the repos
 def guide(request: HttpRequest, path: str = "") -> HttpResponse:
     root = Path(settings.GUIDE_SITE_DIR)
     if not (root / "index.html").is_file():
-        return HttpResponse(NOT_BUILT, status=404)
+        # Every page's "?" link lands here on a machine where the guide was not built: a page that says how
+        # to build it (and where else to read it), not a dead link.
+        return HttpResponse(NOT_BUILT)
     if path == "" or path.endswith("/"):
         path += "index.html"
     try:
