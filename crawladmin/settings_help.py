@@ -6,7 +6,7 @@ from __future__ import annotations
 
 HELP: dict[str, str] = {
     "CRAWLADMIN_DATA_DIR": ("where the embedded database and key live"),
-    "DATABASE_URL": ("`postgres://user:pw@host:5432/db` for the cluster"),
+    "DATABASE_URL": ("`postgres://USER:PASSWORD@HOST:5432/DB` for the cluster"),
     "CELERY_BROKER_URL": ("`redis://host:6379/0` for the cluster"),
     "DB_RANDOM_PAGE_COST": (
         "PostgreSQL's `random_page_cost` for crawladmin's connections (its working set is in memory; the "

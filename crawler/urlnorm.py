@@ -135,7 +135,7 @@ def _normalise_netloc(url: str) -> str:
     """Drop a default port and a trailing root dot from the host, and any user name and password.
 
     "example.com." names the same DNS host as "example.com"; keeping both would
-    give one server two politeness queues. Credentials in a link ("http://user:pass@host/") are never part
+    give one server two politeness queues. Credentials in a link (user and password before the host) are never part
     of a URL's identity nor sent on: kept, they made a second copy of the whole site, fetched with them.
     """
     parts = urlsplit(url)

@@ -87,8 +87,13 @@ URLS = [
 SEED = f"""
 import binascii
 import hashlib
-from crawlcore.models import Server, Url
+from django.db import connection
+from django.db.migrations.loader import MigrationLoader
 from crawler.urlnorm import server_key
+# The models as they were at the migration the database is at (today's have columns it has not yet).
+loader = MigrationLoader(connection)
+state = loader.project_state(loader.applied_migrations and max(k for k in loader.applied_migrations if k[0] == "crawladmin"))
+Server, Url = state.apps.get_model("crawladmin", "Server"), state.apps.get_model("crawladmin", "Url")
 for u in {URLS!r}:
     k = server_key(u)
     s, _ = Server.objects.get_or_create(scheme=k.scheme, host=k.host, port=k.port)
