@@ -6,7 +6,10 @@ from __future__ import annotations
 
 HELP: dict[str, str] = {
     "CRAWLADMIN_DATA_DIR": ("where the embedded database and key live"),
-    "DATABASE_URL": ("`postgres://USER:PASSWORD@HOST:5432/DB` for the cluster"),
+    "DATABASE_URL": (
+        "the PostgreSQL database of the cluster, as a `postgres://` URL with its user, password, host, port "
+        "and database"
+    ),
     "CELERY_BROKER_URL": ("`redis://host:6379/0` for the cluster"),
     "DB_RANDOM_PAGE_COST": (
         "PostgreSQL's `random_page_cost` for crawladmin's connections (its working set is in memory; the "

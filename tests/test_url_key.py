@@ -92,7 +92,8 @@ from django.db.migrations.loader import MigrationLoader
 from crawler.urlnorm import server_key
 # The models as they were at the migration the database is at (today's have columns it has not yet).
 loader = MigrationLoader(connection)
-state = loader.project_state(loader.applied_migrations and max(k for k in loader.applied_migrations if k[0] == "crawladmin"))
+at = max(k for k in loader.applied_migrations if k[0] == "crawladmin")
+state = loader.project_state(at)
 Server, Url = state.apps.get_model("crawladmin", "Server"), state.apps.get_model("crawladmin", "Url")
 for u in {URLS!r}:
     k = server_key(u)
