@@ -37,3 +37,27 @@ class ServedWeb:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A test web's handler: HTTP/1.0, no log line a request, GET and HEAD both answered by `_answer`."""
+
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+    def do_GET(self) -> None:
+        self._answer()
+
+    def do_HEAD(self) -> None:
+        self._answer()
+
+    def _answer(self) -> None:  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+
+def links_page(title: str, links=()) -> bytes:
+    """A page of nothing but a title and these links, each its own text."""
+    anchors = "".join(f"<a href='{h}'>{h}</a>\n" for h in links)
+    return f"<!doctype html><html><head><title>{title}</title></head><body>{anchors}</body></html>".encode()
