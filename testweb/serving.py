@@ -4,6 +4,7 @@ stop its ThreadingHTTPServer, and to be used as a context manager."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -61,3 +62,20 @@ def links_page(title: str, links=()) -> bytes:
     """A page of nothing but a title and these links, each its own text."""
     anchors = "".join(f"<a href='{h}'>{h}</a>\n" for h in links)
     return f"<!doctype html><html><head><title>{title}</title></head><body>{anchors}</body></html>".encode()
+
+
+def answer_handler(answer: Callable[[str], tuple[int, str, bytes]]) -> type[QuietHandler]:
+    """A handler that answers each request path with `answer(path)`'s (status, content type, body)."""
+
+    class Handler(QuietHandler):
+        def _answer(self) -> None:
+            status, ctype, body = answer(self.path)
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+    return Handler
+
