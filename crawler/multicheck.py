@@ -44,7 +44,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .engine import Loop, Request
+from .curl_loop import Loop
+from .curl_transfer import Request
 from .http import FailureKind, FetchPolicy, FetchResult, Timings, ca_bundle
 from .lookup import Lookup, Lookups, lookup_name
 from .sanitize import clean_line
