@@ -8,7 +8,7 @@ phase budgets (connect 15 s, headers 10 s, body 20 s), so this module enforces *
 * connect: urllib3's connect timeout (covers TCP and the TLS handshake), to the IP we resolved and
   checked ourselves (``address_check``), so a DNS answer can't change between check and connect.
 * headers: a deadline set when the request has been sent; every ``recv`` on the socket gets
-  ``timeout = deadline - now`` (see ``_DeadlineReader``), so the whole header phase is bounded.
+  ``timeout = deadline - now`` (see ``crawler.fetch_hooks``), so the whole header phase is bounded.
 * body: the same mechanism with a deadline ``body_timeout`` after the headers, plus a check between
   chunks, so a trickling body ends at the deadline (overshoot: scheduling noise only).
 
