@@ -16,7 +16,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import pycurl
@@ -32,8 +32,12 @@ from .http import (
 )
 from .sanitize import clean_headers, header_int
 
-if TYPE_CHECKING:
-    from .curl_loop import Loop
+
+class Deadlines(Protocol):
+    """What a transfer asks of the loop that drives it (crawler.curl_loop.Loop): a deadline armed."""
+
+    def arm(self, t: _Transfer, deadline: float) -> None: ...
+
 
 __all__ = ["AddressCheck", "Done", "Request"]
 
@@ -71,7 +75,7 @@ class _Transfer:
 
     request: Request
     policy: FetchPolicy
-    loop: Loop
+    loop: Deadlines
     easy: pycurl.Curl
     done: Done
     started: float = 0.0  # monotonic
