@@ -1,6 +1,6 @@
 """The references of the user guide, read from the code rather than written twice: every setting (from the
 one settings table, crawladmin.settings, with its words in crawladmin.settings_help), every command and option
-(from the commands' own parsers) and the YAML configuration's keys (from crawladmin.config).
+(from the commands' own parsers) and the YAML configuration's keys (from crawladmin.configfile.keys).
 
 `manage.py reference --out docs/reference` writes them as Markdown (`make docs` runs it before building the
 site); `manage.py help` prints the commands with their one-line purpose. tests/test_reference.py fails when a
@@ -172,9 +172,9 @@ def commands_table() -> list[Command]:
 
 def config_keys() -> list[tuple[str, tuple[str, ...]]]:
     """The YAML configuration's sections and the keys each entry may have, as `apply` checks them."""
-    from crawladmin import config
+    from crawladmin.configfile.keys import reference_sections
 
-    return [(section, tuple(keys)) for section, keys in config.reference_sections()]
+    return [(section, tuple(keys)) for section, keys in reference_sections()]
 
 
 # -- Markdown ----------------------------------------------------------------------------------------------
