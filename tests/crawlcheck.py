@@ -24,6 +24,8 @@ FAST_ENV = {
     "CRAWL_CONNECT_TIMEOUT": "2",
     "CRAWL_HEADER_TIMEOUT": "1",
     "CRAWL_BODY_TIMEOUT": "5",
+    # A server held (the silent one's robots.txt) is probed after seconds, not a minute: a crawl waits for it.
+    "CRAWL_BACKOFF_BASE": "5",
 }
 
 

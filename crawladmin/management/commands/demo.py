@@ -98,6 +98,9 @@ class Command(BaseCommand):
         settings.CRAWL_ALLOW_PRIVATE = tuple(settings.CRAWL_ALLOW_PRIVATE) + ("127.0.0.0/8",)
         settings.CRAWL_DEFAULT_DELAY = 0.0
         settings.CRAWL_HEADER_TIMEOUT = min(settings.CRAWL_HEADER_TIMEOUT, 2.0)
+        # The test web's silent server is held after its robots.txt times out; the crawl waits for its first
+        # probe (a back-off window): a few seconds in the demo, not the minute a real crawl gives a server.
+        settings.CRAWL_BACKOFF_BASE = min(settings.CRAWL_BACKOFF_BASE, 5.0)
         settings.MONITOR_INTERVAL = DEMO_CHECK_INTERVAL
         # A receiver on this machine is what a newcomer tries first: alerts may reach loopback in the demo.
         settings.ALERTS_ALLOW_PRIVATE = tuple(settings.ALERTS_ALLOW_PRIVATE) + ("127.0.0.0/8",)
