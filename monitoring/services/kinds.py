@@ -1,5 +1,5 @@
 """Running the checks of TCP, DNS and heartbeat monitors (monitoring.kinds) for a round of
-monitoring.services.checks: each monitor's spec from its row, and the checks of a batch in parallel
+monitoring.services.check_fetch: each monitor's spec from its row, and the checks of a batch in parallel
 (MONITOR_THREADS at once; every check has its own phase deadlines, so the batch ends within them)."""
 
 from __future__ import annotations
