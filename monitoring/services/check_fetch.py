@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from crawler.fetch import FailureKind
+from crawler.http import FailureKind
 from crawler.status import Category
 
 from ..kinds import Kind

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from crawlcore.services.render import answer_render
-from crawler.fetch import FailureKind, FetchPolicy, FetchResult, Timings
+from crawler.http import FailureKind, FetchPolicy, FetchResult, Timings
 from crawler.multicheck import CheckRequest, MultiChecker
 from crawler.status import Category
 

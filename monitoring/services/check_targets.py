@@ -12,7 +12,7 @@ from datetime import datetime
 
 from django.conf import settings
 
-from crawler.fetch import FetchResult
+from crawler.http import FetchResult
 
 from ..accepted_codes import AcceptedCodes
 from ..assertions import Assertion, AssertionRuleError, assertions_parse

@@ -15,7 +15,7 @@ from datetime import datetime
 from django.conf import settings
 from django.utils import timezone
 
-from crawler.fetch import FailureKind, FetchPolicy, Timings
+from crawler.http import FailureKind, FetchPolicy, Timings
 from crawler.status import Category
 
 from ..kinds import Kind, KindResult, result_of
