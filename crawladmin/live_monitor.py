@@ -24,7 +24,10 @@ from django.utils import timezone
 from alerts.services.reminders import reminders_write
 from alerts.services.send import notifications_send
 from monitoring.selectors import monitors_selected
-from monitoring.services.checks import checks_fetch, checks_record, monitors_claim, target_of
+from monitoring.services.check_claim import monitors_claim
+from monitoring.services.check_fetch import checks_fetch
+from monitoring.services.check_record import checks_record
+from monitoring.services.check_targets import target_of
 from monitoring.services.history import load_profiles_build, rollups_build
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ A monitor checked from several crawler numbers keeps one confirmation state per 
 ``logic.confirm`` to its own checks); the server's status moves only when K locations' confirmed statuses
 agree (default: a majority). One location with a broken uplink then cannot page anyone.
 
-No Django import: monitoring.services.checks persists the states and the change this returns.
+No Django import: monitoring.services.check_locations persists the states and the change this returns.
 """
 
 from __future__ import annotations

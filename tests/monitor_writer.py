@@ -20,7 +20,9 @@ from django.utils import timezone  # noqa: E402
 from crawler.http import FailureKind, FetchResult, Timings  # noqa: E402
 from monitoring.accepted_codes import AcceptedCodes  # noqa: E402
 from monitoring.models import ServerMonitor  # noqa: E402
-from monitoring.services.checks import Checked, Target, checks_record, monitors_claim  # noqa: E402
+from monitoring.services.check_claim import monitors_claim  # noqa: E402
+from monitoring.services.check_record import checks_record  # noqa: E402
+from monitoring.services.check_targets import Checked, Target  # noqa: E402
 
 FAIL_AFTER = 100
 

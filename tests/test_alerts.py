@@ -18,7 +18,8 @@ from alerts.services.send import notifications_send
 from crawler.http import FailureKind, FetchResult, Timings
 from monitoring.accepted_codes import AcceptedCodes
 from monitoring.server_list import parse_server_row
-from monitoring.services.checks import Checked, Target, checks_record
+from monitoring.services.check_record import checks_record
+from monitoring.services.check_targets import Checked, Target
 from monitoring.services.servers import servers_import
 from testweb.alerts import smtp_server, webhook_receiver
 

@@ -26,7 +26,8 @@ from monitoring.accepted_codes import AcceptedCodes
 from monitoring.evidence import Answer, difference, excerpt, head_mask
 from monitoring.models import Evidence, Incident, ServerMonitor
 from monitoring.selectors_evidence import evidence_alert_lines, incident_view
-from monitoring.services.checks import Checked, Target, checks_record
+from monitoring.services.check_record import checks_record
+from monitoring.services.check_targets import Checked, Target
 from monitoring.services.evidence import evidence_prune
 from testweb.alerts import smtp_server, webhook_receiver
 from testweb.evidence import turning_page

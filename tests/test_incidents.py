@@ -18,7 +18,8 @@ from dashboard import cache
 from dashboard.models import StatusPage
 from monitoring.accepted_codes import AcceptedCodes
 from monitoring.models import Incident, IncidentUpdate, MaintenanceWindow, ServerMonitor
-from monitoring.services.checks import Checked, Target, checks_record
+from monitoring.services.check_record import checks_record
+from monitoring.services.check_targets import Checked, Target
 from monitoring.services.incidents import IncidentError, incident_update_add
 
 pytestmark = pytest.mark.django_db

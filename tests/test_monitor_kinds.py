@@ -6,6 +6,8 @@ checks through the same confirmation as HTTP."""
 from __future__ import annotations
 
 import re
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -20,6 +22,7 @@ from monitoring.kinds.dns import DnsSpec, dns_check
 from monitoring.kinds.heartbeat import HeartbeatSpec, heartbeat_verdict
 from monitoring.kinds.tcp import TcpSpec, tcp_check
 from monitoring.models import ServerMonitor
+from monitoring.services import kinds
 from monitoring.services.checks import monitors_check
 from monitoring.services.monitors import LIMITED, OK, UNKNOWN, heartbeat_ping, monitor_add
 from testweb.monitor_kinds import closed_port, dns_server, tcp_listener
@@ -150,6 +153,35 @@ def test_heartbeat_fail_signal_and_a_run_that_never_finished():
         last_ping_at=T0 + timedelta(seconds=20), last_ping_kind="success", started_at=T0 + timedelta(seconds=10)
     )
     assert heartbeat_verdict(finished, T0 + timedelta(seconds=41))[0] is Category.NORMAL
+
+
+# --------------------------------------------------------------------------------------------------
+# A round of kind checks
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_a_check_that_overruns_its_deadlines_holds_the_round_no_longer_than_the_rounds_own(monkeypatch, threads):
+    """A check stuck past its phase deadlines (a call that ignores them) is given up at the round's deadline:
+    it counts as a disconnect saying so, and the checks that ended keep their own results."""
+    release, run = threading.Event(), kinds._run_one
+
+    def stuck(spec, policy, guard, threshold_s, now):
+        if spec.name == "stuck":
+            release.wait(10)
+        return run(spec, policy, guard, threshold_s, now)
+
+    monkeypatch.setattr(kinds, "_run_one", stuck)
+    quick = FetchPolicy(connect_timeout=0.2, header_timeout=0.2, body_timeout=0.2, dns_timeout=0.2)
+    started = time.monotonic()
+    try:
+        with override_settings(MONITOR_THREADS=threads):
+            out = kinds.kinds_run(jobs=[(beat(), None, 5.0), (beat(name="stuck"), None, 5.0)], policy=quick)
+    finally:
+        release.set()
+    assert time.monotonic() - started < 5
+    assert (out[0].category, out[0].failure) == (Category.DISCONNECT, "late")  # never pinged: its own verdict
+    assert (out[1].category, out[1].failure) == (Category.DISCONNECT, "deadline")
+    assert "no result within the round's deadline" in out[1].detail and out[1].result.url == "heartbeat:stuck"
 
 
 # --------------------------------------------------------------------------------------------------

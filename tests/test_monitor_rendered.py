@@ -12,7 +12,8 @@ import pytest
 from crawler.render import find_chromium
 from monitoring.accepted_codes import AcceptedCodes
 from monitoring.content import ContentRule
-from monitoring.services.checks import Target, checks_fetch
+from monitoring.services.check_fetch import checks_fetch
+from monitoring.services.check_targets import Target
 
 pytestmark = pytest.mark.skipif(not find_chromium(), reason="no Chromium installed")
 

@@ -14,8 +14,11 @@ from monitoring.accepted_codes import AcceptedCodes
 from monitoring.models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
 from monitoring.selectors import server_load_profile, server_shown_status, uptime_counts, uptime_of
 from monitoring.server_list import ServerRow
+from monitoring.services.check_claim import monitors_claim
 from monitoring.services.check_dispatch import monitors_dispatch_due
-from monitoring.services.checks import Checked, Target, checks_record, monitors_check, monitors_claim
+from monitoring.services.check_record import checks_record
+from monitoring.services.check_targets import Checked, Target
+from monitoring.services.checks import monitors_check
 from monitoring.services.history import history_prune, load_profiles_build, rollups_build
 from monitoring.services.servers import servers_import
 from testweb import SiteSpec, TestWebServer

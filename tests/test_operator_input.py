@@ -9,7 +9,7 @@ from django.test import override_settings
 
 from crawlcore.models import Server, StatusCheck
 from monitoring.models import ServerMonitor
-from monitoring.services.checks import BAD_SETTINGS
+from monitoring.services.check_targets import BAD_SETTINGS
 from tasks.monitor import check_servers
 from testweb.monitor import scripted
 

@@ -13,8 +13,8 @@ from alerts.services.channels import channel_add
 from crawler.status import Status
 from monitoring.models import LocationState, ServerMonitor, StatusChange
 from monitoring.quorum import LocationsError, locations_parse, quorum_decide, quorum_needed
+from monitoring.services.check_claim import monitors_claim
 from monitoring.services.check_dispatch import monitors_dispatch_due
-from monitoring.services.checks import monitors_claim
 
 from .test_alerts import T0, add_server, fake
 
@@ -41,7 +41,7 @@ def test_locations_parse():
 
 
 def check_from(num: int, sid: int, status: int | None, minute: int) -> None:
-    from monitoring.services.checks import checks_record
+    from monitoring.services.check_record import checks_record
 
     with override_settings(CRAWLER_NUM=num):
         checks_record(checked=[fake(sid, status, T0 + timedelta(minutes=minute))])

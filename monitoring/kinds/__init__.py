@@ -3,8 +3,8 @@ pings (heartbeat.py). Each is one small module with the same contract: given its
 ``KindResult`` (never raise for a network reason), whose category is one of the four of crawler.status, so
 every kind goes through the same confirmation, rollups, timeline, alerts and status pages as HTTP.
 
-No Django or Celery import: monitoring.services.checks builds the specs from the monitor's row and
-records the results; monitoring.services.kinds runs them.
+No Django or Celery import: monitoring.services.check_targets builds the specs from the monitor's row and
+monitoring.services.check_record records the results; monitoring.services.kinds runs them.
 """
 
 from __future__ import annotations

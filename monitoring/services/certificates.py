@@ -15,7 +15,7 @@ from ..models import ServerCertificate
 
 
 class CheckSeen(Protocol):
-    """What this module reads of a check (monitoring.services.checks.Checked has it): the checks module
+    """What this module reads of a check (monitoring.services.check_targets.Checked has it): check_record
     calls this one, so this one names the shape it needs instead of importing it back."""
 
     checked_at: datetime

@@ -1,6 +1,6 @@
 """Evidence of confirmed outages: what the server answered, kept with the change that it confirmed.
 
-``evidence_record`` runs in the transaction that writes the StatusChange rows (monitoring.services.checks),
+``evidence_record`` runs in the transaction that writes the StatusChange rows (monitoring.services.check_record),
 so a change into disconnect, error or delay and its evidence commit together. The confirming check's
 answer becomes an archive exchange (crawlcore's Exchange, kind monitor: its heads with secrets masked,
 the first EVIDENCE_BODY_BYTES of its body), which an export writes as a response record with its request
@@ -152,7 +152,7 @@ def _last_good(server_id: int, url: str, before: datetime) -> tuple[dict | None,
 
 def evidence_record(*, changes: Sequence[StatusChange], checked: Sequence[Any]) -> list[Evidence]:
     """Keep the evidence of every change into disconnect, error or delay among `changes` (just created, ids
-    set), from the check that confirmed it (one of `checked`, monitoring.services.checks.Checked)."""
+    set), from the check that confirmed it (one of `checked`, monitoring.services.check_targets.Checked)."""
     by_check = {c.check_id: c for c in checked if c.check_id is not None}
     into = [c for c in changes if c.to_status in INTO and c.status_check_id in by_check]
     if not into:

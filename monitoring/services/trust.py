@@ -3,7 +3,7 @@
 A server marked trusted (by a superuser) may be monitored on a private address. That trust is for the
 server's own host and port (`Server.serves`), as the crawler's visits have it: a health URL on another
 host is guarded like any crawled URL, when the monitor is saved (`health_url_refusal`) and at every
-fetch (`checks._guard`, through `url_trusted`). Content checks read the body, so they run only on a
+fetch (`check_http.check_guard`, through `url_trusted`). Content checks read the body, so they run only on a
 trusted URL: on any other, their pass or fail would tell an operator what a third party's page says.
 
 What a refusal tells is "refused" and nothing more: not the address a name resolved to, nor why it is

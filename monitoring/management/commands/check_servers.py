@@ -11,7 +11,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from monitoring import hooks
 from monitoring.selectors import monitor_names, monitors_selected, servers_by_id
-from monitoring.services.checks import Checked, monitors_check
+from monitoring.services.check_targets import Checked
+from monitoring.services.checks import monitors_check
 
 
 def _ms(value: float | None) -> float | None:
