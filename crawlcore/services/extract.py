@@ -18,7 +18,8 @@ from crawlcore.db import fulltext
 from crawlcore.db.chain import Const, Input, Insert, SearchVector, Sql, Update, chain
 from crawlcore.db.raw import fetch_rows, one_of, typed
 from crawlcore.db.transactions import unflushed_commits
-from crawlcore.models import JobUrl, Link, Page, Url, page_body
+from crawlcore.models import JobUrl, Link, Page, Url
+from crawlcore.models.urls import page_body
 from crawler import notfollowed
 from crawler.brokenlinks import fragment_missing
 from crawler.child import ChildResult, run_each
