@@ -30,7 +30,7 @@ from alerts.models import Channel, MaintenanceSchedule, Mute, Rule
 from crawlcore import roles
 from crawlcore.models import Job, Server
 from crawlcore.selectors_jobs import job_definition
-from crawlcore.services.jobs import job_delete, job_save
+from crawlcore.services.job_definitions import job_delete, job_save
 from crawlcore.validate import MONITOR_SCHEMES
 from crawler.jobrules import job_spec_check
 from crawler.urlnorm import ServerKey, UrlError, canonicalize, server_key

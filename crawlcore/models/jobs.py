@@ -105,7 +105,7 @@ class JobUrl(models.Model):
     url = models.ForeignKey(Url, on_delete=models.CASCADE, related_name="+")
     depth = models.PositiveIntegerField()
     # The URL was in the crawl, due for its own sake, when the job reached it: the job's pause or removal
-    # leaves it as it was (crawlcore.services.jobs.job_hold), for it is not the job's alone.
+    # leaves it as it was (crawlcore.services.job_hold.job_hold), for it is not the job's alone.
     joined = models.BooleanField(default=False, db_default=False)
 
     class Meta:

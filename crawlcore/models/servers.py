@@ -62,7 +62,7 @@ class Server(models.Model):
     )
     load_profile_at = models.DateTimeField(null=True, blank=True)
     # Politeness floors over the global defaults: an operator's, or the strictest of the jobs that reach the
-    # server (crawlcore.services.jobs). robots.txt's Crawl-delay still wins when it asks for more.
+    # server (crawlcore.selectors_jobs.jobs_politeness). robots.txt's Crawl-delay still wins when it asks for more.
     min_delay = models.FloatField(
         null=True, blank=True, help_text="Seconds between requests at least; empty: CRAWL_DEFAULT_DELAY"
     )
