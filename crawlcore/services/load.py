@@ -23,7 +23,7 @@ from crawlcore.db.bulk import upsert
 from crawlcore.db.chain import Const, Input, Insert, chain
 from crawlcore.db.params import column_types
 from crawlcore.models import Exchange, JobUrl, Link, Page, Url
-from crawler.fetch import FailureKind, FetchResult
+from crawler.http import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, event_for_fetch
 from crawler.parse import is_html
 from crawler.pdf import is_pdf
