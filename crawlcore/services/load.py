@@ -72,8 +72,7 @@ INTENT_AHEAD = 1.0
 # A resource is checked with HEAD; a server that does not do HEAD says so with one of these, then gets a GET.
 HEAD_REFUSED = frozenset({403, 405, 501})
 # A batch holding URLs of crawl jobs looks this often whether any of them was set aside meanwhile (the job
-# paused or stopped: crawlcore.services.job_hold; its patterns edited: crawlcore.services.job_definitions), and
-# hands those back unfetched.
+# paused or stopped, its patterns edited: crawlcore.services.job_hold, job_definitions), and hands those back unfetched.
 SET_ASIDE_LOOK_EVERY = 1.0
 
 
