@@ -1,4 +1,4 @@
-"""The analyzer's settings parser (pure; settings.py calls it inside `_load()`)."""
+"""The analyzer's settings parser (pure; crawladmin/settings_env.py calls it inside `_load()`)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ other objects (maintenance, mutes, status pages, incidents, dead links, uptime) 
   to server groups (crawlcore.access) sees and writes only the objects of those groups, and no channels (they
   are not grouped). A server's address, `trusted` and `owner_email` are a superuser's to set.
 - What: each object in its one form (crawladmin.serializers), the form `manage.py apply` reads and
-  `export_config` writes; writes go through the file's plan (crawladmin.config), so the file, the API and
+  `export_config` writes; writes go through the file's plan (crawladmin.configfile), so the file, the API and
   the admin check and write alike. A key left out keeps its value.
 - Paging and errors: crawladmin.api_v1_base. The OpenAPI schema: /api/v1/schema; its pages: /api/v1/docs.
 """
@@ -37,7 +37,8 @@ from crawladmin.api_v1_base import (
     page_of,
     writer_context,
 )
-from crawladmin.config import CHANNEL_KEYS, MONITOR_KEYS, SERVER_KEYS, _origin
+from crawladmin.configfile.keys import CHANNEL_KEYS, MONITOR_KEYS, SERVER_KEYS
+from crawladmin.configfile.plan import _origin
 from crawladmin.serializers import (
     ChannelSerializer,
     JobDetailSerializer,
@@ -249,8 +250,12 @@ class ServerAction(APIView):
 
     role_object, post_action = "server", "run"
 
-    @extend_schema(request=PauseSerializer, responses=ServerSerializer, operation_id="servers_action",
-                   parameters=[OpenApiParameter("action", str, OpenApiParameter.PATH, enum=SERVER_ACTIONS)])
+    @extend_schema(
+        request=PauseSerializer,
+        responses=ServerSerializer,
+        operation_id="servers_action",
+        parameters=[OpenApiParameter("action", str, OpenApiParameter.PATH, enum=SERVER_ACTIONS)],
+    )
     def post(self, request, pk: int, action: str):
         server = _server(request, pk)
         if action not in ("pause", "resume"):

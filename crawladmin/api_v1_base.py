@@ -16,7 +16,7 @@ from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 
 from crawladmin.api_auth import may_write
-from crawladmin.config import config_plan
+from crawladmin.configfile.apply import config_plan
 from crawlcore import roles
 from crawlcore.access import server_groups_of
 
@@ -127,4 +127,3 @@ def not_found(request, *args, **kwargs) -> JsonResponse:
     """An address under /api/ that names no resource (a path id that is no number, say): the error body."""
     body = {"error": "not found", "detail": f"no resource at {request.path[:200]} (the index: /api/v1/)", "fields": {}}
     return JsonResponse(body, status=404)
-

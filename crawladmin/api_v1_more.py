@@ -28,7 +28,10 @@ from crawladmin.api_v1_base import (
     listed,
     page_of,
 )
-from crawladmin.config import MAINTENANCE_KEYS, MUTE_KEYS, STATUS_PAGE_KEYS, _maintenance_of, _mute_of, _origin
+from crawladmin.configfile.keys import MAINTENANCE_KEYS, MUTE_KEYS, STATUS_PAGE_KEYS
+from crawladmin.configfile.plan import _origin
+from crawladmin.configfile.plan_maintenance import _maintenance_of
+from crawladmin.configfile.plan_mutes import _mute_of
 from crawladmin.serializers import (
     IncidentCreateSerializer,
     IncidentSerializer,

@@ -1,6 +1,6 @@
 """The references of the user guide, read from the code rather than written twice: every setting (from the
-one settings table, crawladmin.settings, with its words in crawladmin.settings_help), every command and option
-(from the commands' own parsers) and the YAML configuration's keys (from crawladmin.config).
+one settings table, crawladmin.settings_env, with its words in crawladmin.settings_help), every command and option
+(from the commands' own parsers) and the YAML configuration's keys (from crawladmin.configfile.keys).
 
 `manage.py reference --out docs/reference` writes them as Markdown (`make docs` runs it before building the
 site); `manage.py help` prints the commands with their one-line purpose. tests/test_reference.py fails when a
@@ -76,19 +76,19 @@ class _Recorder(Env):
 def settings_table() -> list[Setting]:
     """Every setting the settings module reads, as declared there (single sign-on's too, which are read only
     when it is on: the recorder turns it on with placeholder values, and records the declared defaults)."""
-    from crawladmin import settings
+    from crawladmin import settings_env
     from crawladmin.settings_help import HELP
 
     sso = {"OIDC_RP_CLIENT_ID": "x", "OIDC_RP_CLIENT_SECRET": "x"}
-    sso.update({name: "https://idp.invalid/x" for name in settings._OIDC_ENDPOINTS})
+    sso.update({name: "https://idp.invalid/x" for name in settings_env._OIDC_ENDPOINTS})
     recorder = _Recorder(sso)
-    saved = settings.env
-    settings.env = recorder
+    saved = settings_env.env
+    settings_env.env = recorder
     try:
-        settings._load()
+        settings_env._load()
     finally:
-        settings.env = saved
-    base = str(settings.BASE_DIR)
+        settings_env.env = saved
+    base = str(settings_env.BASE_DIR)
     rows = []
     for name, seen in recorder.seen.items():
         default = seen["default"]
@@ -172,9 +172,9 @@ def commands_table() -> list[Command]:
 
 def config_keys() -> list[tuple[str, tuple[str, ...]]]:
     """The YAML configuration's sections and the keys each entry may have, as `apply` checks them."""
-    from crawladmin import config
+    from crawladmin.configfile.keys import reference_sections
 
-    return [(section, tuple(keys)) for section, keys in config.reference_sections()]
+    return [(section, tuple(keys)) for section, keys in reference_sections()]
 
 
 # -- Markdown ----------------------------------------------------------------------------------------------

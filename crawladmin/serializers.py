@@ -2,7 +2,7 @@
 describes), what `manage.py export_config` writes and `manage.py apply` reads back.
 
 Each serializer here is that form, defined once. Writes do not go through `.save()`: the API hands the keys
-to crawladmin.config's plan (the same checks and the same writes as `apply`), or, for objects the file does
+to crawladmin.configfile's plan (the same checks and the same writes as `apply`), or, for objects the file does
 not carry (one-off maintenance windows, incidents), to the owning app's service. `CONFIG_KEYS` names, per
 object, the keys of the form that the file carries; the rest are read-only facts (status, ids, progress).
 """

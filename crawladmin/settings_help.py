@@ -1,5 +1,5 @@
 """What each setting does, in one place: the generated settings reference (`manage.py reference`) reads
-it beside the types, defaults and ranges that crawladmin.settings declares, and a test fails when a setting
+it beside the types, defaults and ranges that crawladmin.settings_env declares, and a test fails when a setting
 has no entry here. Markdown, a sentence or a few: what it does and when to change it."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What each role may do to each object, written once: the admin's pages (crawlcore.admin_base), the REST API
-(crawladmin.api_auth, crawladmin.api_v1) and the configuration file (crawladmin.config, `manage.py apply`)
+(crawladmin.api_auth, crawladmin.api_v1) and the configuration file (crawladmin.configfile, `manage.py apply`)
 all ask `may` / `refusal` / `check` here, so the three cannot disagree.
 
 The roles (crawlcore.access says how a user gets them): a **viewer** reads; an **operator** also runs the

@@ -19,7 +19,8 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from crawladmin.config import config_apply, config_export_yaml
+from crawladmin.configfile.apply import config_apply
+from crawladmin.configfile.export import config_export_yaml
 from dashboard.tokens import api_token_create
 from monitoring.models import Incident, IncidentUpdate, ServerMonitor
 

@@ -13,7 +13,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.utils import timezone
 
-from crawladmin.config import config_apply
+from crawladmin.configfile.apply import config_apply
 from crawlcore.models import Server
 from dashboard import cache
 from dashboard.tokens import api_token_create

@@ -10,7 +10,9 @@ import pytest
 from django.core.management import call_command
 
 from alerts.models import Channel, MaintenanceSchedule, Mute
-from crawladmin.config import ConfigError, config_apply, config_export_yaml
+from crawladmin.configfile.apply import config_apply
+from crawladmin.configfile.export import config_export_yaml
+from crawladmin.configfile.read import ConfigError
 from crawlcore.models import Job, Server
 from crawlcore.selectors_jobs import jobs_politeness, server_concurrency_cap, server_delay_floor
 from crawlcore.services.job_definitions import job_delete

@@ -242,7 +242,7 @@ def test_data_lives_in_named_volumes(name):
 def test_example_env_lists_every_variable():
     text = (DOCKER / "example.env").read_text()
     listed = set(re.findall(r"^#? ?([A-Z][A-Z0-9_]*)=", text, re.M))
-    settings_text = (ROOT / "crawladmin" / "settings.py").read_text()
+    settings_text = "".join((ROOT / "crawladmin" / name).read_text() for name in ("settings.py", "settings_env.py"))
     wanted = set(re.findall(r'(?:env\.\w+|national_tld)\(\s*(?:env,\s*)?"([A-Z][A-Z0-9_]*)"', settings_text))
     for name in ("compose.yaml", "compose.worker.yaml", "compose.expose.yaml"):
         wanted |= set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)", (DOCKER / name).read_text()))

@@ -112,7 +112,8 @@ BOMB = "(?:x{65535}){65535}"  # twenty characters that compile into more memory 
 
 @pytest.mark.django_db
 def test_a_pattern_bomb_is_refused_at_save_by_the_api_apply_and_the_admin_form():
-    from crawladmin.config import ConfigError, config_apply
+    from crawladmin.configfile.apply import config_apply
+    from crawladmin.configfile.read import ConfigError
     from crawlcore.admin_jobs import JobForm
     from crawlcore.models import Job
 

@@ -10,7 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from crawladmin.config import ConfigError, config_apply, config_export_yaml
+from crawladmin.configfile.apply import config_apply
+from crawladmin.configfile.export import config_export_yaml
+from crawladmin.configfile.read import ConfigError
 from crawlcore.models import Job, JobUrl, Url
 from crawlcore.services.job_admission import jobs_admit
 from crawlcore.services.job_budget import budget_take

@@ -44,8 +44,9 @@ def test_a_runs_start_and_finish_are_told_once_each_to_the_channels_that_route_t
     _job("docs", seeds=["http://a.example/"], group="physics")
     _job("other", seeds=["http://b.example/"], group="chemistry")
     every = channel_add(name="all", url="json://127.0.0.1:9/", events="job.started,job.finished").channel
-    physics = channel_add(name="physics", url="json://127.0.0.1:9/p", group="physics",
-                          events="job.started,job.finished,down").channel
+    physics = channel_add(
+        name="physics", url="json://127.0.0.1:9/p", group="physics", events="job.started,job.finished,down"
+    ).channel
     only = channel_add(name="one", url="json://127.0.0.1:9/o", job="other", events="job.finished").channel
     servers = channel_add(name="servers", url="json://127.0.0.1:9/s", events="down,up").channel
     job_start(name="docs")
@@ -113,7 +114,7 @@ def test_a_messages_title_names_the_job_and_the_event():
 
 @pytest.mark.django_db
 def test_a_yaml_channel_rule_takes_the_job_events_for_a_group():
-    from crawladmin.config import config_apply
+    from crawladmin.configfile.apply import config_apply
 
     text = """\
 servers:

@@ -13,7 +13,8 @@ from django.core.exceptions import ValidationError
 from django.forms.models import model_to_dict
 from django.test import Client, override_settings
 
-from crawladmin.config import ConfigError, config_apply
+from crawladmin.configfile.apply import config_apply
+from crawladmin.configfile.read import ConfigError
 from crawlcore.models import Server
 from dashboard.tokens import api_token_create
 from monitoring.models import ServerMonitor

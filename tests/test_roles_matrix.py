@@ -1,5 +1,5 @@
 """The role rules (crawlcore.roles) through every door: for each role × object × action × server group, the
-admin, the REST API and `manage.py apply` (crawladmin.config, with the user as actor) allow exactly what the
+admin, the REST API and `manage.py apply` (crawladmin.configfile, with the user as actor) allow exactly what the
 table allows. A difference between any door and the table, or between two doors, fails here."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from django.db import transaction
 from django.test import Client, RequestFactory
 
 from alerts.models import Channel, MaintenanceSchedule, Mute
-from crawladmin.config import ConfigError, config_apply
+from crawladmin.configfile.apply import config_apply
+from crawladmin.configfile.read import ConfigError
 from crawlcore import roles
 from crawlcore.models import Job, Server
 from dashboard.models import ApiToken, StatusPage
@@ -228,5 +229,6 @@ def test_the_table_matches_what_the_admin_enforced_before_it():
     assert table["server"]["create"].role == table["server"]["delete"].role == roles.SUPERUSER
     assert table["server"]["update"].role == roles.OPERATOR
     assert {a: r.role for a, r in table["job"].items()} == dict.fromkeys(roles.ACTIONS, roles.OPERATOR) | {
-        "read": roles.VIEWER}
+        "read": roles.VIEWER
+    }
     assert MaintenanceSchedule in admin.site._registry

@@ -1,5 +1,5 @@
 """`manage.py apply FILE.yaml [--dry-run] [--prune]`: servers, monitors, alert channels, maintenance, mutes,
-status pages and crawl jobs from one YAML file (crawladmin.config). Prints `created|changed|unchanged|removed
+status pages and crawl jobs from one YAML file (crawladmin.configfile). Prints `created|changed|unchanged|removed
 KIND NAME`, one line an object, and under a changed one each `  field: old -> new`."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from crawladmin.config import ConfigError, config_apply
+from crawladmin.configfile.apply import config_apply
+from crawladmin.configfile.read import ConfigError
 from crawlcore.schema import SchemaOutdated, schema_ensure
 
 
@@ -16,9 +17,7 @@ class Command(BaseCommand):
     help = "Apply servers, monitors, channels and jobs from a YAML file; a second apply changes nothing."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument(
-            "file", help="The YAML file (sections: crawladmin.config.SECTIONS); - reads stdin"
-        )
+        parser.add_argument("file", help="The YAML file (sections: crawladmin.configfile.keys.SECTIONS); - reads stdin")
         parser.add_argument("--dry-run", action="store_true", help="Print what would change and write nothing")
         parser.add_argument(
             "--prune", action="store_true",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from crawladmin.config import config_export_yaml
+from crawladmin.configfile.export import config_export_yaml
 from crawlcore.schema import SchemaOutdated, schema_ensure
 
 
