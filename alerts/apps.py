@@ -50,7 +50,7 @@ class AlertsConfig(AppConfig):
     def ready(self) -> None:
         # Monitoring sits below alerts and cannot import it: alerts hands monitoring the two functions
         # it calls (monitoring.hooks), so the outbox rows are written in the StatusChange's transaction.
-        from crawlcore.services import beat_runs, jobs
+        from crawlcore.services import beat_runs, job_events
         from monitoring import hooks
 
         from .destinations import apprise_logs_redact
@@ -64,4 +64,4 @@ class AlertsConfig(AppConfig):
         # The same for the crawl core's record of beat's jobs: a job that outlasts its period is told.
         beat_runs.on_run_recorded(_beat_run_recorded)
         # And of its crawl jobs: started, finished, stalled, budget reached (each once a run).
-        jobs.on_job_event(_job_event)
+        job_events.on_job_event(_job_event)

@@ -27,7 +27,7 @@ class Kind(enum.StrEnum):
     CONTENT = "content"
     DOMAIN = "domain"  # a monitored domain's registration expires soon (RDAP)
     BEAT = "beat"  # one of beat's jobs takes longer than its period (late), or fits in it again (normal)
-    # A crawl job's run (crawlcore.services.jobs): each told once a run, routed by the job and its group.
+    # A crawl job's run (crawlcore.services.job_events): each told once a run, routed by the job and its group.
     JOB_STARTED = "job.started"
     JOB_FINISHED = "job.finished"
     JOB_STALLED = "job.stalled"

@@ -52,7 +52,8 @@ from crawlcore.models import Job, JobRun, Server
 from crawlcore.selectors_health import servers_health
 from crawlcore.selectors_jobs import job_definition
 from crawlcore.services.health import HealthError, health_pause, health_resume
-from crawlcore.services.jobs import JobError, job_delete, job_pause, job_resume, job_start, job_stop
+from crawlcore.services.job_definitions import job_delete
+from crawlcore.services.job_life import JobError, job_pause, job_resume, job_start, job_stop
 from crawler.hosthealth import until_parse
 from crawler.jobrules import NAME_RE, job_spec_check
 from monitoring.models import ServerMonitor

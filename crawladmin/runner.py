@@ -29,7 +29,7 @@ from crawlcore.models import UrlEvent
 from crawlcore.selectors import crawl_progress, crawl_summary, due_count
 from crawlcore.services.extract import pages_text_fill
 from crawlcore.services.health import backoff_rule
-from crawlcore.services.jobs import jobs_sample
+from crawlcore.services.job_runs import jobs_sample
 from crawlcore.services.load_dispatch import dispatch_due, leases_release_all, reconcile
 from crawlcore.services.sweep import scan_sweep
 from crawlcore.services.urls import NewUrl, urls_insert

@@ -18,7 +18,8 @@ from . import roles
 from .admin_base import NamedValuesFilter, ReaderScopedAdmin
 from .models import Job, JobRun
 from .selectors_jobs import job_definition, job_progress, job_stalled
-from .services.jobs import JobError, job_pause, job_resume, job_save, job_start, job_stop
+from .services.job_definitions import job_save
+from .services.job_life import JobError, job_pause, job_resume, job_start, job_stop
 
 
 class LinesField(forms.CharField):

@@ -16,6 +16,7 @@ from crawler import jobrules
 from crawler.hosthealth import Summary
 from crawler.lifecycle import State
 
+from .jobrules_of import JobRules
 from .models import Job, JobRun, JobUrl, Page, Server, ServerLease, StatusCheck, Url
 from .selectors_health import servers_health_summaries
 
@@ -365,8 +366,6 @@ def job_definition(job: Job) -> dict:
 def jobs_of_server(*, server: Server, groups: frozenset[str] | None = None) -> list[dict]:
     """The jobs whose scope takes in this server and that reached it ({name, state}), of the reader's groups
     (`groups`; None: all). The scope is asked first (no query), the job's URLs only for a job that may."""
-    from .services.jobs import JobRules  # the job's scope rule lives with the service that applies it
-
     jobs = Job.objects.order_by("name")
     if groups is not None:
         jobs = jobs.filter(group__in=sorted(groups))

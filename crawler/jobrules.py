@@ -6,7 +6,7 @@ links of strangers' pages. When a job is saved they are compiled in a bounded ch
 pattern that expands at compile time into gigabytes is refused there, never compiled in a web process. They
 are searched with one time budget for all the links of a page (PAGE_BUDGET_S, `PathRules.reasons`), never a
 bound per link and pattern (which a page of 5,000 links multiplies): the caller runs that in a child
-process too (crawlcore.services.jobs), so a search stuck inside the matcher is stopped. A link its page's
+process too (crawlcore.services.job_admission), so a search stuck inside the matcher is stopped. A link its page's
 budget could not decide is set aside, never followed blindly.
 """
 

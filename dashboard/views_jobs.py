@@ -2,11 +2,11 @@
 `/dashboard/jobs/<name>/` (its chart, ETA, servers, errors, runs and rules) and the operators' controls.
 
 Every figure comes from crawlcore.selectors_jobs (job_summary, job_detail, job_chart), the same reads the
-API and `manage.py job show` give; every control calls the job services (crawlcore.services.jobs, and the
-host-health service for a server's pause), the same the admin, the API and the CLI call, and is written to
-the admin's history (LogEntry) with who did it. A job of a group the reader may not see is a 404, as a job
-that does not exist is. Scraped text (URLs, reasons) reaches the page through autoescaping, and the live
-figures through the scripts' textContent.
+API and `manage.py job show` give; every control calls the job services (crawlcore.services.job_life and
+job_definitions, and the host-health service for a server's pause), the same the admin, the API and the CLI
+call, and is written to the admin's history (LogEntry) with who did it. A job of a group the reader may not
+see is a 404, as a job that does not exist is. Scraped text (URLs, reasons) reaches the page through
+autoescaping, and the live figures through the scripts' textContent.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from django.views.decorators.http import require_POST
 from crawlcore import access, roles
 from crawlcore.models import Job, JobUrl, Server
 from crawlcore.selectors_jobs import job_chart, job_definition, job_detail, job_summary
-from crawlcore.services.jobs import JobError, job_pause, job_resume, job_save, job_start, job_stop
+from crawlcore.services.job_definitions import job_save
+from crawlcore.services.job_life import JobError, job_pause, job_resume, job_start, job_stop
 from crawler.jobrules import job_spec_check
 
 from . import selectors

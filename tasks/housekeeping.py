@@ -8,7 +8,7 @@ from celery import shared_task
 from crawlcore.services.check_history import check_partitions_ensure
 from crawlcore.services.exchanges import exchanges_drop_bodies
 from crawlcore.services.extract import pages_text_fill
-from crawlcore.services.jobs import jobs_tick
+from crawlcore.services.job_tick import jobs_tick
 from crawlcore.services.load_dispatch import dispatch_due, reconcile
 
 from .retry import skip_without_database
@@ -47,5 +47,5 @@ def drop_exchange_bodies() -> int | None:
 
 @shared_task(name="tasks.housekeeping.jobs_tick")
 def jobs_tick_task() -> dict | None:
-    """Crawl jobs: scheduled starts, time windows, runs that have nothing left (crawlcore.services.jobs)."""
+    """Crawl jobs: scheduled starts, time windows, runs that have nothing left (crawlcore.services.job_tick)."""
     return skip_without_database("crawl jobs", jobs_tick)

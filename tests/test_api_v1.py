@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from crawlcore.models import Job, JobUrl, Server, Url
-from crawlcore.services.jobs import job_save
+from crawlcore.services.job_definitions import job_save
 from crawler.jobrules import job_spec_check
 from dashboard.models import ApiToken
 from dashboard.tokens import api_token_create

@@ -13,7 +13,8 @@ from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
 from crawlcore.models import Job, JobRun, Server, Url
-from crawlcore.services.jobs import job_save, job_start
+from crawlcore.services.job_definitions import job_save
+from crawlcore.services.job_life import job_start
 from crawler.jobrules import job_spec_check
 from dashboard import cache
 from dashboard.groups import groups_ensure

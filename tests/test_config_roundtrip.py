@@ -15,7 +15,8 @@ from crawladmin.configfile.export import config_export_yaml
 from crawladmin.configfile.read import ConfigError
 from crawlcore.models import Job, Server
 from crawlcore.selectors_jobs import jobs_politeness, server_concurrency_cap, server_delay_floor
-from crawlcore.services.jobs import job_delete, job_start
+from crawlcore.services.job_definitions import job_delete
+from crawlcore.services.job_life import job_start
 from dashboard.models import StatusPage
 from monitoring.models import ServerMonitor
 

@@ -147,7 +147,7 @@ def test_a_pattern_that_does_not_compile_is_named_with_the_reason():
 @pytest.mark.django_db
 def test_a_backtracking_pattern_over_5000_links_costs_one_page_budget_not_one_per_link(monkeypatch):
     from crawlcore.models import Job, JobUrl
-    from crawlcore.services.jobs import jobs_admit
+    from crawlcore.services.job_admission import jobs_admit
     from crawler import jobrules
 
     server = Server.objects.create(scheme="http", host="a.example", port=80, group="")

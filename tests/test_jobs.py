@@ -14,7 +14,10 @@ from crawladmin.configfile.apply import config_apply
 from crawladmin.configfile.export import config_export_yaml
 from crawladmin.configfile.read import ConfigError
 from crawlcore.models import Job, JobUrl, Url
-from crawlcore.services.jobs import budget_take, job_pause, job_resume, job_save, job_start, jobs_admit
+from crawlcore.services.job_admission import jobs_admit
+from crawlcore.services.job_budget import budget_take
+from crawlcore.services.job_definitions import job_save
+from crawlcore.services.job_life import job_pause, job_resume, job_start
 from crawler import jobrules
 from crawler.jobrules import PathRules, in_windows, job_spec_check
 
@@ -221,7 +224,7 @@ def test_the_tick_starts_a_scheduled_job_when_due_and_closes_a_run_with_nothing_
     from django.utils import timezone
 
     from crawlcore.models import JobRun
-    from crawlcore.services.jobs import jobs_tick
+    from crawlcore.services.job_tick import jobs_tick
 
     job = _job("nightly", seeds=["http://a.example/"], schedule="* * * * *")
     Job.objects.filter(id=job.id).update(next_run_at=timezone.now() - timedelta(seconds=1))
@@ -315,7 +318,7 @@ def test_one_job_whose_schedule_cannot_be_computed_does_not_stop_the_others():
 
     from django.utils import timezone
 
-    from crawlcore.services.jobs import jobs_tick
+    from crawlcore.services.job_tick import jobs_tick
 
     bad = _job("bad", seeds=["http://a.example/"])
     good = _job("good", seeds=["http://b.example/"], schedule="* * * * *")
@@ -332,7 +335,7 @@ def test_one_job_whose_schedule_cannot_be_computed_does_not_stop_the_others():
 def test_pausing_or_deleting_a_job_leaves_the_default_crawls_queued_urls_due():
     """The default crawl reached http://a.example/queued before the job did: the job's pause or removal must
     not set it aside for good (no job takes it back)."""
-    from crawlcore.services.jobs import job_delete
+    from crawlcore.services.job_definitions import job_delete
     from crawlcore.services.urls import NewUrl, urls_insert
 
     urls_insert(urls=[NewUrl("http://a.example/queued", 0)])
@@ -355,7 +358,7 @@ def test_pausing_or_deleting_a_job_leaves_the_default_crawls_queued_urls_due():
 def test_a_jobs_politeness_stays_in_its_group_and_goes_with_the_job():
     from crawlcore.models import Server
     from crawlcore.selectors_jobs import server_concurrency_cap, server_delay_floor
-    from crawlcore.services.jobs import job_delete
+    from crawlcore.services.job_definitions import job_delete
     from crawlcore.services.urls import NewUrl, urls_insert
 
     def politeness(server):

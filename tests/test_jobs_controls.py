@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from crawlcore.models import Job, JobRun, JobUrl, Page, Url
 from crawlcore.selectors_jobs import job_definition, job_progress
-from crawlcore.services.jobs import job_finish, job_pause, job_resume, job_save, job_start, job_stop
+from crawlcore.services.job_definitions import job_save
+from crawlcore.services.job_life import job_finish, job_pause, job_resume, job_start, job_stop
 from crawlcore.services.urls import NewUrl, urls_claim, urls_insert
 from crawler import jobrules
 from crawler.jobrules import job_spec_check
@@ -21,7 +22,7 @@ from crawler.jobrules import job_spec_check
 @pytest.fixture(autouse=True)
 def no_dispatch(monkeypatch):
     # No broker in these tests: what is dispatched is not the point.
-    monkeypatch.setattr("crawlcore.services.jobs.servers_dispatch_with_due_work", lambda **kw: 0)
+    monkeypatch.setattr("crawlcore.services.job_life.servers_dispatch_with_due_work", lambda **kw: 0)
     monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0, raising=False)
 
 

@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from crawlcore.models import Job, Url
 from crawlcore.selectors_jobs import job_detail
-from crawlcore.services.jobs import job_save, job_start
+from crawlcore.services.job_definitions import job_save
+from crawlcore.services.job_life import job_start
 from crawler.jobrules import job_spec_check
 from dashboard import cache
 
@@ -25,7 +26,7 @@ XSS = "<script>alert(1)</script>"
 @pytest.fixture(autouse=True)
 def _quiet(monkeypatch):
     cache.clear()
-    monkeypatch.setattr("crawlcore.services.jobs.servers_dispatch_with_due_work", lambda **kw: 0)
+    monkeypatch.setattr("crawlcore.services.job_life.servers_dispatch_with_due_work", lambda **kw: 0)
 
 
 def _user(name: str, *groups: str) -> User:

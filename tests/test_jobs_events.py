@@ -16,22 +16,16 @@ from alerts.logic import EventView, kinds_parse, message_compose
 from alerts.models import Event, Notification
 from alerts.services.channels import channel_add
 from crawlcore.models import Job, JobRun, Url
-from crawlcore.services.jobs import (
-    budget_take,
-    job_finish,
-    job_pause,
-    job_resume,
-    job_save,
-    job_stall_check,
-    job_start,
-    job_stop,
-)
+from crawlcore.services.job_budget import budget_take
+from crawlcore.services.job_definitions import job_save
+from crawlcore.services.job_life import job_finish, job_pause, job_resume, job_start, job_stop
+from crawlcore.services.job_tick import job_stall_check
 from crawler.jobrules import job_spec_check
 
 
 @pytest.fixture(autouse=True)
 def no_dispatch(monkeypatch):
-    monkeypatch.setattr("crawlcore.services.jobs.servers_dispatch_with_due_work", lambda **kw: 0)
+    monkeypatch.setattr("crawlcore.services.job_life.servers_dispatch_with_due_work", lambda **kw: 0)
     monkeypatch.setattr("alerts.services.job_events.send_soon_on_commit", lambda delay: None)
 
 

@@ -16,35 +16,38 @@ SCRIPT = """
 import json
 from crawlcore.models import Job, JobUrl, Server, Url
 from crawlcore.selectors_jobs import job_definition, job_detail, jobs_politeness
-from crawlcore.services import jobs
+from crawlcore.services import job_life
+from crawlcore.services.job_admission import jobs_admit
+from crawlcore.services.job_definitions import job_save
+from crawlcore.services.job_life import job_pause, job_start
 from crawlcore.services.urls import NewUrl, urls_insert
 from crawler.jobrules import job_spec_check
 
-jobs.servers_dispatch_with_due_work = lambda **kw: 0  # no broker here: what is dispatched is not the point
+job_life.servers_dispatch_with_due_work = lambda **kw: 0  # no broker here: what is dispatched is not the point
 
 def make(name, **keys):
     spec, problems = job_spec_check({"name": name, **keys})
     assert not problems, problems
-    return jobs.job_save(spec=spec)[1]
+    return job_save(spec=spec)[1]
 
 a = make("a", seeds=["http://a.example/", "http://a.example/shared"], max_depth=1, max_pages=3,
          exclude=["^/cal/"], delay=2.5, concurrency=1)
 make("b", seeds=["http://a.example/shared", "http://a.example/b-only"])
-jobs.job_start(name="a")
-jobs.job_start(name="b")
+job_start(name="a")
+job_start(name="b")
 home = Url.objects.get(url="http://a.example/")
 links = [(home.id, f"http://a.example/p{i}", 1) for i in range(5)] + [(home.id, "http://a.example/cal/x", 1)]
-admission = jobs.jobs_admit(links=links)
+admission = jobs_admit(links=links)
 ids = urls_insert(urls=[admission.candidate(NewUrl(u, 1)) for _, u, _ in links]).ids
 admission.record(ids)
 reasons = dict(Url.objects.filter(url__in=[u for _, u, _ in links]).values_list("url", "exclusion_reason"))
-deeper = jobs.jobs_admit(links=[(ids["http://a.example/p0"], "http://a.example/p0/q", 1)]).reasons
-jobs.job_pause(name="b")
+deeper = jobs_admit(links=[(ids["http://a.example/p0"], "http://a.example/p0/q", 1)]).reasons
+job_pause(name="b")
 held = dict(Url.objects.filter(url__in=["http://a.example/shared", "http://a.example/b-only"])
             .values_list("url", "exclusion_reason"))
 edited = {**job_definition(a), "exclude": ["^/cal/", "^/p0"]}
 spec, _ = job_spec_check(edited)
-outcome, a = jobs.job_save(spec=spec)
+outcome, a = job_save(spec=spec)
 server = Server.objects.get(host="a.example")
 detail = job_detail(job=Job.objects.get(name="a"))
 print(json.dumps({

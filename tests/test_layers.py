@@ -56,6 +56,7 @@ PURE_MODULES = {
     "archive/cdxj.py", "archive/records.py", "archive/writer.py",
     "alerts/logic.py", "alerts/recurrence.py",
     "crawladmin/settings_env.py",
+    "crawlcore/models/choices.py",
     "monitoring/kinds/__init__.py", "monitoring/kinds/dns.py", "monitoring/kinds/heartbeat.py",
     "monitoring/kinds/tcp.py",
 }  # fmt: skip

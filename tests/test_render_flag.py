@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from crawlcore.models import Page, Server, Url
 from crawlcore.services.extract import pages_extract
-from crawlcore.services.jobs import job_save, job_start
+from crawlcore.services.job_definitions import job_save
+from crawlcore.services.job_life import job_start
 from crawlcore.services.render import server_render_sample
 from crawler.jobrules import job_spec_check
 

@@ -22,7 +22,7 @@ from urllib.parse import quote
 from django.contrib.auth.models import Group, User
 from django.test import Client
 from crawlcore.models import Job
-from crawlcore.services.jobs import jobs_tick
+from crawlcore.services.job_tick import jobs_tick
 from dashboard.tokens import api_token_create
 
 user = User.objects.create_user("op")

@@ -1,8 +1,8 @@
 """A crawl job's run told through the alert channels: job.started, job.finished, job.stalled and
-job.budget_reached (crawlcore.services.jobs decides each with one guarded write and calls the hook alerts
-registers, in that write's transaction). Each is one Event a run (its `once_key` unique), with one outbox row
-per channel whose rules take the kind for the job, its group, or all; the sender delivers them like any other
-(grouping window, retries, idempotency key)."""
+job.budget_reached (the crawl core's job services decide each with one guarded write and call the hook alerts
+registers with crawlcore.services.job_events, in that write's transaction). Each is one Event a run (its
+`once_key` unique), with one outbox row per channel whose rules take the kind for the job, its group, or all;
+the sender delivers them like any other (grouping window, retries, idempotency key)."""
 
 from __future__ import annotations
 

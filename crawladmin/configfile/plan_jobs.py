@@ -1,6 +1,6 @@
 """Planning the file's crawl jobs: checked by the job rules the admin uses (crawler.jobrules) rather than a
-model's clean(), written through the jobs service (crawlcore.services.jobs), and held to the role rules of the
-job's group and of the servers its seeds make the crawl fetch from."""
+model's clean(), written through the jobs service (crawlcore.services.job_definitions), and held to the role
+rules of the job's group and of the servers its seeds make the crawl fetch from."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from crawladmin.configfile.plan import Plan, _plan_item, _shown, _Where
 from crawlcore import roles
 from crawlcore.models import Job
 from crawlcore.selectors_jobs import job_definition
-from crawlcore.services.jobs import job_save
+from crawlcore.services.job_definitions import job_save
 from crawler.jobrules import job_spec_check
 
 

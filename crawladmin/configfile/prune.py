@@ -12,7 +12,7 @@ from alerts.models import Channel, MaintenanceSchedule, Mute
 from crawladmin.configfile.plan import Plan, Planned, _target_name
 from crawlcore import roles
 from crawlcore.models import Job
-from crawlcore.services.jobs import job_delete
+from crawlcore.services.job_definitions import job_delete
 from dashboard.models import StatusPage
 from monitoring.models import ServerMonitor
 

@@ -18,7 +18,8 @@ from crawlcore.db import fulltext
 from crawlcore.db.chain import Const, Input, Insert, SearchVector, Sql, Update, chain
 from crawlcore.db.raw import fetch_rows, one_of, typed
 from crawlcore.db.transactions import unflushed_commits
-from crawlcore.models import JobUrl, Link, Page, Url, page_body
+from crawlcore.models import JobUrl, Link, Page, Url
+from crawlcore.models.urls import page_body
 from crawler import notfollowed
 from crawler.brokenlinks import fragment_missing
 from crawler.child import ChildResult, run_each
@@ -28,7 +29,7 @@ from crawler.parse import LIMIT_MEMORY, LIMIT_TIME, Extracted, Found, extract, i
 from crawler.pdf import extract_pdf, is_pdf
 from crawler.sanitize import clean_label
 
-from .jobs import jobs_admit
+from .job_admission import jobs_admit
 from .load_dispatch import servers_dispatch_with_due_work
 from .render import ExtractedPage, pages_render_flag
 from .urls import NewUrl, new_url_from, urls_insert, urls_known
@@ -100,7 +101,7 @@ class StoredPage:
     scope_root: str
     offsite_hops: int
     waited: bool  # its extract message was sent (or its parse said it is alive) over half CRAWL_REDISPATCH_AFTER ago
-    of_job: bool  # a crawl job reached its URL: its links follow the jobs' rules (crawlcore.services.jobs)
+    of_job: bool  # a crawl job reached its URL: its links follow the jobs' rules (crawlcore.services.job_admission)
     inbound: str | None  # anchor texts of links to this page, for its index
     dom_z: bytes | None = None  # the DOM a browser rendered of it (crawlcore.services.render), when it has one
 
@@ -161,7 +162,7 @@ def pages_extract(*, page_ids: Sequence[int]) -> ExtractOutcome:
     parsed = _parse_pages(pages)
 
     rules = FollowRules.from_settings()
-    # The pages of crawl jobs lead only where their jobs' rules allow (crawlcore.services.jobs); the others
+    # The pages of crawl jobs lead only where their jobs' rules allow (crawlcore.services.job_admission); the others
     # follow the global settings. Nothing more to read when no page of the batch is a job's.
     admission = jobs_admit(
         links=[

@@ -31,7 +31,7 @@ from crawler.urlnorm import UrlError, canonicalize
 
 from .agent import AgentBatch, AgentOutcome, response_fields
 from .exchanges import archivable, truncated_word
-from .jobs import jobs_admit
+from .job_admission import jobs_admit
 from .load_dispatch import server_goes_on
 from .queue import enqueue_extract_on_commit
 from .request_records import FINISHED, checks_finish_write
@@ -72,7 +72,7 @@ INTENT_AHEAD = 1.0
 # A resource is checked with HEAD; a server that does not do HEAD says so with one of these, then gets a GET.
 HEAD_REFUSED = frozenset({403, 405, 501})
 # A batch holding URLs of crawl jobs looks this often whether any of them was set aside meanwhile (the job
-# paused or stopped, its patterns edited: crawlcore.services.jobs), and hands those back unfetched.
+# paused or stopped, its patterns edited: crawlcore.services.job_hold, job_definitions), and hands those back unfetched.
 SET_ASIDE_LOOK_EVERY = 1.0
 
 

@@ -29,7 +29,7 @@ from crawler.scope import registered_domain
 from crawler.sitemap import MAX_DEPTH, MAX_FILES, Entry, Kind, SitemapError, parse
 from crawler.urlnorm import UrlError, canonicalize, server_key
 
-from .jobs import jobs_admit
+from .job_admission import jobs_admit
 from .urls import Claimed, new_url_from, urls_insert, urls_known
 from .visit import ServerVisit
 

@@ -22,7 +22,7 @@ from crawler.lifecycle import State
 from crawler.scope import Scope
 from crawler.urlnorm import url_hash
 
-from .jobs import jobs_admit
+from .job_admission import jobs_admit
 from .urls import NewUrl, urls_insert
 
 

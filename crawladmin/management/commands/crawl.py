@@ -35,7 +35,7 @@ from crawladmin.runner import CrawlRunner, Step, crawl_report, crawl_seeds_inser
 from crawlcore.models import Job
 from crawlcore.schema import SchemaOutdated, schema_ensure
 from crawlcore.selectors_jobs import job_detail
-from crawlcore.services.jobs import JobError, job_finish, job_start
+from crawlcore.services.job_life import JobError, job_finish, job_start
 from crawler.scope import MODES
 from crawler.urlnorm import UrlError, canonicalize
 

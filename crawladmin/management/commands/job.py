@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from crawlcore.models import Job
 from crawlcore.schema import SchemaOutdated, schema_ensure
 from crawlcore.selectors_jobs import job_detail, job_progress
-from crawlcore.services.jobs import JobError, job_pause, job_resume, job_start, job_stop
+from crawlcore.services.job_life import JobError, job_pause, job_resume, job_start, job_stop
 
 ACTIONS = ("list", "show", "start", "pause", "resume", "stop")
 
