@@ -45,6 +45,7 @@ from crawlcore.models import Server
 from dashboard.models import StatusPage
 from monitoring.models import Incident, MaintenanceWindow
 from monitoring.report import ReportError, uptime_report
+from monitoring.selectors_evidence import incidents_evidence
 from monitoring.services.incidents import IncidentError, incident_update_add
 from reports.selectors import dead_links_export_rows, link_breaks_open
 
@@ -279,10 +280,15 @@ class IncidentList(APIView):
 
     @list_schema("incidents", IncidentSerializer, OpenApiParameter("open", bool))
     def get(self, request):
-        qs = Incident.objects.select_related("server").order_by("-opened_at", "-id")
+        qs = Incident.objects.select_related("server").prefetch_related("updates").order_by("-opened_at", "-id")
         if request.query_params.get("open") in ("1", "true"):
             qs = qs.filter(resolved_at__isnull=True)
-        return listed(request, in_groups(request, qs, "server__group"), "incidents", IncidentSerializer)
+
+        def rows(page: list[Incident]) -> list:
+            # A page's evidence in one query, not one an incident.
+            return IncidentSerializer(page, many=True, context={"evidence": incidents_evidence(page)}).data
+
+        return listed(request, in_groups(request, qs, "server__group"), "incidents", IncidentSerializer, rows=rows)
 
     @extend_schema(request=IncidentCreateSerializer, responses={201: IncidentSerializer})
     def post(self, request):

@@ -248,12 +248,16 @@ class IncidentSerializer(serializers.Serializer):
 
     @extend_schema_field(IncidentUpdateSerializer(many=True))
     def get_updates(self, i: Incident) -> list[dict]:
-        return [IncidentUpdateSerializer(u).data for u in i.updates.order_by("at", "id")]
+        # Sorted here, not by the query: a list's updates come prefetched, all at once.
+        return [IncidentUpdateSerializer(u).data for u in sorted(i.updates.all(), key=lambda u: (u.at, u.id))]
 
     @extend_schema_field(EvidenceSerializer(allow_null=True))
     def get_evidence(self, i: Incident) -> dict | None:
         """What the server answered when the outage was confirmed (monitoring.selectors_evidence's one form);
         null for an incident opened by hand or before evidence was kept."""
+        known = (self.context or {}).get("evidence")
+        if known is not None and i.id in known:  # a list's page, read at once (incidents_evidence)
+            return known[i.id]
         return incident_evidence(incident=i)
 
 

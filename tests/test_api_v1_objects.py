@@ -160,3 +160,27 @@ def test_the_old_json_api_and_metrics_take_a_users_token():
     assert _call("get", "/api/summary", limited)[0] == 403
     assert Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {viewer}").status_code == 200
     assert _call("get", "/api/servers", "ca_wrong")[0] == 401
+
+
+def test_a_page_of_incidents_costs_the_same_queries_however_many_it_holds():
+    """Each incident's evidence and updates were read with one query each: a page of 100 cost 200 more."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from monitoring.models import IncidentUpdate
+
+    token = _token("reader", "viewer")
+
+    def listed(n: int) -> int:
+        for k in range(Incident.objects.count(), n):  # a server has one open incident: one server each
+            server = Server.objects.create(scheme="http", host=f"inc{k}.example", port=80)
+            incident = Incident.objects.create(server=server, title=f"outage {k}")
+            IncidentUpdate.objects.create(incident=incident, status=Incident.INVESTIGATING, text="looking")
+        with CaptureQueriesContext(connection) as queries:
+            code, body = _call("get", "/api/v1/incidents/?limit=100", token)
+        assert code == 200 and len(body["incidents"]) == n
+        assert all(i["updates"] and i["evidence"] is None for i in body["incidents"])
+        return len(queries)
+
+    listed(2)  # the first request reads what later ones find cached (the token's user and groups)
+    assert listed(2) == listed(12)
