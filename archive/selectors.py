@@ -19,7 +19,7 @@ from django.db.models import Q
 
 from crawlcore.models import Exchange as ExchangeRow
 from crawlcore.models import Link, Page, StatusCheck, Url
-from crawler.fetch import FailureKind
+from crawler.http import FailureKind
 from crawler.urlnorm import canonicalize, url_hash
 
 from .records import Capture, Exchange, Rendering, head_content_type

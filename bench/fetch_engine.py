@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 from crawler.engine import EngineFetcher, shared_engine
-from crawler.fetch import Fetcher, FetchPolicy
+from crawler.fetch import Fetcher
+from crawler.http import FetchPolicy
 from crawler.netguard import forbidden_reason, parse_cidrs
 from testweb.generated import NginxWeb, Web, WebSpec, ensure_written
 

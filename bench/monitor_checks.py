@@ -285,7 +285,7 @@ def cpu_per_check(before: dict, after: dict, checks: int) -> dict:
 
 def client_alone(urls: list[str], *, rounds: int, parallel: int) -> dict:
     """The check client with no database, broker or worker: one process, one thread, `rounds` x urls."""
-    from crawler.fetch import FetchPolicy
+    from crawler.http import FetchPolicy
     from crawler.multicheck import CheckRequest, MultiChecker
 
     if rounds < 1:

@@ -28,6 +28,7 @@ from crawlcore.beat import beat_job
 from crawlcore.models import UrlEvent
 from crawlcore.selectors import crawl_progress, crawl_summary, due_count
 from crawlcore.services.extract import pages_text_fill
+from crawlcore.services.health import backoff_rule
 from crawlcore.services.jobs import jobs_sample
 from crawlcore.services.load_dispatch import dispatch_due, leases_release_all, reconcile
 from crawlcore.services.sweep import scan_sweep
@@ -208,7 +209,11 @@ class CrawlRunner:
         self.started, self.t0 = started, t0
         # While it says so (a crawl job paused, to be resumed), nothing due does not end the crawl.
         self.waiting = waiting
-        self.max_pages, self.max_seconds, self.recheck_wait = max_pages, max_seconds, recheck_wait
+        self.max_pages, self.max_seconds = max_pages, max_seconds
+        # A crawl waits for a held server's first probe (a server whose robots.txt or monitor said it is
+        # gone gets one more look within a back-off window): a wait just shorter than the window's far end
+        # would end the crawl before the probe, or not, by the window's jitter.
+        self.recheck_wait = max(recheck_wait, backoff_rule().first_longest())
         # Counted only when needed: the count grows with the crawl and steps come often.
         self.count_loaded = count_loaded or max_pages is not None
         self.jobs = crawl_jobs(dispatch=dispatch)

@@ -25,8 +25,8 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.utils.timesince import timesince
 
-from crawler.fetch import FailureKind
 from crawler.hosthealth import until_parse
+from crawler.http import FailureKind
 from crawler.lifecycle import State
 
 from . import access, workers

@@ -69,6 +69,10 @@ class BackoffRule:
         spread = (rng or random).uniform(1.0 - self.jitter, 1.0 + self.jitter)
         return min(plain * spread, self.cap)
 
+    def first_longest(self) -> float:
+        """The longest the first back-off (a held server's first probe window) can be, its jitter included."""
+        return min(self.base * (1.0 + self.jitter), self.cap)
+
     def asked(self, retry_after: float | None) -> float | None:
         """A Retry-After's seconds within the cap; None when the answer carried none."""
         if retry_after is None:

@@ -4,9 +4,10 @@ Both HTTP stacks produce it: the fetch engine (``crawler.engine``, libcurl's mul
 for the agents and under the monitor's ``crawler.multicheck``) and the thread-per-exchange fetcher
 (``crawler.fetch``, requests/urllib3, ``CRAWL_FETCH_ENGINE=threads``). Here: the result (``FetchResult``,
 ``Timings``), why an exchange failed (``FailureKind``), the limits it ran under (``FetchPolicy``), and
-what both stacks must say alike: a timed-out phase's kind and words, the Host header of the request head
-kept for the archive, the scheme's default ports and the CA bundle https is verified against. Each stack
-keeps only what differs: how it learns what happened (an exception chain, a libcurl code).
+what both stacks must say alike: a timed-out phase's kind and words, the words of every other failure both
+can meet, the Host header of the request head kept for the archive, the scheme's default ports and the CA
+bundle https is verified against. Each stack keeps only what differs: how it learns what happened (an
+exception chain, a libcurl code).
 ``tests/test_fetch.py`` runs the same cases on both.
 """
 
@@ -19,8 +20,9 @@ from urllib.parse import urlsplit
 from .certs import Certificate
 
 __all__ = [
-    "DEFAULT_PORTS", "FailureKind", "FetchPolicy", "FetchResult", "Phase", "Timings", "ca_bundle", "host_header",
-    "timed_out",
+    "DEFAULT_PORTS", "NOT_RESOLVED", "NO_RESPONSE", "PEER_RESET", "REFUSED", "FailureKind", "FetchPolicy",
+    "FetchResult", "Phase", "Timings", "body_cut", "body_too_large", "ca_bundle", "declared_too_large",
+    "host_header", "malformed", "timed_out", "tls_error", "unsupported_url",
 ]  # fmt: skip
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -120,6 +122,40 @@ def timed_out(phase: Phase, policy: FetchPolicy) -> tuple[FailureKind, str]:
     if phase is Phase.BODY:
         return FailureKind.BODY_TIMEOUT, f"body not complete within {policy.body_timeout:g}s"
     return FailureKind.HEADER_TIMEOUT, f"no response headers within {policy.header_timeout:g}s"
+
+
+# The other failures both stacks meet, in the words both use: one cause reads alike in either stack's result.
+NOT_RESOLVED = (FailureKind.DNS, "name resolution failed")
+REFUSED = (FailureKind.REFUSED, "connection refused")
+NO_RESPONSE = (FailureKind.RESET, "server closed the connection without a response")
+PEER_RESET = (FailureKind.RESET, "connection reset by peer")
+
+
+def body_cut(cause: object = None) -> tuple[FailureKind, str]:
+    """The connection closed before the promised body was complete; `cause`: the stack's own words for it."""
+    detail = "connection closed before the promised body was complete"
+    return FailureKind.RESET, detail if cause is None else f"{detail} ({cause})"
+
+
+def tls_error(what: str) -> tuple[FailureKind, str]:
+    return FailureKind.TLS, f"TLS error: {what}"
+
+
+def malformed(what: str) -> tuple[FailureKind, str]:
+    return FailureKind.BAD_RESPONSE, f"malformed response: {what}"
+
+
+def declared_too_large(declared: object, limit: int) -> tuple[FailureKind, str]:
+    """A Content-Length over the body limit: the body is refused unread."""
+    return FailureKind.TOO_LARGE, f"content-length {declared} > limit {limit}; body not read"
+
+
+def body_too_large(limit: int) -> tuple[FailureKind, str]:
+    return FailureKind.TOO_LARGE, f"body exceeds {limit} bytes (after decompression)"
+
+
+def unsupported_url(url: str) -> tuple[FailureKind, str]:
+    return FailureKind.OTHER, f"unsupported URL: {url!r}"
 
 
 def host_header(url: str) -> str:

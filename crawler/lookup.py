@@ -342,7 +342,7 @@ _executor_lock = threading.Lock()
 
 def resolver_pool() -> ResolverPool:
     """The process's resolver threads, created on first use: the monitor's lookups here and the crawler's
-    (crawler.fetch) share them."""
+    (crawler.resolve) share them."""
     global _executor
     if _executor is None:
         with _executor_lock:

@@ -30,9 +30,10 @@ alone (libcurl's APPCONNECT_TIME less its CONNECT_TIME; None for http); first_by
 sent to first response byte; body = first response byte to the end (headers are usually in the same
 packet); total = start to end. None where the phase was not reached.
 
-The transfer itself (callbacks, deadlines, classification, timings) is crawler.engine's, shared with the
-crawler's fetches; what is the monitor's here is the check's shape (fresh connection, certificate, body
-only when asked) and the round: every check added at once, the loop driven until they have all ended.
+The transfer itself (callbacks, deadlines, classification, timings) is the fetch engine's
+(crawler.curl_transfer, crawler.curl_loop, crawler.curl_failures, crawler.curl_result), shared with the
+crawler's fetches; what is the monitor's here is the check's shape (fresh connection, certificate, body only
+when asked) and the round: every check added at once, the loop driven until they have all ended.
 
 Not thread-safe: one ``MultiChecker`` per thread.
 """
@@ -44,7 +45,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .engine import Loop, Request
+from .curl_loop import Loop
+from .curl_transfer import Request
 from .http import FailureKind, FetchPolicy, FetchResult, Timings, ca_bundle
 from .lookup import Lookup, Lookups, lookup_name
 from .sanitize import clean_line

@@ -17,7 +17,7 @@ django.setup()
 
 from django.utils import timezone  # noqa: E402
 
-from crawler.fetch import FailureKind, FetchResult, Timings  # noqa: E402
+from crawler.http import FailureKind, FetchResult, Timings  # noqa: E402
 from monitoring.accepted_codes import AcceptedCodes  # noqa: E402
 from monitoring.models import ServerMonitor  # noqa: E402
 from monitoring.services.checks import Checked, Target, checks_record, monitors_claim  # noqa: E402

@@ -15,7 +15,7 @@ from alerts.models import Channel, Event, Notification, Rule
 from alerts.services.channels import ChannelError, channel_add
 from alerts.services.mutes import mute_add
 from alerts.services.send import notifications_send
-from crawler.fetch import FailureKind, FetchResult, Timings
+from crawler.http import FailureKind, FetchResult, Timings
 from monitoring.accepted_codes import AcceptedCodes
 from monitoring.server_list import parse_server_row
 from monitoring.services.checks import Checked, Target, checks_record

@@ -23,7 +23,7 @@ from crawlcore.models import Page, Server, Url
 from crawlcore.services.pages import pages_store
 from crawlcore.services.scan import page_revisit
 from crawlcore.services.urls import NewUrl, urls_insert
-from crawler.fetch import FetchResult, Timings
+from crawler.http import FetchResult, Timings
 from crawler.sanitize import MAX_HEAD_BYTES, clean_head
 
 pytestmark = pytest.mark.django_db

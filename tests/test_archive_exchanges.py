@@ -28,7 +28,7 @@ from crawlcore.services.exchanges import exchanges_drop_bodies
 from crawlcore.services.pages import pages_store
 from crawlcore.services.urls import NewUrl, urls_insert
 from crawlcore.services.visit import ServerVisit
-from crawler.fetch import FailureKind, FetchResult, Timings
+from crawler.http import FailureKind, FetchResult, Timings
 from crawler.lifecycle import Agent
 
 pytestmark = pytest.mark.django_db

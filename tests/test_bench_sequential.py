@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from bench.baselines.sequential import SequentialLoader
-from crawler.fetch import FetchPolicy
+from crawler.http import FetchPolicy
 from testweb import SiteSpec, TestWebServer
 from testweb.site import canonical_url
 

@@ -7,7 +7,7 @@ import time
 from collections import Counter
 
 from bench.baselines.sequential_multi import Loader, Timings, run
-from crawler.fetch import FetchPolicy
+from crawler.http import FetchPolicy
 from testweb.paper001 import MixSpec, MixWeb
 
 POLICY = FetchPolicy(connect_timeout=0.3, header_timeout=0.3, body_timeout=1.0, user_agent="crawladmin/test")

@@ -9,7 +9,6 @@ is printed.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 import zlib
 from datetime import timedelta
@@ -26,8 +25,8 @@ from dashboard.groups import groups_ensure
 from dashboard.models import CrawlSample
 from monitoring.models import HourlyRollup, ServerMonitor, StatusChange
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
+from .chromium import CHROMEDRIVER, CHROMIUM
+
 XSS = "<script>alert(1)</script>"
 PASSWORD = "pw-not-secret"
 
@@ -42,6 +41,8 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
+from .chromium import headless_chromium  # noqa: E402
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -55,29 +56,8 @@ def shots(request):
 
 @pytest.fixture(scope="module")
 def browser():
-    profile = tempfile.mkdtemp(prefix="crawladmin-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={profile}",
-        "--window-size=1280,1000",
-    ):
-        options.add_argument(flag)
-    # An explicit driver path: Selenium Manager (which would download a driver) is never run.
-    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(20)
-    try:
+    with headless_chromium(flags=["--window-size=1280,1000"]) as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture

@@ -6,8 +6,6 @@ or critical violation on the job pages and the login page."""
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from datetime import timedelta
 
 import pytest
@@ -21,9 +19,8 @@ from dashboard import cache
 from dashboard.groups import groups_ensure
 
 from .axe import axe_violations
+from .chromium import CHROMEDRIVER, CHROMIUM
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 PASSWORD = "pw-not-secret"
 XSS = "<script>alert(1)</script>"
 WIDTHS = (1400, 400)
@@ -38,26 +35,15 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
+from .chromium import headless_chromium  # noqa: E402
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    profile = tempfile.mkdtemp(prefix="crawladmin-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-                 "--window-size=1400,1000"):  # fmt: skip
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(30)
-    try:
+    with headless_chromium(flags=["--window-size=1400,1000"], page_load_timeout=30, console_log=True) as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ Same requirements as tests/test_browser.py: /usr/bin/chromium and /usr/bin/chrom
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from datetime import timedelta
 from urllib.parse import urlsplit
 
@@ -24,8 +22,8 @@ from dashboard.groups import groups_ensure
 from dashboard.models import StatusPage
 from monitoring.models import ServerMonitor
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
+from .chromium import CHROMEDRIVER, CHROMIUM
+
 PASSWORD = "pw-not-secret"
 WIDTHS = (1400, 400)
 
@@ -37,6 +35,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
+from .chromium import headless_chromium  # noqa: E402
 from .test_browser import data as data_fixture  # noqa: E402,F401  (fixture "data": checks, rollups, a dead link)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,29 +43,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture(scope="module")
 def browser():
-    profile = tempfile.mkdtemp(prefix="crawladmin-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={profile}",
-        "--hide-scrollbars",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(20)
-    try:
+    with headless_chromium(flags=["--hide-scrollbars"], console_log=True) as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture

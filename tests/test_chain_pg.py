@@ -24,7 +24,7 @@ from crawlcore.services.load import LoadBatch
 from crawlcore.services.request_records import check_begin
 from crawlcore.services.urls import NewUrl, urls_claim, urls_insert
 from crawlcore.services.visit import ServerVisit
-from crawler.fetch import FetchResult, Timings
+from crawler.http import FetchResult, Timings
 from crawler.lifecycle import Agent
 from crawler.notfollowed import TOO_DEEP
 from search.selectors import search_pages

@@ -178,3 +178,20 @@ def test_with_nothing_due_counts_showing_work_in_hand_are_carried_over_for_a_cos
     assert runner.step(106.0).progress["unextracted"] == 1  # old figures of work in hand: the end put off
     assert not any(runner.step(110.0).progress.values()) and len(counted) == 3  # counted afresh 5 s on
     assert not any(runner.step(110.3).progress.values()) and len(counted) == 4  # nothing in hand: every step
+
+
+def test_a_crawl_waits_for_the_first_probe_of_a_server_whose_robots_txt_did_not_answer(settings):
+    """Its first probe comes within one back-off window, ±10 %: a crawl with the default wait saw that
+    window's far end (66 s) as a hold past its 60 s and ended "done" before the probe, or not, by chance."""
+    from datetime import timedelta
+
+    from crawlcore.models import Server, ServerHealth
+    from crawlcore.services.health import health_hold
+
+    settings.CRAWL_BACKOFF_BASE = 60.0
+    server = Server.objects.create(scheme="http", host="quiet.example", port=80)
+    Url.objects.create(url="http://quiet.example/a", url_hash="q" * 24, server=server, next_check_at=timezone.now())
+    health_hold(server_ids=[server.id], source="robots", reason="robots.txt did not answer")
+    ServerHealth.objects.filter(server_id=server.id).update(probe_at=timezone.now() + timedelta(seconds=65.9))
+    runner = _runner()  # the crawl command's default wait
+    assert runner._progress(0.0)["due"] == 1

@@ -12,8 +12,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from crawler.engine import Engine, EngineFetcher, Request, refused_nul_header
-from crawler.fetch import FailureKind, FetchPolicy
+from crawler.curl_failures import refused_nul_header
+from crawler.curl_transfer import Request
+from crawler.engine import Engine, EngineFetcher
+from crawler.http import FailureKind, FetchPolicy
 
 from .test_fetch import FAST, TinyServer, answer_forever, response
 

@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from crawler.engine import Engine, EngineFetcher
-from crawler.fetch import FailureKind, Fetcher, FetchPolicy
+from crawler.fetch import Fetcher
+from crawler.http import FailureKind, FetchPolicy
 
 Handler = Callable[[socket.socket, "TinyServer"], None]
 

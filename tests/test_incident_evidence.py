@@ -18,7 +18,7 @@ from alerts.services.channels import channel_add
 from alerts.services.send import notifications_send
 from crawlcore.models import Exchange, Server
 from crawlcore.services.exchanges import exchanges_drop_bodies
-from crawler.fetch import FailureKind, FetchPolicy, FetchResult, Timings
+from crawler.http import FailureKind, FetchPolicy, FetchResult, Timings
 from crawler.multicheck import CheckRequest, MultiChecker
 from dashboard import cache
 from dashboard.models import StatusPage

@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from crawlcore.models import Server
-from crawler.fetch import FailureKind, FetchResult, Timings
+from crawler.http import FailureKind, FetchResult, Timings
 from dashboard import cache
 from dashboard.models import StatusPage
 from monitoring.accepted_codes import AcceptedCodes

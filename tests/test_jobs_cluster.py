@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 
@@ -25,12 +23,11 @@ from testweb.cluster import Processes, manage, postgres_database, redis_server
 from testweb.jobweb import JobWeb
 from testweb.ports import free_port
 
+from .chromium import CHROMEDRIVER, CHROMIUM, headless_chromium
 from .crawlcheck import ROOT, clean_env
 
 pytestmark = pytest.mark.integration
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (requirements-dev.txt)")
 if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
     pytest.skip(f"{CHROMIUM} or {CHROMEDRIVER} missing", allow_module_level=True)
@@ -85,19 +82,8 @@ def _until(what, seconds: float, message: str, every: float = 1.0):
 
 @pytest.fixture
 def browser():
-    profile = tempfile.mkdtemp(prefix="crawladmin-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-                 f"--user-data-dir={profile}", "--window-size=1400,1000"):  # fmt: skip
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
-    try:
+    with headless_chromium(flags=["--window-size=1400,1000"], page_load_timeout=60) as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _log_in(driver, base: str, user: str) -> None:

@@ -37,7 +37,7 @@ from crawlcore.services.request_records import check_begin
 from crawlcore.services.load import LoadBatch
 from crawlcore.services.urls import urls_claim
 from crawlcore.services.visit import ServerVisit
-from crawler.fetch import FetchResult, Timings
+from crawler.http import FetchResult, Timings
 from crawler.lifecycle import Agent
 from crawler.urlnorm import url_hash
 
@@ -133,7 +133,7 @@ from crawlcore.models import Link, Page, Url
 from crawlcore.services.extract import pages_extract
 from crawlcore.services.pages import pages_store
 from crawlcore.services.urls import NewUrl, urls_insert
-from crawler.fetch import FetchResult, Timings
+from crawler.http import FetchResult, Timings
 from crawler.notfollowed import TOO_DEEP
 
 a = "http://a.example"
@@ -243,7 +243,7 @@ from crawlcore.services.request_records import CLOCK_MARGIN
 from crawlcore.services.load import LoadBatch
 from crawlcore.services.urls import urls_claim
 from crawlcore.services.visit import ServerVisit
-from crawler.fetch import FetchResult, Timings
+from crawler.http import FetchResult, Timings
 from crawler.lifecycle import Agent
 from crawler.urlnorm import url_hash
 
@@ -331,7 +331,7 @@ from crawlcore.services.load import LoadBatch
 from crawlcore.services.request_records import check_begin
 from crawlcore.services.urls import urls_claim
 from crawlcore.services.visit import ServerVisit
-from crawler.fetch import FetchResult, Timings
+from crawler.http import FetchResult, Timings
 from crawler.lifecycle import Agent
 from crawler.urlnorm import url_hash
 

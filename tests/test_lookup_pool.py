@@ -17,7 +17,8 @@ import time
 import pytest
 
 import crawler.lookup
-from crawler import fetch
+from crawler import resolve
+from crawler.http import FetchResult
 from crawler.lookup import PER_GROUP, ResolverPool, name_group
 
 HANGING = 300
@@ -51,12 +52,12 @@ def test_names_are_grouped_by_their_domain():
 def test_a_page_of_300_hanging_names_does_not_make_a_quick_host_fail_as_dns(resolver):
     # What the extract agent does with a page's new hosts (servers_ensure): all looked up at once.
     names = [(f"h{i}.hang.example", 80) for i in range(HANGING)]
-    found = fetch.lookup_many(names, timeout=0.5)
+    found = resolve.lookup_many(names, timeout=0.5)
     assert set(found.values()) == {None}
     # Then the load agent's fetch of a host that resolves at once, several times, as its URLs come.
     for _ in range(5):
-        resolved = fetch.resolve_checked("http://quick.test/", method="GET", check=None, dns_timeout=2.0)
-        assert not isinstance(resolved, fetch.FetchResult), resolved.detail
+        resolved = resolve.resolve_checked("http://quick.test/", method="GET", check=None, dns_timeout=2.0)
+        assert not isinstance(resolved, FetchResult), resolved.detail
         assert resolved[0] == ("127.0.0.1",)
     # The hanging names held a few threads; the ones still queued at the deadline were never looked up.
     assert len([h for h in resolver if h.endswith(".hang.example")]) <= PER_GROUP
@@ -67,11 +68,11 @@ def test_hanging_names_of_many_domains_do_not_take_every_thread(resolver):
     """A thread stuck in a lookup is replaced: names of 40 domains that all hang still leave threads."""
     names = [(f"h.d{i}.hang.example.{i}x", 80) for i in range(40)]  # forty domains
     crawler_names = [(host.replace(".hang.example.", ".hang.example") + "", port) for host, port in names]
-    found = fetch.lookup_many(crawler_names, timeout=0.5)
+    found = resolve.lookup_many(crawler_names, timeout=0.5)
     assert set(found.values()) == {None}
     started = time.monotonic()
-    resolved = fetch.resolve_checked("http://quick.test/", method="GET", check=None, dns_timeout=2.0)
-    assert not isinstance(resolved, fetch.FetchResult), resolved.detail
+    resolved = resolve.resolve_checked("http://quick.test/", method="GET", check=None, dns_timeout=2.0)
+    assert not isinstance(resolved, FetchResult), resolved.detail
     assert time.monotonic() - started < 2.0
 
 
@@ -107,15 +108,15 @@ def test_hanging_names_spread_over_30_domains_leave_a_quick_host_its_lookup(reso
     time: a host that resolves at once still does."""
     names = [(f"h{n}.d{d}.hangs", 80) for d in range(30) for n in range(10)]
     assert len({name_group(host) for host, _ in names}) == 30
-    found = fetch.lookup_many(names, timeout=0.5)
+    found = resolve.lookup_many(names, timeout=0.5)
     assert set(found.values()) == {None}
     for _ in range(3):
         started = time.monotonic()
-        resolved = fetch.resolve_checked("http://quick.test/", method="GET", check=None, dns_timeout=2.0)
-        assert not isinstance(resolved, fetch.FetchResult), resolved.detail
+        resolved = resolve.resolve_checked("http://quick.test/", method="GET", check=None, dns_timeout=2.0)
+        assert not isinstance(resolved, FetchResult), resolved.detail
         assert time.monotonic() - started < 2.0
         # More hanging names of the same domains, as the next pages bring them: each domain already hangs.
-        fetch.lookup_many([(f"again{i}.d{i}.hangs", 80) for i in range(30)], timeout=0.5)
+        resolve.lookup_many([(f"again{i}.d{i}.hangs", 80) for i in range(30)], timeout=0.5)
     asked = len([h for h in resolver if h.endswith(".hangs")])
     assert asked <= 30 * PER_GROUP  # the later names of a hanging domain were never looked up
     # Thirty new domains whose names hang, asked with the default deadline (five seconds) and not waited for,
@@ -124,6 +125,6 @@ def test_hanging_names_spread_over_30_domains_leave_a_quick_host_its_lookup(reso
         for n in range(10):
             crawler.lookup.lookup_submit(f"h{n}.d{d}.hangs", 80)
     started = time.monotonic()
-    resolved = fetch.resolve_checked("http://quick.test/", method="GET", check=None, dns_timeout=2.0)
-    assert not isinstance(resolved, fetch.FetchResult), resolved.detail
+    resolved = resolve.resolve_checked("http://quick.test/", method="GET", check=None, dns_timeout=2.0)
+    assert not isinstance(resolved, FetchResult), resolved.detail
     assert time.monotonic() - started < 2.0

@@ -16,7 +16,7 @@ from django.test import override_settings
 
 import crawler.lookup
 from crawlcore.models import StatusCheck
-from crawler.fetch import FailureKind, FetchPolicy
+from crawler.http import FailureKind, FetchPolicy
 from crawler.multicheck import CheckRequest, MultiChecker
 from monitoring.server_list import parse_server_row
 from monitoring.services.checks import monitors_check

@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from crawlcore.models import StatusCheck
-from crawler.fetch import FetchPolicy
+from crawler.http import FetchPolicy
 from crawler.netguard import forbidden_reason, parse_cidrs
 from crawler.status import Category
 from monitoring.kinds.dns import DnsSpec, dns_check

@@ -7,7 +7,7 @@ import pytest
 from django.test import override_settings
 
 from crawlcore.models import StatusCheck
-from crawler.fetch import FailureKind
+from crawler.http import FailureKind
 from monitoring.models import ServerMonitor, StatusChange
 from monitoring.server_list import parse_server_row
 from monitoring.services.checks import monitors_check

@@ -9,7 +9,7 @@ import pytest
 from django.test import override_settings
 
 from crawlcore.models import Server, StatusCheck
-from crawler.fetch import FailureKind, FetchResult, Timings
+from crawler.http import FailureKind, FetchResult, Timings
 from monitoring.accepted_codes import AcceptedCodes
 from monitoring.models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
 from monitoring.selectors import server_load_profile, server_shown_status, uptime_counts, uptime_of

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from crawler.fetch import FailureKind, FetchPolicy
+from crawler.http import FailureKind, FetchPolicy
 from crawler.multicheck import CheckRequest, MultiChecker
 
 pytest.importorskip("pycurl")

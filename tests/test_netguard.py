@@ -115,7 +115,8 @@ def test_resolve_empty_result_raises(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_refused_name_does_not_tell_what_it_resolves_to():
     """The detail lands in check records any reader sees: naming the address would make every job seed or
     health URL a lookup of internal names."""
-    from crawler.fetch import FailureKind, FetchResult, resolve_checked
+    from crawler.http import FailureKind, FetchResult
+    from crawler.resolve import resolve_checked
 
     found = resolve_checked("http://localhost:9/", method="GET", check=lambda ip: forbidden_reason(ip, ()),
                             dns_timeout=5.0)  # fmt: skip

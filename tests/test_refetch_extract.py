@@ -13,7 +13,7 @@ from crawlcore.models import Page
 from crawlcore.services.extract import pages_extract
 from crawlcore.services.pages import pages_store
 from crawlcore.services.urls import NewUrl, urls_insert
-from crawler.fetch import FetchResult, Timings
+from crawler.http import FetchResult, Timings
 
 pytestmark = pytest.mark.django_db
 

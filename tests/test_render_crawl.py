@@ -12,13 +12,13 @@ import random
 import sqlite3
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from crawler.render import find_chromium
+from testweb.serving import answer_handler, serve_in_thread
 
 from .crawlcheck import ROOT, clean_env, run_crawl
 
@@ -102,9 +102,7 @@ class JsWeb:
 
 
 def _serve(ip: str, handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer((ip, 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    return serve_in_thread(ip, 0, handler)
 
 
 @pytest.fixture(scope="module")
@@ -127,22 +125,7 @@ def crawls(tmp_path_factory) -> Iterator[dict]:
     seed = random.SystemRandom().randrange(1 << 30)
     web = JsWeb(seed, f"http://{SPY_IP}:{spy.server_address[1]}")
 
-    class Site(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            status, ctype, body = web.answer(self.path)
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-
-        do_HEAD = do_GET
-
-        def log_message(self, *args) -> None:
-            pass
-
-    site = _serve(WEB_IP, Site)
+    site = _serve(WEB_IP, answer_handler(web.answer))
     origin = f"http://{WEB_IP}:{site.server_address[1]}"
     out: dict = {"web": web, "origin": origin, "spy": spy_hits, "seed": seed}
     try:

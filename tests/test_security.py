@@ -19,7 +19,8 @@ from crawlcore.models import Page, Server, StatusCheck, Url, UrlEvent
 from crawlcore.services.load import load_server_batch
 from crawlcore.services.urls import NewUrl, urls_insert
 from crawlcore.services.visit import address_check_for
-from crawler.fetch import FailureKind, Fetcher, FetchPolicy
+from crawler.fetch import Fetcher
+from crawler.http import FailureKind, FetchPolicy
 
 from .crawlcheck import ROOT, clean_env
 
@@ -228,7 +229,7 @@ def test_guard_refuses_internal_addresses_before_connecting(settings, monkeypatc
     def no_connect(*args, **kwargs):
         raise AssertionError(f"the guard let a connection through: {args[0]}")
 
-    monkeypatch.setattr("crawler.fetch.create_connection", no_connect)
+    monkeypatch.setattr("crawler.fetch_hooks.create_connection", no_connect)
     check = address_check_for(Server(host="x", trusted=False))
     with Fetcher(FetchPolicy(connect_timeout=1, header_timeout=1, body_timeout=1)) as fetcher:
         for url in (
@@ -243,7 +244,7 @@ def test_guard_refuses_internal_addresses_before_connecting(settings, monkeypatc
 
 @pytest.mark.django_db
 def test_discovered_link_to_an_internal_address_is_excluded_never_requested(monkeypatch):
-    monkeypatch.setattr("crawler.fetch.create_connection", lambda *a, **k: pytest.fail("connected"))
+    monkeypatch.setattr("crawler.fetch_hooks.create_connection", lambda *a, **k: pytest.fail("connected"))
     ids = urls_insert(urls=[NewUrl("http://10.0.0.1/admin", depth=1), NewUrl("http://169.254.169.254/", depth=1)]).ids
     for url_id in ids.values():
         url = Url.objects.get(id=url_id)

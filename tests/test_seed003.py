@@ -278,7 +278,7 @@ def test_lookups_are_bounded_by_the_dns_timeout(monkeypatch):
     import socket
     import time
 
-    from crawler import fetch
+    from crawler import resolve
 
     real = socket.getaddrinfo
 
@@ -287,8 +287,8 @@ def test_lookups_are_bounded_by_the_dns_timeout(monkeypatch):
             time.sleep(1.5)  # a resolver that does not answer in time (bounded: the pool thread ends)
         return real("127.0.0.1", *args, **kwargs)
 
-    monkeypatch.setattr(fetch.socket, "getaddrinfo", slow)
+    monkeypatch.setattr(resolve.socket, "getaddrinfo", slow)
     started = time.monotonic()
-    found = fetch.lookup_many([("hang.example", 80), ("quick.example", 80)], timeout=0.3)
+    found = resolve.lookup_many([("hang.example", 80), ("quick.example", 80)], timeout=0.3)
     assert time.monotonic() - started < 1.0
     assert found == {("hang.example", 80): None, ("quick.example", 80): "127.0.0.1"}

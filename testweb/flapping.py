@@ -19,7 +19,9 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from .serving import QuietHandler, links_page
 
 PAGES = 12
 HEALTH = "/health"
@@ -35,11 +37,6 @@ class Hit:
     status: int
 
 
-def _page(title: str, links: list[str]) -> bytes:
-    anchors = "".join(f"<a href='{h}'>{h}</a>\n" for h in links)
-    return f"<!doctype html><html><head><title>{title}</title></head><body>{anchors}</body></html>".encode()
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -49,18 +46,8 @@ class _Server(ThreadingHTTPServer):
         super().__init__((ip, 0), _Handler)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: _Server  # type: ignore[assignment]
-    protocol_version = "HTTP/1.0"
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-    def do_GET(self) -> None:
-        self._answer()
-
-    def do_HEAD(self) -> None:
-        self._answer()
 
     def _answer(self) -> None:
         web, name = self.server.web, self.server.name
@@ -88,9 +75,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path == HEALTH:
             return 200, b"ok", "text/plain"
         if path == "/":
-            return 200, _page(f"{name} home", [f"/p{i}" for i in range(1, web.pages)]), "text/html"
+            return 200, links_page(f"{name} home", [f"/p{i}" for i in range(1, web.pages)]), "text/html"
         if path.startswith("/p") and path[2:].isdigit() and 0 < int(path[2:]) < web.pages:
-            return 200, _page(f"{name} {path}", ["/"]), "text/html"
+            return 200, links_page(f"{name} {path}", ["/"]), "text/html"
         return 404, b"<p>no such page</p>", "text/html"
 
 

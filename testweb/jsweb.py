@@ -7,8 +7,9 @@ paragraph of text in the browser. Served on one loopback address by a threaded H
 from __future__ import annotations
 
 import random
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from .serving import answer_handler, serve_in_thread, server_stop
 
 WORDS = ("river", "stone", "lantern", "copper", "meadow", "harbor", "signal", "orchard", "glacier", "velvet")
 
@@ -67,31 +68,11 @@ class JsWeb:
         return 404, "text/html", b"<html><body>not here</body></html>"
 
     def __enter__(self) -> JsWeb:
-        web = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                status, ctype, body = web.answer(self.path)
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(body)
-
-            do_HEAD = do_GET
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer((self.ip, 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = serve_in_thread(self.ip, 0, answer_handler(self.answer))
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        server_stop(self._server)
 
 
 def _plain(title: str, text: str, links: list[str]) -> bytes:

@@ -22,7 +22,9 @@ import threading
 import time
 from dataclasses import dataclass
 from functools import cache
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from .serving import QuietHandler, links_page
 
 PAGES = 40
 ATTRIBUTES = 100_000
@@ -61,14 +63,9 @@ def quote_attributes_page() -> bytes:
 
 
 @cache
-def links_page() -> bytes:
+def disallowed_links_page() -> bytes:
     anchors = "".join(f"<a href='{DISALLOWED}l{i}'>l</a>\n" for i in range(LINKS))
     return f"<!doctype html><html><head><title>links</title></head><body>{anchors}</body></html>".encode()
-
-
-def _page(title: str, links: list[str] = ()) -> bytes:  # type: ignore[assignment]
-    anchors = "".join(f"<a href='{h}'>{h}</a>\n" for h in links)
-    return f"<!doctype html><html><head><title>{title}</title></head><body>{anchors}</body></html>".encode()
 
 
 class _Server(ThreadingHTTPServer):
@@ -79,18 +76,8 @@ class _Server(ThreadingHTTPServer):
         super().__init__((ip, 0), _Handler)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: _Server  # type: ignore[assignment]
-    protocol_version = "HTTP/1.0"
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-    def do_GET(self) -> None:
-        self._answer()
-
-    def do_HEAD(self) -> None:
-        self._answer()
 
     def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
         self.server.web.log(Hit(self.server.name, self.command, self.path, status))
@@ -107,26 +94,32 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/robots.txt":
             self._send(200, f"User-agent: *\nDisallow: {DISALLOWED}\n".encode(), {"Content-Type": "text/plain"})
         elif name == "retry" and path == "/":
-            self._send(200, _page("retry", ["/busy", *(f"/p{i}" for i in range(PAGES))]))
+            self._send(200, links_page("retry", ["/busy", *(f"/p{i}" for i in range(PAGES))]))
         elif name == "retry" and path == "/busy":
             self._send(503, b"busy", {"Retry-After": str(web.retry_after)})
         elif name == "retry" and path.startswith("/p") and path[2:].isdigit() and int(path[2:]) < PAGES:
-            self._send(200, _page(path))
+            self._send(200, links_page(path))
         elif name == "heavy" and path == "/":
             hanging = [f"http://h{i}{HANG_SUFFIX}/" for i in range(web.hanging)]
             pages = ["/attributes", "/quote-attributes", "/links", "/after-1", "/after-2"]
-            self._send(200, _page("heavy", [*pages, *hanging]))
+            self._send(200, links_page("heavy", [*pages, *hanging]))
         elif name == "heavy" and path == "/attributes":
             self._send(200, attributes_page())
         elif name == "heavy" and path == "/quote-attributes":
             self._send(200, quote_attributes_page())
         elif name == "heavy" and path == "/links":
-            self._send(200, links_page())
-        elif name == "heavy" and path in ("/after-1", "/after-2", "/before-attributes", "/after-attributes",
-                                          "/before-quote-attributes", "/after-quote-attributes"):
-            self._send(200, _page(path))
+            self._send(200, disallowed_links_page())
+        elif name == "heavy" and path in (
+            "/after-1",
+            "/after-2",
+            "/before-attributes",
+            "/after-attributes",
+            "/before-quote-attributes",
+            "/after-quote-attributes",
+        ):
+            self._send(200, links_page(path))
         elif name == "slow" and path == "/":
-            self._send(200, _page("slow", ["/trickle"]))
+            self._send(200, links_page("slow", ["/trickle"]))
         elif name == "slow" and path == "/trickle":
             self._trickle()
         else:
@@ -168,7 +161,7 @@ class UnattendedWeb:
             self.hits.append(hit)
 
     def start(self) -> UnattendedWeb:
-        attributes_page(), quote_attributes_page(), links_page()  # built before any crawl's timing
+        attributes_page(), quote_attributes_page(), disallowed_links_page()  # built before any crawl's timing
         for name in self.names:
             server = self._servers[name] = _Server(self, name, self.ips[name])
             t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)

@@ -22,7 +22,8 @@ from collections import Counter, deque
 from dataclasses import asdict, dataclass, field
 from urllib.parse import urlsplit
 
-from crawler.fetch import Fetcher, FetchPolicy, FetchResult
+from crawler.fetch import Fetcher
+from crawler.http import FetchPolicy, FetchResult
 from crawler.lifecycle import is_valid_response
 from crawler.parse import extract, is_html
 from crawler.robots import RobotsRules, product_token, rules_from_response

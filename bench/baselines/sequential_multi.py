@@ -39,7 +39,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from urllib.parse import urlsplit
 
-from crawler.fetch import Fetcher, FetchPolicy, FetchResult
+from crawler.fetch import Fetcher
+from crawler.http import FetchPolicy, FetchResult
 from crawler.lifecycle import Event, event_for_fetch
 from crawler.parse import extract, is_html
 from crawler.recheck import Finding, Known, Outcome, Recheck, Reply, body_checksum

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from crawler.fetch import FailureKind, FetchResult
+from crawler.http import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, backoff_after, next_state
 from crawler.sanitize import header_int
 

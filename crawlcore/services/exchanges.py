@@ -19,7 +19,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from crawlcore.models import Exchange
-from crawler.fetch import FailureKind, FetchResult
+from crawler.http import FailureKind, FetchResult
 
 # WARC-Truncated's words for a body the crawl did not keep whole.
 _TRUNCATED = {

@@ -16,7 +16,7 @@ from django.db import DataError, transaction
 from django.utils import timezone
 
 from crawlcore.models import JobUrl, Link, Url
-from crawler.fetch import FailureKind, FetchResult
+from crawler.http import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, event_for_fetch
 from crawler.urlnorm import UrlError, canonicalize
 

@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from crawlcore.db.chain import Const, Input, Insert, chain
 from crawlcore.db.params import column_types
 from crawlcore.models import Exchange, Page
-from crawler.fetch import FetchResult
+from crawler.http import FetchResult
 from crawler.lifecycle import Agent, Event, State
 
 from .exchanges import archivable, truncated_word

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from crawlcore.db.bulk import upsert
 from crawlcore.models import Page
-from crawler.fetch import FetchResult
+from crawler.http import FetchResult
 from crawler.parse import is_html
 from crawler.pdf import is_pdf
 

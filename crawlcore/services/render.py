@@ -35,7 +35,7 @@ from django.utils import timezone
 
 from crawlcore.models import Job, JobUrl, Page, Server
 from crawler import render_need
-from crawler.fetch import FetchResult
+from crawler.http import FetchResult
 from crawler.lifecycle import Agent
 from crawler.parse import extract, is_html
 from crawler.render import Answer, RenderBounds, RenderFailed, RenderPool, SubRequest

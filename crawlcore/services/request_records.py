@@ -27,7 +27,7 @@ from django.utils import timezone
 from crawlcore.db.bulk import insert_unsynced_many
 from crawlcore.db.chain import Const, Update
 from crawlcore.models import StatusCheck
-from crawler.fetch import FetchResult
+from crawler.http import FetchResult
 from crawler.lifecycle import Agent
 from crawler.status import categorize
 

@@ -23,7 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from crawlcore.models import Page, Url
-from crawler.fetch import FetchResult
+from crawler.http import FetchResult
 from crawler.lifecycle import Agent, Event, State, next_state
 from crawler.recheck import MAX_REQUESTS, Finding, Known, Outcome, Recheck, Reply, event_for_recheck
 

@@ -16,9 +16,9 @@ from crawlcore.db import locks
 from crawlcore.db.raw import rows_by_values
 from crawlcore.models import Page, Server, ServerLease, Url
 from crawlcore.selectors_jobs import server_concurrency_cap
-from crawler.fetch import lookup_many
 from crawler.lifecycle import Agent
 from crawler.netguard import forbidden_reason, parse_cidrs
+from crawler.resolve import lookup_many
 from crawler.urlnorm import ServerKey
 
 from .leases import lease_deadline

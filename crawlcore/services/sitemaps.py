@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from crawlcore.db.bulk import update_by_id
 from crawlcore.models import Server, Sitemap, Url
-from crawler.fetch import FetchResult
+from crawler.http import FetchResult
 from crawler.robots import RobotsRules, sitemap_urls
 from crawler.scope import registered_domain
 from crawler.sitemap import MAX_DEPTH, MAX_FILES, Entry, Kind, SitemapError, parse

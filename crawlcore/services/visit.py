@@ -17,9 +17,11 @@ from django.utils import timezone
 
 from crawlcore.models import Exchange, Server
 from crawlcore.selectors_jobs import jobs_politeness
-from crawler.engine import EngineFetcher, refused_nul_header
-from crawler.fetch import FailureKind, Fetcher, FetchPolicy, FetchResult, Timings
+from crawler.curl_failures import refused_nul_header
+from crawler.engine import EngineFetcher
+from crawler.fetch import Fetcher
 from crawler.hosthealth import HealthSource
+from crawler.http import FailureKind, FetchPolicy, FetchResult, Timings
 from crawler.lifecycle import Agent
 from crawler.netguard import forbidden_reason, parse_cidrs
 from crawler.politeness import retry_after_seconds

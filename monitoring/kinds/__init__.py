@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from crawler.fetch import FailureKind, FetchResult, Timings
+from crawler.http import FailureKind, FetchResult, Timings
 from crawler.status import Category
 
 

@@ -26,7 +26,7 @@ import dns.name
 import dns.rdatatype
 import dns.resolver
 
-from crawler.fetch import FailureKind, Timings
+from crawler.http import FailureKind, Timings
 from crawler.sanitize import clean_line
 from crawler.status import Category
 

@@ -20,7 +20,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from crawler.fetch import Timings
+from crawler.http import Timings
 from crawler.status import Category
 
 from . import KindResult, result_of

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from crawler.fetch import FailureKind, FetchPolicy, Timings
+from crawler.http import FailureKind, FetchPolicy, Timings
 from crawler.lookup import lookup_submit
 from crawler.sanitize import clean_line
 from crawler.status import Category

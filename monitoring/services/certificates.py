@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Protocol
 
 from crawler.certs import Certificate
-from crawler.fetch import FailureKind, FetchResult
+from crawler.http import FailureKind, FetchResult
 
 from .. import hooks
 from ..models import ServerCertificate

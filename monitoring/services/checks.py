@@ -33,8 +33,8 @@ from crawlcore.models import StatusCheck
 from crawlcore.services.health import health_hold, health_release
 from crawlcore.services.leases import lease_deadline
 from crawlcore.services.render import answer_render
-from crawler.fetch import FailureKind, FetchPolicy, FetchResult, Timings
 from crawler.hosthealth import HealthSource
+from crawler.http import FailureKind, FetchPolicy, FetchResult, Timings
 from crawler.lifecycle import Agent
 from crawler.multicheck import CheckRequest, MultiChecker
 from crawler.status import BAD, CONFIRMED, GOOD, Category, Status

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from crawlcore.models import Exchange, Page, StatusCheck, Url
 from crawlcore.services.exchanges import archivable, truncated_word
-from crawler.fetch import FetchResult
+from crawler.http import FetchResult
 from crawler.lifecycle import Agent
 from crawler.urlnorm import canonicalize, url_hash
 

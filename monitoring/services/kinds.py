@@ -11,7 +11,7 @@ from datetime import datetime
 from django.conf import settings
 from django.utils import timezone
 
-from crawler.fetch import FetchPolicy
+from crawler.http import FetchPolicy
 
 from ..kinds import Kind, KindResult
 from ..kinds.dns import DnsSpec, DnsSpecError, dns_check, dns_name_check, expected_parse, record_type_check

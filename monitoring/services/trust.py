@@ -15,8 +15,9 @@ from __future__ import annotations
 from django.conf import settings
 
 from crawlcore.models import Server
-from crawler.fetch import FetchResult, resolve_checked
+from crawler.http import FetchResult
 from crawler.netguard import forbidden_reason, parse_cidrs
+from crawler.resolve import resolve_checked
 
 REFUSED = "refused: not an address the monitor may contact"
 CONTENT_UNTRUSTED = "content checks run only on a trusted server, on its own host"
