@@ -123,7 +123,7 @@ def _load() -> dict:
         "CRAWL_TASK_BUDGET": env.number("CRAWL_TASK_BUDGET", 60.0, minimum=1.0, maximum=86400.0),
         "CRAWL_REDISPATCH_AFTER": env.number("CRAWL_REDISPATCH_AFTER", 120.0, minimum=1.0, maximum=86400.0),
         # Each stored page's parse (HTML, PDF) runs in a child process, killed past this many seconds or this much
-        # added memory: no page holds an extract worker longer, whatever it holds (crawlcore.services.extract).
+        # added memory: no page holds an extract worker longer, whatever it holds (crawlcore.services.extract_parse).
         "CRAWL_PARSE_TIMEOUT": env.number("CRAWL_PARSE_TIMEOUT", 15.0, minimum=0.5, maximum=3600.0),
         "CRAWL_PARSE_MEMORY_MB": env.integer("CRAWL_PARSE_MEMORY_MB", 1024, minimum=64, maximum=65536),
         "CRAWL_ROBOTS_TTL": env.number("CRAWL_ROBOTS_TTL", 86400.0, minimum=0.0, maximum=_YEAR),

@@ -67,7 +67,7 @@ LIMIT_BYTES = "bytes"
 LIMIT_ATTRIBUTES = "attributes"
 LIMIT_NESTING = "nesting"
 LIMIT_LINKS = "links"
-# Over the hard bounds of the child process a stored page is parsed in (crawlcore.services.extract): its time
+# Over the hard bounds of the child process a stored page is parsed in (crawlcore.services.extract_parse): its time
 # and its memory. Whatever the input, the parse ends there.
 LIMIT_TIME = "time"
 LIMIT_MEMORY = "memory"

@@ -20,7 +20,7 @@ from archive.records import http_response_headers
 from archive.selectors import ExportScope
 from archive.services import warc_export
 from crawlcore.models import Page, Server, Url
-from crawlcore.services.load import pages_store
+from crawlcore.services.pages import pages_store
 from crawlcore.services.scan import page_revisit
 from crawlcore.services.urls import NewUrl, urls_insert
 from crawler.http import FetchResult, Timings

@@ -25,7 +25,7 @@ from archive.selectors import ExportScope
 from archive.services import warc_export
 from crawlcore.models import Exchange, Server, Url
 from crawlcore.services.exchanges import exchanges_drop_bodies
-from crawlcore.services.load import pages_store
+from crawlcore.services.pages import pages_store
 from crawlcore.services.urls import NewUrl, urls_insert
 from crawlcore.services.visit import ServerVisit
 from crawler.http import FailureKind, FetchResult, Timings

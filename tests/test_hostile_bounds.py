@@ -94,7 +94,7 @@ def test_a_pdf_byte_for_byte_one_already_read_is_not_read_again(monkeypatch):
     def counting(body: bytes, url: str):
         raise AssertionError(f"{url} read again")
 
-    monkeypatch.setattr("crawlcore.services.extract.extract_pdf", counting)
+    monkeypatch.setattr("crawlcore.services.extract_parse.extract_pdf", counting)
     pages_extract(page_ids=[c.id for c in copies])
     assert reads == []
     for copy in Page.objects.filter(id__in=[c.id for c in copies]):

@@ -131,7 +131,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from crawlcore.models import Link, Page, Url
 from crawlcore.services.extract import pages_extract
-from crawlcore.services.load import pages_store
+from crawlcore.services.pages import pages_store
 from crawlcore.services.urls import NewUrl, urls_insert
 from crawler.http import FetchResult, Timings
 from crawler.notfollowed import TOO_DEEP

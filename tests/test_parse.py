@@ -158,7 +158,7 @@ def test_max_links() -> None:
     body = html("".join(f'<a href="/{i}">{i}</a>' for i in range(10)) + '<a href="/0">dup</a>')
     out = extract(body, PAGE, max_links=3)
     assert out.urls == ["http://example.com/0", "http://example.com/1", "http://example.com/2"]
-    # The rest is kept, to be recorded as not followed (crawlcore.services.extract), and the page says so.
+    # The rest is kept, to be recorded as not followed (crawlcore.services.extract_follow), and the page says so.
     assert [link.url for link in out.over_limit] == [f"http://example.com/{i}" for i in range(3, 10)]
     assert out.rejected == {} and out.limits == ["links"]
     assert OVER_LIMIT == "over_limit"

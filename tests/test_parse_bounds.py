@@ -171,7 +171,7 @@ def test_the_reconciler_does_not_send_a_page_again_while_a_live_worker_parses_it
         time.sleep(4.5)  # more than twice CRAWL_REDISPATCH_AFTER, in one page
         return real(body, url, **kw)
 
-    monkeypatch.setattr("crawlcore.services.extract.extract", slow)
+    monkeypatch.setattr("crawlcore.services.extract_parse.extract", slow)
     stop = threading.Event()
 
     def reconciling() -> None:
@@ -207,7 +207,7 @@ def test_a_page_whose_parse_overruns_its_hard_bound_is_classified_and_its_batch_
             time.sleep(120)  # a parse no bound of crawler.parse foresaw
         return real(body, url, **kw)
 
-    monkeypatch.setattr("crawlcore.services.extract.extract", stuck_on)
+    monkeypatch.setattr("crawlcore.services.extract_parse.extract", stuck_on)
     started = time.monotonic()
     pages_extract(page_ids=[stuck.id, after.id])
     assert time.monotonic() - started < QUICK
@@ -261,6 +261,6 @@ def test_a_batch_that_waited_in_the_queue_says_it_is_alive_before_parsing(settin
         seen.append(Page.objects.get(id=page.id).extract_dispatched_at)
         return real(*args, **kw)
 
-    monkeypatch.setattr("crawlcore.services.extract.run_each", watching)
+    monkeypatch.setattr("crawlcore.services.extract_parse.run_each", watching)
     pages_extract(page_ids=[page.id])
     assert seen and timezone.now() - seen[0] < timedelta(seconds=10)

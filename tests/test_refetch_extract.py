@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from crawlcore.models import Page
 from crawlcore.services.extract import pages_extract
-from crawlcore.services.load import pages_store
+from crawlcore.services.pages import pages_store
 from crawlcore.services.urls import NewUrl, urls_insert
 from crawler.http import FetchResult, Timings
 

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from crawlcore.models import Page, Server, ServerLease, StatusCheck, Url, UrlEvent
-from crawlcore.services import load
+from crawlcore.services import load_group, pages
 from crawlcore.services import visit as visit_module
 from crawlcore.services.extract import pages_extract
 from crawlcore.services.load import LoadBatch, load_server_batch
@@ -368,7 +368,7 @@ def test_a_response_the_database_refuses_is_classified_and_its_group_is_kept(set
             result.status = 10**20  # beyond a 64-bit integer column
         return real_fetch_one(self, url, result)
 
-    real_row = load.page_row
+    real_row = pages.page_row
 
     def refuse_page_2(url_id, result, checksum, *, now):
         if url_id == poisoned_id:
@@ -376,7 +376,8 @@ def test_a_response_the_database_refuses_is_classified_and_its_group_is_kept(set
         return real_row(url_id, result, checksum, now=now)
 
     monkeypatch.setattr(LoadBatch, "fetch_one", poison_status)
-    monkeypatch.setattr(load, "page_row", refuse_page_2)
+    monkeypatch.setattr(load_group, "page_row", refuse_page_2)  # the group's one statement
+    monkeypatch.setattr(pages, "page_row", refuse_page_2)  # then the page written alone
     with TestWebServer(SiteSpec(n_servers=1, first_octet=194, silent_server=False, slow_server=False)) as web:
         seed = web.seeds()[0]
         ids = _insert(seed, *(f"{seed}p/{k}.html" for k in range(3)), seed + "missing.html", trusted=True)

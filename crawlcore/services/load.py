@@ -9,36 +9,27 @@ import dataclasses
 import hashlib
 import logging
 import time
-import zlib
-from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from django.conf import settings
-from django.db import DataError, connection, transaction
+from django.db import DataError, transaction
 from django.utils import timezone
 
-from crawlcore.db.bulk import upsert
-from crawlcore.db.chain import Const, Input, Insert, chain
-from crawlcore.db.params import column_types
-from crawlcore.models import Exchange, JobUrl, Link, Page, Url
+from crawlcore.models import JobUrl, Link, Url
 from crawler.http import FailureKind, FetchResult
 from crawler.lifecycle import Agent, Event, State, event_for_fetch
-from crawler.parse import is_html
-from crawler.pdf import is_pdf
 from crawler.urlnorm import UrlError, canonicalize
 
 from .agent import AgentBatch, AgentOutcome, response_fields
-from .exchanges import archivable, truncated_word
 from .job_admission import jobs_admit
 from .load_dispatch import server_goes_on
+from .load_group import fetched_write
+from .pages import page_store
 from .queue import enqueue_extract_on_commit
-from .request_records import FINISHED, checks_finish_write
 from .servers import server_merge_if_alias
 from .sitemaps import sitemaps_read
 from .sites import server_home_first
-from .urls import MOVED, Claimed, Move, new_url_from, transition_writes, urls_claim, urls_insert, urls_release
+from .urls import Claimed, Move, new_url_from, urls_claim, urls_insert, urls_release
 from .visit import Gate, ServerVisit
 
 log = logging.getLogger(__name__)
@@ -280,7 +271,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             self.fail(url, Event.NO_RESPONSE, bare, reason=bare.detail, latency_ms=result.timings.total_ms)
 
     def flush(self) -> None:
-        """Write the plain pages fetched so far together (_record): their checks, their URLs' moves to
+        """Write the plain pages fetched so far together (fetched_write): their checks, their URLs' moves to
         Visited (guarded as urls_transition: still Init, still ours), the pages."""
         fetched, self.fetched, self.fetched_bytes = self.fetched, [], 0
         if not fetched:
@@ -297,7 +288,9 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
             for url, result in fetched
         ]
         try:
-            moved, page_ids = self._record(fetched, checksums, moves, now)
+            moved, page_ids = fetched_write(
+                visit=self.visit, owner=self.owner, fetched=fetched, checksums=checksums, moves=moves, now=now
+            )
             done = [(url, result) for url, result in fetched if url.id in moved]
         except POISON:
             # One page of the group can't be stored: write them one by one, so only that one is classified
@@ -310,53 +303,6 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         self.outcome.fetched += len(done)
         self.outcome.page_ids.extend(page_ids)
         self.unsent_bytes += sum(len(result.body) for _, result in done)
-
-    def _record(
-        self, fetched: list[tuple[Claimed, FetchResult]], checksums: dict[int, str], moves: list[Move], now: datetime
-    ) -> tuple[set[int], list[int]]:
-        """flush()'s writes as one chain (crawlcore.db.chain: one statement on PostgreSQL): the checks'
-        outcomes, the guarded moves to Visited and their events, the pages of the URLs that moved (not of
-        resources), the archived answers of the resources that moved. The moved ids and the ids of the pages
-        to extract (HTML, PDF). A chain is one transaction of its own; inside a caller's transaction, a
-        savepoint, so a refused value leaves that transaction usable. Checks whose intent row is gone are
-        recorded after it, as record() does."""
-        check_columns, check_rows, finish = checks_finish_write(
-            [(r.check_id, r, u.id) for u, r in fetched], begun_after=self.visit.opened_at
-        )
-        move_columns, move_rows, move_writes = transition_writes(
-            moves=moves, expected=State.INIT, event=Event.FETCHED, agent=Agent.LOAD, owner=self.owner, now=now
-        )
-        page_columns = [(f"p_{c}", kind) for c, kind in column_types(Page, _PAGE_COLUMNS)]
-        page_rows = [  # a resource is checked, not kept
-            (*page_row(url.id, result, checksums[url.id], now=now), not url.resource) for url, result in fetched
-        ]
-        resources = _ResourceAnswers(fetched, server_id=self.visit.server.id)
-        store = Insert(
-            "stored_pages",
-            Page._meta.db_table,
-            values={c: f"p_{c}" for c in _PAGE_COLUMNS},
-            after=(MOVED, "u_id"),
-            where="p_keep",
-            conflict="url_id",
-            update=_page_update(),
-            returning=("id", "extracted_at"),
-        )
-        with transaction.atomic() if connection.in_atomic_block else nullcontext():
-            given = Input(
-                [*check_columns, *move_columns, *page_columns, ("p_keep", "boolean"), *resources.columns],
-                [(*c, *m, *p, *r) for c, m, p, r in zip(check_rows, move_rows, page_rows, resources.rows, strict=True)],
-            )
-            out = chain({"v": given}, [finish, *move_writes, store, *resources.writes])
-        finished = {check_id for (check_id,) in out[FINISHED]}
-        for url, result in fetched:
-            if result.check_id not in finished:
-                self.visit.record(result, url.id)
-        moved = {url_id for (url_id,) in out[MOVED]}
-        for move in moves:
-            if move.url_id not in moved:
-                log.info("url %s: not in %s under %s any more; another agent got there first", move.url_id,
-                         State.INIT, self.owner)  # fmt: skip
-        return moved, [page_id for page_id, extracted_at in out["stored_pages"] if extracted_at is None]
 
     def _store(self, url: Claimed, result: FetchResult) -> None:
         body = result.body
@@ -408,103 +354,9 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         return target, failure
 
 
-class _ResourceAnswers:
-    """A group's resources' answers kept for the archive as exchanges (crawlcore.services.exchanges), in the
-    group's one statement: an INSERT of those whose URL moved, over the page columns each row already
-    carries (the body, its size and checksum, the heads) and a few of its own (`e_`). A group of pages only,
-    the usual one, has no such write: its statement is the same as without the archive."""
-
-    def __init__(self, fetched: list[tuple[Claimed, FetchResult]], *, server_id: int) -> None:
-        keep = [url.resource and archivable(result) for url, result in fetched]
-        self.columns: list[tuple[str, str]] = []
-        self.rows: list[tuple] = [() for _ in fetched]
-        self.writes: list[Insert] = []
-        if not any(keep):
-            return
-        self.columns = [("e_keep", "boolean"), ("e_url", "text"), ("e_method", "text"), ("e_status", "integer"),
-                        ("e_truncated", "text")]  # fmt: skip
-        self.rows = [
-            (k, r.url, r.method[:8], r.status if k else None, truncated_word(r))
-            for k, (_, r) in zip(keep, fetched, strict=True)
-        ]
-        values = {
-            "server_id": Const(server_id, "bigint"), "url_id": "p_url_id", "requested_url": "e_url",
-            "kind": Const(Exchange.PAGE, "text"), "method": "e_method", "fetched_at": "p_fetched_at",
-            "status": "e_status", "request_head": "p_request_head", "response_head": "p_response_head",
-            "peer_ip": "p_peer_ip", "body_z": "p_body_z", "size": "p_size", "checksum": "p_checksum",
-            "truncated": "e_truncated",
-        }  # fmt: skip
-        self.writes = [Insert("kept_answers", Exchange._meta.db_table, values=values, after=(MOVED, "u_id"),
-                              where="e_keep")]  # fmt: skip
-
-
 def _failure(result: FetchResult) -> str:
     """A valid response's failure kind: empty, or what was wrong with its body (too large)."""
     return result.failure.value if result.failure else ""
-
-
-_PAGE_COLUMNS = (
-    "url_id", "body_z", "content_type", "size", "checksum", "fetched_at", "extracted_at",
-    "extract_dispatched_at", "title", "description", "duplicate_of_id", "request_head", "response_head",
-    "peer_ip", "revisit_at", "revisit_request_head", "revisit_response_head",
-)  # fmt: skip
-
-
-def _page_update() -> dict[str, str]:
-    """A re-fetch whose body is the one already stored (same checksum) keeps the exchange that brought that
-    copy and is kept beside it as its revisit, so the archive writes a response and a revisit record; a new
-    body replaces the copy and forgets the old revisit. The same body of the same type also keeps what the
-    extract agent found on it (or that it is still to do): it is not parsed again. In the same statement as
-    the page, no read first."""
-    table = Page._meta.db_table
-    same = f"{table}.checksum = excluded.checksum AND excluded.checksum <> ''"
-    kept = {c: f"CASE WHEN {same} THEN {table}.{c} ELSE excluded.{c} END" for c in _KEPT_ON_REVISIT}
-    same_type = f"{same} AND {table}.content_type = excluded.content_type"
-    kept |= {c: f"CASE WHEN {same_type} THEN {table}.{c} ELSE excluded.{c} END" for c in _KEPT_EXTRACTED}
-    # A rendering belongs to the body it was made of: a new body is rendered again if it needs it.
-    kept |= {c: f"CASE WHEN {same_type} THEN {table}.{c} ELSE {empty} END" for c, empty in _KEPT_RENDERED.items()}
-    revisit = {
-        f"revisit_{c}": f"CASE WHEN {same} THEN excluded.{c} ELSE excluded.revisit_{c} END"
-        for c in ("request_head", "response_head")
-    }
-    return kept | revisit | {"revisit_at": f"CASE WHEN {same} THEN excluded.fetched_at ELSE NULL END"}
-
-
-_KEPT_ON_REVISIT = ("fetched_at", "request_head", "response_head", "peer_ip")
-_KEPT_EXTRACTED = ("extracted_at", "extract_dispatched_at", "title", "description", "duplicate_of_id")
-_KEPT_RENDERED = {"dom_z": "NULL", "rendered_at": "NULL", "render_reason": "''", "render_problem": "''",
-                  "render_attempts": "0"}  # fmt: skip
-
-
-def page_row(url_id: int, result: FetchResult, checksum: str, *, now: datetime) -> tuple:
-    """A URL's page as stored (in _PAGE_COLUMNS' order): an HTML or PDF page is to be extracted."""
-    content_type = result.headers.get("content-type", "")
-    html = is_html(content_type or None) or is_pdf(content_type)
-    row = (
-        url_id, zlib.compress(result.body, 6), content_type[:200], len(result.body), checksum, now,
-        # Nothing to extract from an image or another type: done at once.
-        None if html else now, now if html else None,
-        "", "", None,  # title, description, duplicate_of: the extract agent's, for this new copy
-        result.request_head, result.response_head, result.peer_ip,
-        None, "", "",  # no revisit of a new copy (_page_update keeps the copy when the body is the same)
-    )  # fmt: skip
-    return row
-
-
-def pages_store(fetched: Sequence[tuple[int, FetchResult, str]], *, now: datetime) -> list[int]:
-    """Store (or replace) the pages of `(url_id, result, checksum)` in one statement; the ids of those
-    to be extracted (HTML and PDF, not already extracted as this very body)."""
-    rows = [page_row(url_id, result, checksum, now=now) for url_id, result, checksum in fetched]
-    written = upsert(
-        Page._meta.db_table, _PAGE_COLUMNS, rows, key="url_id", returning="id, extracted_at", update=_page_update()
-    )
-    return [page_id for page_id, extracted_at, _ in written if extracted_at is None]
-
-
-def page_store(*, url_id: int, result: FetchResult, checksum: str, now: datetime | None = None) -> int | None:
-    """`pages_store` of one page: its id when it is to be extracted (HTML, PDF)."""
-    ids = pages_store([(url_id, result, checksum)], now=now or timezone.now())
-    return ids[0] if ids else None
 
 
 def load_server_batch(*, server_id: int, owner: str, gate: Gate | None = None) -> LoadOutcome | None:

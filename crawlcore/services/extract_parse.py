@@ -1,0 +1,169 @@
+"""A batch's stored pages parsed, each in a child process within the parse's hard bounds (time, memory): a
+page whatever it holds ends its parse there and the batch goes on. Also where byte-identical PDFs of a batch
+are read once, and where a PDF already extracted is taken from what its first copy said."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from django.conf import settings
+from django.utils import timezone
+
+from crawlcore.models import Link, Page
+from crawler.child import ChildResult, run_each
+from crawler.parse import LIMIT_MEMORY, LIMIT_TIME, Extracted, Found, extract
+from crawler.pdf import extract_pdf, is_pdf
+from crawler.sanitize import clean_label
+
+from .extract_read import StoredPage
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# A page whose parse its child's hard bounds stopped (crawler.child's error -> the limit, the problem).
+PARSE_STOPPED = {"timeout": (LIMIT_TIME, "parse_time"), "memory": (LIMIT_MEMORY, "parse_memory")}
+
+
+def _labels_clean(ex: Extracted) -> Extracted:
+    """The page's title, description and anchor texts without control characters (crawler.sanitize), before
+    they are stored: a page's ESC or BEL would otherwise reach every terminal, CSV and report that shows them."""
+    ex.title, ex.description = clean_label(ex.title), clean_label(ex.description)
+    for link in (*ex.links, *ex.over_limit):
+        link.text = clean_label(link.text)
+        if link.fragments:
+            link.fragments = [(fragment, clean_label(text)) for fragment, text in link.fragments]
+    return ex
+
+
+def parse_pages(pages: list[StoredPage]) -> list[tuple[StoredPage, Extracted | None]]:
+    """Each page parsed (None when the parser failed on it), in a child process (crawler.child.run_each), each
+    page within CRAWL_PARSE_TIMEOUT and CRAWL_PARSE_MEMORY_MB: whatever a page holds, its parse ends there and
+    the page is classified over the bound (LIMIT_TIME, LIMIT_MEMORY), and the batch goes on.
+
+    While a parse runs, this worker's thread is free: every quarter of CRAWL_REDISPATCH_AFTER it moves the
+    pages' extract_dispatched_at on, however long one page takes, so the reconciler never takes a batch a
+    live worker holds for lost (and never starts a second parse of it); once this worker is gone, its child
+    is gone too (its own timer), and the batch is sent again. Before the first parse only a batch that waited
+    in the queue more than half of CRAWL_REDISPATCH_AFTER says so: any other still has two beats (a quarter
+    of it each) before the reconciler could take it, and the first beat moves it on. That write is a second
+    update of every page it names (a new row version each), and in a crawl whose extraction lags its loading
+    most batches wait a beat or more."""
+    ids = [page.id for page in pages]
+
+    def alive() -> None:
+        Page.objects.filter(id__in=ids, extracted_at__isnull=True).update(extract_dispatched_at=timezone.now())
+
+    if any(page.waited for page in pages):
+        alive()
+    known = _known_copies(pages)
+    todo, same_as = _to_parse(pages, known)
+    results = parse_bounded(todo, read_page, on_beat=alive)
+    done: dict[int, Extracted | None] = dict(known)
+    for page, result in zip(todo, results, strict=True):
+        done[page.id] = _parse_outcome(page, result)
+    for page_id, first_id in same_as.items():
+        first = done[first_id]
+        done[page_id] = dataclasses.replace(first) if first is not None else None
+    return [(page, done[page.id]) for page in pages]
+
+
+def parse_bounded(
+    items: Sequence[T], read: Callable[[T], Extracted], *, on_beat: Callable[[], None] | None = None
+) -> list[ChildResult]:
+    """`read(item)` for each item, in a child process, each within CRAWL_PARSE_TIMEOUT and
+    CRAWL_PARSE_MEMORY_MB (crawler.child.run_each); `on_beat` every quarter of CRAWL_REDISPATCH_AFTER while
+    it waits. The one way a stored answer is parsed: an HTML page or a PDF (read_stored), and a page's
+    rendered DOM (its serialised HTML through crawler.parse.extract) when rendering feeds this path."""
+    return run_each(
+        read,
+        items,
+        deadline_s=settings.CRAWL_PARSE_TIMEOUT,
+        memory_bytes=settings.CRAWL_PARSE_MEMORY_MB * 1024 * 1024,
+        beat_s=max(0.25, settings.CRAWL_REDISPATCH_AFTER / 4),
+        on_beat=on_beat,
+    )
+
+
+def read_page(page: StoredPage) -> Extracted:
+    """In the parse's child: what the stored page says, its labels clean."""
+    return _labels_clean(read_stored(page.body, page.url, page.content_type))
+
+
+def _parse_outcome(page: StoredPage, result: ChildResult) -> Extracted | None:
+    if result.ok:
+        return result.value
+    stopped = PARSE_STOPPED.get("timeout" if result.timed_out else result.error)
+    if stopped is not None:
+        # Over the hard bound: nothing of the page is kept but the fact, and the page moves on (extracted).
+        limit, problem = stopped
+        return Extracted(base_url=page.url, limits=[limit], problem=problem)
+    # A parser bug, or a child that died: the page is marked and logged, the batch goes on.
+    log.error("extract failed for page %s (%s): %s", page.id, page.url[:200], result.error[:500])
+    return None
+
+
+def _to_parse(pages: list[StoredPage], known: dict[int, Extracted]) -> tuple[list[StoredPage], dict[int, int]]:
+    """The pages to parse, and the PDFs of the batch that are byte for byte one parsed with them (page id ->
+    that page's id): a PDF is read once a batch."""
+    todo: list[StoredPage] = []
+    same_as: dict[int, int] = {}
+    first_of: dict[str, StoredPage] = {}
+    for page in pages:
+        if page.id in known:
+            continue
+        if page.checksum and is_pdf(page.content_type):
+            first = first_of.setdefault(page.checksum, page)
+            if first is not page:
+                same_as[page.id] = first.id
+                continue
+        todo.append(page)
+    return todo, same_as
+
+
+def _known_copies(pages: list[StoredPage]) -> dict[int, Extracted]:
+    """The PDFs of the batch whose bytes an earlier page already had extracted (same checksum): what that page
+    said, its links read back from its link rows, instead of a second read. A PDF's read is the costly one
+    (pure Python, up to crawler.pdf.MAX_SECONDS), and such a page is a duplicate anyway (extract_write.record). HTML is
+    parsed again: it is cheap, and its relative links depend on its own URL."""
+    pdfs = [page for page in pages if page.checksum and is_pdf(page.content_type)]
+    if not pdfs:
+        return {}
+    originals: dict[str, tuple] = {}
+    rows = (
+        Page.objects.filter(checksum__in={page.checksum for page in pdfs}, extracted_at__isnull=False)
+        .exclude(text=None)
+        .order_by("id")
+        .values_list("checksum", "id", "url_id", "title", "description", "text", "extract_problem")
+    )
+    for checksum, *row in rows:
+        originals.setdefault(checksum, tuple(row))
+    out: dict[int, Extracted] = {}
+    links_of: dict[int, list[tuple]] = {}
+    for page in pdfs:
+        original = originals.get(page.checksum)
+        if original is None or original[0] == page.id:
+            continue
+        _pk, url_id, title, description, text, problem = original
+        if url_id not in links_of:
+            links_of[url_id] = list(
+                Link.objects.filter(from_url_id=url_id)
+                .order_by("id")
+                .values_list("to_url__url", "element", "anchor_text", "nofollow")
+            )
+        links = [Found(url, element, anchor, nofollow) for url, element, anchor, nofollow in links_of[url_id]]
+        out[page.id] = Extracted(
+            title=title, description=description, links=links, base_url=page.url, anchors=None, text=text,
+            problem=problem,
+        )  # fmt: skip
+    return out
+
+
+def read_stored(body: bytes, url: str, content_type: str) -> Extracted:
+    """What a stored body says: an HTML page parsed (crawler.parse), a PDF read (crawler.pdf)."""
+    if is_pdf(content_type):
+        return extract_pdf(body, url)
+    return extract(body, url, content_type=content_type or None)
