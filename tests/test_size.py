@@ -17,12 +17,10 @@ MAX_COMPLEXITY = 15
 
 # Modules over the size: path -> lines today.
 LONG_MODULES: dict[str, int] = {
-    "dashboard/selectors.py": 926,
-    "dashboard/views.py": 587,
+    # none today: keep it so
 }
 # Functions over the complexity: "path:qualified name" -> complexity today.
 COMPLEX_FUNCTIONS: dict[str, int] = {
-    "dashboard/selectors.py:_tiles_of": 31,
     "crawlcore/db/bulk.py:insert_new": 30,
     "monitoring/services/monitors.py:monitor_add": 28,
     "crawlcore/services/job_admission.py:jobs_admit": 27,
@@ -60,7 +58,6 @@ COMPLEX_FUNCTIONS: dict[str, int] = {
     "crawlcore/roles.py:refusal": 17,
     "crawler/curl_failures.py:_classify": 17,
     "crawler/curl_result.py:_timings": 17,
-    "dashboard/views.py:server": 17,
     "monitoring/kinds/dns.py:dns_check": 17,
     "monitoring/services/incidents.py:incidents_from_changes": 17,
     "alerts/services/outbox.py:events_from_changes": 16,
