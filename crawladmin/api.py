@@ -53,20 +53,8 @@ def _servers(*, limit: int, offset: int, groups: frozenset[str] | None = None) -
     if groups is not None:
         qs = qs.filter(group__in=groups)
     rows = list(
-        qs.values(
-            "id",
-            "scheme",
-            "host",
-            "port",
-            "ip",
-            "group",
-            "crawler_num",
-            "enabled",
-            "excluded_reason",
-            "alias_of_id",
-            "robots_kind",
-            "created_at",
-        )[offset : offset + limit]
+        qs.values("id", "scheme", "host", "port", "ip", "group", "crawler_num", "enabled", "excluded_reason",
+                  "alias_of_id", "robots_kind", "created_at")[offset : offset + limit]
     )
     ids = [row["id"] for row in rows]
     shown = dict(servers_shown().filter(id__in=ids).values_list("id", "shown_status"))
