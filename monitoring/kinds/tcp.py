@@ -16,17 +16,14 @@ import concurrent.futures
 import socket
 import ssl
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from crawler.http import FailureKind, FetchPolicy, Timings
+from crawler.http import AddressCheck, FailureKind, FetchPolicy, Timings
 from crawler.lookup import lookup_submit
 from crawler.sanitize import clean_line
 from crawler.status import Category
 
 from . import KindResult, result_of, timed_category
-
-AddressCheck = Callable[[str], "str | None"]
 
 BANNER_MAX_BYTES = 4096  # read at most this much while waiting for the expected banner
 MAX_BANNER_LENGTH = 200
