@@ -38,7 +38,6 @@ COMPLEX_FUNCTIONS: dict[str, int] = {
     "monitoring/quorum.py:quorum_decide": 22,
     "alerts/services/channels.py:channel_add": 21,
     "crawlcore/db/bulk.py:insert_plain": 21,
-    "monitoring/kinds/tcp.py:tcp_check": 21,
     "monitoring/rdap.py:answer_parse": 21,
     "dashboard/bulk.py:bulk_apply": 20,
     "monitoring/services/domains.py:domains_refresh": 20,
@@ -68,7 +67,7 @@ COMPLEX_FUNCTIONS: dict[str, int] = {
     "crawlcore/services/urls.py:urls_transition": 16,
     "crawler/fetch_failures.py:_classify": 16,
     "crawler/render_need.py:render_reason": 16,
-    "monitoring/services/domains.py:https_get": 16,
+    "monitoring/kinds/tcp.py:tcp_check": 16,
 }
 
 
