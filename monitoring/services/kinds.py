@@ -65,7 +65,6 @@ def spec_of(monitor: ServerMonitor) -> tuple[Spec | None, str]:
     return spec, ""
 
 
-
 def _run_one(spec: Spec, policy: FetchPolicy, guard: AddressCheck | None, threshold_s: float, now: datetime):
     if isinstance(spec, TcpSpec):
         return tcp_check(spec, policy=policy, guard=guard, threshold_s=threshold_s)
