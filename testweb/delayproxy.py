@@ -2,9 +2,11 @@
 
 ``DelayProxy`` is an asyncio TCP proxy on 127.0.0.0/8 that holds every chunk for half the round trip in
 each direction (so a request and its answer cost one round trip) and makes a new connection wait one round
-trip before it reaches the server (TCP's handshake). Order within a connection is kept; bandwidth is not
-limited. One event loop on one thread serves every listener. ``bench.harness.latency`` says when it is
-needed (no sch_netem) and the benchmarks put it in front of their webs.
+trip before it reaches the server (TCP's handshake). The client's own connect returns at once (the kernel
+accepts for the proxy), so that handshake's round trip falls in the client's wait for the response headers:
+a header timeout must allow two round trips. Order within a connection is kept; bandwidth is not limited.
+One event loop on one thread serves every listener. ``bench.harness.latency`` says when it is needed (no
+sch_netem) and the benchmarks put it in front of their webs.
 """
 
 from __future__ import annotations
