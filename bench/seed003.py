@@ -20,6 +20,10 @@ where every figure comes from.
    distance to exact PageRank and both times). Convert = reading the graph and converting it (dense site,
    domain, community and page IDs, links in page IDs, the sparse matrix); rank = the method's iterations.
    Writing the ranks back is printed apart (the paper's rank step writes files).
+3. The paper's rank at 10M pages does not fit a database here: `python -m bench.ranking --sizes 10000000
+   --nx-max 0 --paper-rank` times it in memory, apart from ours (exact PageRank, and BlockRank with its
+   global phase).
+Every figure, with the load average before and after, goes to bench/results/ as JSON (``--out``).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from argparse import Namespace
 from pathlib import Path
 
 from bench.harness.db import fresh_database, manage
+from bench.harness.results import add_out_option, loadavg, write_results
 
 # Table 8 of the paper: seconds on nine Pentium 4 2.0 GHz PCs (512 MB each) on one 100 Mbps hub.
 PAPER = {
@@ -195,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=8093)
     ap.add_argument("--max-seconds", type=float, default=1800, help="the crawl stops here (and counts as failed)")
     ap.add_argument("--json", type=Path, help="also write every figure here")
+    add_out_option(ap)
     args = ap.parse_args(argv)
+    load_before = loadavg()
     print(f"bench.seed003: machine {os.cpu_count()} cores, load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     crawl = None
@@ -208,8 +215,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"generated database: {n:,} pages …", flush=True)
         sizes[n] = generated_database(n)
     print_report(crawl, sizes)
+    figures = {"crawl": crawl, "sizes": sizes, "paper": PAPER}
     if args.json:
-        args.json.write_text(json.dumps({"crawl": crawl, "sizes": sizes, "paper": PAPER}, indent=2, default=str))
+        args.json.write_text(json.dumps(figures, indent=2, default=str))
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    write_results("seed003", args, json.loads(json.dumps(figures, default=str)), load_before=load_before, out=args.out)
     return 1 if crawl and crawl["problems"] else 0
 
 

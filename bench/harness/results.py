@@ -116,5 +116,6 @@ def write_results(
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(_jsonable(doc), indent=1, sort_keys=False) + "\n")
+    sys.stdout.flush()
     print(f"raw output: {path}", file=sys.stderr)
     return path
