@@ -29,10 +29,15 @@ pywb: $(PYWB_VENV)/.installed
 demo: install
 	$(PY) manage.py demo $(if $(CHANNEL),--channel '$(CHANNEL)')
 
-# Every test but the chaos crawl: unit, the embedded end-to-end crawl, and the cluster crawl against
+# Every test but the chaos crawl and the slow ones (`make test-slow`): unit, the embedded end-to-end crawl, and the cluster crawl against
 # PostgreSQL and Redis (127.0.0.1:5432 and a redis-server it starts itself; see README "Tests").
 test: install pywb
-	$(PY) -m pytest -m "not chaos"
+	$(PY) -m pytest -m "not chaos and not slow"
+
+# The tests that take minutes each (marker `slow`): the unattended crawl, the health web, the jobs cluster,
+# every command walked, the heartbeat's grace. CI runs them after `make test`.
+test-slow: install pywb
+	$(PY) -m pytest -m "slow and not chaos"
 
 unit: install pywb
 	$(PY) -m pytest -m "not integration"

@@ -15,6 +15,8 @@ import urllib.error
 import urllib.request
 from datetime import datetime
 
+import pytest
+
 from monitoring.report import COLUMNS
 from testweb.alerts import free_port, webhook_receiver
 from testweb.monitor_kinds import closed_port, tcp_listener
@@ -62,6 +64,7 @@ def events(rx) -> list[tuple[str, str, str]]:
     return [(e["server"], e["kind"], e["at"]) for r in rx.received for e in r.body["events"]]
 
 
+@pytest.mark.slow
 def test_heartbeat_down_once_after_its_grace_up_when_pinged_tcp_closed_down_open_normal_and_the_report(tmp_path):
     port = free_port()
     env = clean_env(

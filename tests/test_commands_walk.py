@@ -27,6 +27,8 @@ from testweb.cluster import ADMIN_PG, ServiceMissing, fresh_database
 
 from .crawlcheck import ROOT, clean_env
 
+pytestmark = pytest.mark.slow  # some ten minutes of subprocesses: `make test-slow`
+
 PARALLEL = 3
 TIMEOUT = 300.0
 

@@ -26,7 +26,7 @@ from testweb.ports import free_port
 from .chromium import CHROMEDRIVER, CHROMIUM, headless_chromium
 from .crawlcheck import ROOT, clean_env
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (requirements-dev.txt)")
 if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):

@@ -25,7 +25,7 @@ from testweb.unattended import HANG_SUFFIX, LINKS, PAGES, UnattendedWeb
 
 from .crawlcheck import ROOT, clean_env
 
-pytestmark = pytest.mark.unattended
+pytestmark = [pytest.mark.unattended, pytest.mark.slow]
 
 HANGING = 300
 MAX_SECONDS = 300  # a net: the crawl must end by itself ("done") long before
