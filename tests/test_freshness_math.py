@@ -1,0 +1,102 @@
+"""scheduling.freshness: the staleness of a copy, the percentiles, the budget a target needs, lastmod honesty."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from scheduling import freshness as fr
+
+
+def test_expected_staleness_is_zero_after_a_check_and_tends_to_tau_less_the_mean_life():
+    assert fr.expected_staleness(0.01, 0) == 0
+    assert fr.expected_staleness(0.0, 1000) == 0  # a page that never changes is never stale
+    assert fr.expected_staleness(1 / 60, 36_000) == pytest.approx(36_000 - 60, rel=1e-6)
+    # small λτ: about λτ²/2 (the copy is stale for the part of τ after the first change)
+    assert fr.expected_staleness(1e-9, 100) == pytest.approx(1e-9 * 100 * 100 / 2, rel=1e-3)
+
+
+def test_expected_staleness_matches_a_simulation_of_poisson_changes():
+    rng = random.Random(4)
+    rate, tau, n = 1 / 300, 900.0, 40_000
+    total = 0.0
+    for _ in range(n):
+        first = rng.expovariate(rate)
+        total += max(0.0, tau - first)
+    assert fr.expected_staleness(rate, tau) == pytest.approx(total / n, rel=0.03)
+
+
+def test_percentile_interpolates_and_is_none_of_nothing():
+    assert fr.percentile([], 95) is None
+    assert fr.percentile([5.0], 95) == 5.0
+    assert fr.percentile(list(range(101)), 95) == 95
+    assert fr.percentile([0, 10], 50) == 5
+
+
+def test_interval_for_solves_the_target_and_budget_grows_as_the_target_shrinks():
+    rate = 1 / 3600
+    interval = fr.interval_for(rate, 1800)
+    assert fr.expected_staleness(rate, interval) == pytest.approx(1800, rel=1e-6)
+    assert fr.interval_for(0.0, 60) == fr.LONGEST_INTERVAL
+    pages = [fr.PageState(server=1, rate=rate, since_current=0) for _ in range(20)]
+    tight, loose = fr.budget_needed(pages, 600), fr.budget_needed(pages, 7200)
+    assert tight > loose > 0
+
+
+def test_budget_needed_is_per_server_and_lets_the_costliest_five_per_cent_miss():
+    slow = [fr.PageState(server=1, rate=1e-6, since_current=0) for _ in range(19)]
+    fast = [fr.PageState(server=2, rate=1.0, since_current=0)]  # one page in 20: the 5 % allowed to miss
+    assert fr.budget_needed(slow + fast, 3600) == fr.budget_needed(slow, 3600)
+    two_servers = slow + [fr.PageState(server=2, rate=1e-6, since_current=0) for _ in range(19)]
+    assert fr.budget_needed(two_servers, 3600) == pytest.approx(fr.budget_needed(slow, 3600), abs=1)
+    assert fr.budget_needed([], 3600) == 0
+
+
+def test_requests_per_day_counts_the_reload_after_a_change():
+    assert fr.requests_per_day(0.0, 3600) == pytest.approx(24)
+    assert fr.requests_per_day(1.0, 3600) == pytest.approx(48)
+
+
+def test_change_rate_is_seed_004s_estimator_with_its_prior():
+    prior = 1 / 86_400
+    assert fr.change_rate(checks=0, changed=0, watched=0, prior=prior) == pytest.approx(prior)
+    n, x, w = 10, 5, 10 * 600.0
+    expected = (-math.log((n - x + 0.5) / (n + 0.5)) * n * n / w + prior) / (n + 1)
+    assert fr.change_rate(checks=n, changed=x, watched=w, prior=prior) == pytest.approx(expected)
+    assert fr.change_rate(checks=10, changed=10, watched=w, prior=prior) > 1 / 600  # more than one a check
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"), [("all", "all"), ("top:1000", "top"), ("^/news/", "regex"), (r"\.html$", "regex")]
+)
+def test_pages_forms(text, kind):
+    assert fr.pages_parse(text).kind == kind
+    assert fr.pages_parse(text).text == text
+
+
+BAD_PAGES = [("top:0", "whole number"), ("top:x", "whole number"), ("(", "not a regular expression"),
+             ("", "must be"), (5, "must be")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_PAGES)
+def test_bad_pages_are_one_line(text, message):
+    with pytest.raises(fr.PagesError) as info:
+        fr.pages_parse(text)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_lastmod_honesty_needs_both_precision_and_recall():
+    assert fr.lastmod_honesty(announced=0, confirmed=0, found=0, foretold=0) is None
+    assert fr.lastmod_honesty(announced=10, confirmed=10, found=10, foretold=10) == 1.0
+    liar = fr.lastmod_honesty(announced=100, confirmed=10, found=10, foretold=10)  # "changed now" every time
+    assert liar == pytest.approx(0.1) and not fr.lastmod_trusted(liar)
+    silent = fr.lastmod_honesty(announced=0, confirmed=0, found=10, foretold=0)
+    assert silent == 0.0
+    assert fr.lastmod_trusted(None) and fr.lastmod_trusted(0.8)
+
+
+def test_hours_met_pct():
+    assert fr.hours_met_pct([]) is None
+    assert fr.hours_met_pct([True, True, False, True]) == 75.0
