@@ -51,7 +51,7 @@ def _whole(value: object, key: str, top: int, problems: dict[str, str]) -> int |
     return value
 
 
-def _scope(spec: dict, problems: dict[str, str], origins: frozenset) -> tuple[tuple | None, str | None]:
+def _scope(spec: dict, problems: dict[str, str], origins: frozenset, jobs: frozenset) -> tuple:
     """(site origin key or None, job name or None); a problem when it is not exactly one known site or job."""
     site, job = spec.get("site"), spec.get("job")
     if (site in (None, "")) == (job in (None, "")):
@@ -67,21 +67,23 @@ def _scope(spec: dict, problems: dict[str, str], origins: frozenset) -> tuple[tu
         ):
             problems["site"] = f"{site!r}: no such server (add it first)"
         return origin, None
-    if not isinstance(job, str) or not Job.objects.filter(name=job).exists():
+    if not isinstance(job, str) or (job not in jobs and not Job.objects.filter(name=job).exists()):
         problems["job"] = f"{job!r}: no such job"
     return None, job
 
 
-def freshness_check(spec: object, *, origins: frozenset = frozenset()) -> tuple[dict, dict[str, str]]:
-    """The checked values of a spec and its problems (key -> one line). `origins`: sites a configuration file
-    makes in the same apply (they need not exist yet)."""
+def freshness_check(
+    spec: object, *, origins: frozenset = frozenset(), jobs: frozenset = frozenset()
+) -> tuple[dict, dict[str, str]]:
+    """The checked values of a spec and its problems (key -> one line). `origins` and `jobs`: the sites and
+    jobs a configuration file makes in the same apply (they need not exist yet)."""
     if not isinstance(spec, dict):
         return {}, {"": "an objective is a mapping of " + ", ".join(KEYS)}
     problems = {str(k): f"unknown key (known: {', '.join(KEYS)})" for k in spec if k not in KEYS}
     name = spec.get("name")
     if not isinstance(name, str) or not name.strip() or len(name) > 100 or any(ord(c) < 32 for c in name):
         problems["name"] = "must be text of 1 to 100 characters"
-    origin, job = _scope(spec, problems, origins)
+    origin, job = _scope(spec, problems, origins, jobs)
     try:
         pages = pages_parse(spec.get("pages", "all")).text
     except PagesError as exc:
@@ -112,10 +114,12 @@ def _resolve(values: dict) -> dict:
     return {"site": None, "job": Job.objects.get(name=values["job"])}
 
 
-def freshness_save(*, spec: dict, dry_run: bool = False, origins: frozenset = frozenset()) -> tuple[str, list[str]]:
+def freshness_save(
+    *, spec: dict, dry_run: bool = False, origins: frozenset = frozenset(), jobs: frozenset = frozenset()
+) -> tuple[str, list[str]]:
     """Create or update the objective named spec["name"]: ("created" | "changed" | "unchanged", the
     "field: old -> new" lines of a change). Raises FreshnessError (nothing written) on a bad spec."""
-    values, problems = freshness_check(spec, origins=origins)
+    values, problems = freshness_check(spec, origins=origins, jobs=jobs)
     if problems:
         raise FreshnessError(problems)
     existing = FreshnessObjective.objects.select_related("site", "job").filter(name=values["name"]).first()
