@@ -90,6 +90,17 @@ def servers_honesty(server_ids) -> dict[int, float | None]:
     return out
 
 
+def servers_lastmod_untrusted() -> list[int]:
+    """Servers whose lastmod has proved dishonest (scheduling.freshness.lastmod_trusted): their sitemap lastmod
+    no longer makes a page due."""
+    out = []
+    for t in LastmodTally.objects.all():
+        score = fr.lastmod_honesty(announced=t.announced, confirmed=t.confirmed, found=t.found, foretold=t.foretold)
+        if not fr.lastmod_trusted(score):
+            out.append(t.server_id)
+    return out
+
+
 def _hours_met(obj: FreshnessObjective, *, now: datetime) -> float | None:
     flags = FreshnessHour.objects.filter(objective=obj, hour__gte=now - HOURS_WINDOW, hour__lte=now)
     return fr.hours_met_pct(flags.values_list("met", flat=True))

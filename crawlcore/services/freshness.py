@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
-from crawlcore.models import FreshnessHour, FreshnessObjective, Job, Server
+from crawlcore.models import FreshnessHour, FreshnessObjective, Job, LastmodTally, Server
 from crawler.urlnorm import ServerKey, UrlError, canonicalize, server_key
 from scheduling.freshness import PagesError, pages_parse
 
@@ -181,3 +182,24 @@ def freshness_record(*, now: datetime | None = None) -> int:
         n += 1
     FreshnessHour.objects.filter(hour__lt=hour - timedelta(days=90)).delete()
     return n
+
+
+def lastmod_tally_add(*, server_id: int, announced: bool, changed: bool, could_foretell: bool = True) -> None:
+    """Count one active-scan check of a page of `server_id` for its lastmod honesty: `announced` (its sitemap
+    lastmod was newer than the page's previous check), `changed` (the check found a real change);
+    `could_foretell`: the server's sitemaps were read since that previous check, so a change lastmod did not
+    announce counts against it (otherwise the sitemap had no chance to). One upsert; nothing when there is
+    nothing to count."""
+    found = changed and could_foretell
+    if not (announced or found):
+        return
+    values = {"announced": int(announced), "confirmed": int(announced and changed), "found": int(found),
+              "foretold": int(found and announced)}  # fmt: skip
+    increments = {k: F(k) + v for k, v in values.items()}
+    if LastmodTally.objects.filter(server_id=server_id).update(**increments):
+        return
+    try:
+        with transaction.atomic():  # two scans of one server may both find no row: one insert wins
+            LastmodTally.objects.create(server_id=server_id, **values)
+    except IntegrityError:
+        LastmodTally.objects.filter(server_id=server_id).update(**increments)
