@@ -9,6 +9,7 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from crawladmin import api, api_schema, api_v1, api_v1_base, api_v1_freshness, api_v1_more  # noqa: F401 - api_schema: the token's scheme
 from crawladmin.guide import guide
+from crawladmin.indexnow import indexnow
 from dashboard.metrics import metrics
 from dashboard.ping import ping
 from dashboard.public import status_page
@@ -56,6 +57,7 @@ urlpatterns = [
     path("dashboard/", include("dashboard.urls")),
     path("metrics", metrics, name="metrics"),
     # Heartbeat monitors' pings: public, no login (dashboard/ping.py).
+    path("indexnow", indexnow, name="indexnow"),  # public: the key file on the site is the proof
     path("ping/<str:token>", ping, name="ping"),
     path("ping/<str:token>/start", ping, {"signal": "start"}, name="ping-start"),
     path("ping/<str:token>/fail", ping, {"signal": "fail"}, name="ping-fail"),

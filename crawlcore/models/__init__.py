@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .beat import BeatJobRun
 from .checks import Exchange, StatusCheck
-from .freshness import FreshnessHour, FreshnessObjective, LastmodTally
+from .freshness import FreshnessHour, FreshnessObjective, IndexNowSite, LastmodTally
 from .health import ServerHealth, ServerHealthEvent
 from .jobs import Job, JobRun, JobUrl
 from .servers import Server, ServerLease, Sitemap
@@ -20,6 +20,7 @@ __all__ = [
     "Exchange",
     "FreshnessHour",
     "FreshnessObjective",
+    "IndexNowSite",
     "Job",
     "JobRun",
     "JobUrl",

@@ -94,3 +94,14 @@ class LastmodTally(models.Model):
     found = models.PositiveIntegerField(default=0)
     foretold = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
+
+
+class IndexNowSite(models.Model):
+    """A server's IndexNow state (crawlcore.services.indexnow): the key its key file was last found to hold,
+    and the pushes counted in the current rate-limit window (one guarded UPDATE a push)."""
+
+    server = models.OneToOneField(Server, on_delete=models.CASCADE, primary_key=True, related_name="indexnow")
+    key = models.CharField(max_length=128, blank=True)
+    verified_at = models.DateTimeField(null=True, blank=True)
+    window_at = models.DateTimeField(null=True, blank=True)
+    window_count = models.PositiveIntegerField(default=0)

@@ -46,7 +46,10 @@ def active_due(*, now: datetime) -> bool:
     visited = Url.objects.filter(state=State.VISITED.value)
     return (
         visited.filter(last_checked_at__lte=checked_before).exists()
-        or visited.filter(sitemap_lastmod__isnull=False, sitemap_lastmod__gt=F("last_checked_at")).exists()
+        or visited.filter(
+            Q(sitemap_lastmod__isnull=False, sitemap_lastmod__gt=F("last_checked_at"))
+            | Q(pushed_at__isnull=False, pushed_at__gt=F("last_checked_at"))  # an IndexNow push: a partial index too
+        ).exists()
         or FreshnessObjective.objects.exists()  # an objective's pages come due by its target, before the floor
     )
 
@@ -70,10 +73,11 @@ def active_candidates(*, now: datetime, limit: int) -> list[int]:
     # A sitemap lastmod newer than the last check is the server saying the page changed: due now,
     # before any staleness guess, if the server's lastmod has proved honest. The check moves last_checked_at
     # past it, so it is due once per change.
+    # An IndexNow push (crawlcore.services.indexnow) says the same with the site's key: due alike.
+    said = Q(sitemap_lastmod__gt=F("last_checked_at")) & ~Q(server_id__in=servers_lastmod_untrusted())
     changed = list(
-        visited.filter(sitemap_lastmod__gt=F("last_checked_at"))
-        .exclude(server_id__in=servers_lastmod_untrusted())
-        .order_by("sitemap_lastmod", "id")
+        visited.filter(said | Q(pushed_at__gt=F("last_checked_at")))
+        .order_by(F("pushed_at").asc(nulls_last=True), F("sitemap_lastmod").asc(nulls_last=True), "id")
         .values_list("id", flat=True)[: limit - len(first)]
     )
     changed = within_budget(changed, left=left)
