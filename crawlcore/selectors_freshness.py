@@ -150,3 +150,17 @@ def objectives_visible(user=None) -> QuerySet:
 def objectives_status(*, user=None, now: datetime | None = None) -> list[dict]:
     now = now or timezone.now()
     return [objective_status(obj, now=now) for obj in objectives_visible(user)]
+
+
+def objectives_month_lines(*, server_ids, start: datetime, end: datetime) -> list[str]:
+    """One line per freshness objective of these servers' sites, for the monthly SLA report: the share of the
+    month's recorded hours in which its target held, and its budget against what it needs now."""
+    lines = []
+    for obj in FreshnessObjective.objects.filter(site_id__in=list(server_ids)).select_related("site").order_by("name"):
+        flags = FreshnessHour.objects.filter(objective=obj, hour__gte=start, hour__lt=end).values_list("met", flat=True)
+        pct = fr.hours_met_pct(flags)
+        held = "no hour recorded" if pct is None else f"held {pct:.1f} % of {len(flags)} hours"
+        needed = objective_status(obj, with_hours=False)["budget_needed"]
+        lines.append(f"freshness {obj.name} ({obj.site.origin}, {obj.pages}): p95 staleness within {obj.target} s "
+                     f"{held}; budget {obj.budget} requests/server/day, {needed} needed now")  # fmt: skip
+    return lines

@@ -190,3 +190,35 @@ def hours_met_pct(hours: Iterable[bool]) -> float | None:
     if not flags:
         return None
     return 100.0 * sum(1 for f in flags if f) / len(flags)
+
+
+# Budget and burn, as for uptime: the objective's hours should hold the target HOURS_OBJECTIVE of the time
+# over 30 days; the rest is its error budget. Burn rate over a window = the share of its hours missed over
+# the share allowed; two windows (fast and slow, SRE practice) raise the alert when either burns faster than
+# its threshold, and it is restored when neither does.
+HOURS_OBJECTIVE = 0.95
+FAST_HOURS, FAST_BURN = 6, 6.0  # 2 of the last 6 hours missed
+SLOW_HOURS, SLOW_BURN = 72, 2.0  # 8 of the last 72 hours missed
+
+
+def burn_rate(recent: Sequence[bool], hours: int, objective: float = HOURS_OBJECTIVE) -> float:
+    """The burn rate over the `hours` newest of `recent` (met flags, newest first); 0 with no hour."""
+    window = list(recent[:hours])
+    if not window:
+        return 0.0
+    missed = sum(1 for met in window if not met) / len(window)
+    return missed / (1.0 - objective)
+
+
+def burning(recent: Sequence[bool]) -> bool:
+    """Whether the objective burns its error budget too fast in the fast or the slow window."""
+    return burn_rate(recent, FAST_HOURS) >= FAST_BURN or burn_rate(recent, SLOW_HOURS) >= SLOW_BURN
+
+
+def budget_left_pct(hours: Sequence[bool], objective: float = HOURS_OBJECTIVE) -> float | None:
+    """The error budget left over the recorded hours (per cent; negative when overspent); None with no hour."""
+    if not hours:
+        return None
+    allowed = (1.0 - objective) * len(hours)
+    missed = sum(1 for met in hours if not met)
+    return 100.0 * (1.0 - missed / allowed)

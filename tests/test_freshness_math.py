@@ -100,3 +100,15 @@ def test_lastmod_honesty_needs_both_precision_and_recall():
 def test_hours_met_pct():
     assert fr.hours_met_pct([]) is None
     assert fr.hours_met_pct([True, True, False, True]) == 75.0
+
+
+def test_burn_rates_fast_and_slow_and_the_budget_left():
+    met = [True] * 72
+    assert not fr.burning(met) and fr.budget_left_pct(met) == 100.0
+    fast = [False, False] + [True] * 70  # 2 of the last 6 hours: burn 6.7 in the fast window
+    assert fr.burn_rate(fast, fr.FAST_HOURS) == pytest.approx((2 / 6) / 0.05)
+    assert fr.burning(fast)
+    slow = [True] * 6 + [False] * 8 + [True] * 58  # the fast window holds; 8 of 72 burns the slow one
+    assert fr.burn_rate(slow, fr.FAST_HOURS) == 0 and fr.burning(slow)
+    assert fr.budget_left_pct([True] * 19 + [False]) == pytest.approx(0.0)
+    assert fr.budget_left_pct([]) is None

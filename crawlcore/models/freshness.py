@@ -32,6 +32,8 @@ class FreshnessObjective(models.Model):
     )
     target = models.PositiveIntegerField(help_text="Seconds: the p95 staleness allowed")
     budget = models.PositiveIntegerField(help_text="Requests per server and day, at most")
+    # Whether its burn alert is raised (alerts.services.freshness_events flips it with one guarded write).
+    burning = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
