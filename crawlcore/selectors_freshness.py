@@ -101,9 +101,10 @@ def servers_lastmod_untrusted() -> list[int]:
     return out
 
 
-def _hours_met(obj: FreshnessObjective, *, now: datetime) -> float | None:
+def _hours(obj: FreshnessObjective, *, now: datetime) -> list[bool]:
+    """Its recorded hours of the last 30 days, met or not."""
     flags = FreshnessHour.objects.filter(objective=obj, hour__gte=now - HOURS_WINDOW, hour__lte=now)
-    return fr.hours_met_pct(flags.values_list("met", flat=True))
+    return list(flags.values_list("met", flat=True))
 
 
 def _rounded(value: float | None) -> float | None:
@@ -112,13 +113,15 @@ def _rounded(value: float | None) -> float | None:
 
 def objective_status(obj: FreshnessObjective, *, now: datetime | None = None, with_hours: bool = True) -> dict:
     """The report's fields of one objective (FIELDS), and `attainable` (its budget covers what the target
-    needs), `pages_measured` and `stalest` (the ids of its five stalest pages, stalest first)."""
+    needs), `budget_left_pct` (its error budget left over 30 days' hours), `pages_measured` and `stalest`
+    ((url id, staleness) of its ten stalest pages, stalest first)."""
     now = now or timezone.now()
     rows = objective_pages(obj)
     states = page_states(rows, now=now)
     staleness = fr.staleness_of(states)
     p50, p95 = fr.percentile(staleness, 50), fr.percentile(staleness, 95)
     needed = fr.budget_needed(states, float(obj.target))
+    hours = _hours(obj, now=now) if with_hours else []
     honesty = [h for h in servers_honesty({r["server_id"] for r in rows}).values() if h is not None]
     measured = [(fr.expected_staleness(s.rate, s.since_current), r["id"]) for s, r in zip(states, rows, strict=True)
                 if s.since_current is not None]  # fmt: skip
@@ -130,13 +133,14 @@ def objective_status(obj: FreshnessObjective, *, now: datetime | None = None, wi
         "p95_staleness_s": _rounded(p95),
         "target_s": obj.target,
         "met": fr.target_met(p95, obj.target),
-        "hours_met_pct": _rounded(_hours_met(obj, now=now)) if with_hours else None,
+        "hours_met_pct": _rounded(fr.hours_met_pct(hours)),
         "budget": obj.budget,
         "budget_needed": needed,
         "lastmod_honesty": round(min(honesty), 3) if honesty else None,
         "attainable": needed <= obj.budget,
+        "budget_left_pct": _rounded(fr.budget_left_pct(hours)),
         "pages_measured": len(staleness),
-        "stalest": [i for _, i in sorted(measured, reverse=True)[:5]],
+        "stalest": [(i, round(a, 1)) for a, i in sorted(measured, reverse=True)[:10]],
     }
 
 
@@ -164,3 +168,24 @@ def objectives_month_lines(*, server_ids, start: datetime, end: datetime) -> lis
         lines.append(f"freshness {obj.name} ({obj.site.origin}, {obj.pages}): p95 staleness within {obj.target} s "
                      f"{held}; budget {obj.budget} requests/server/day, {needed} needed now")  # fmt: skip
     return lines
+
+
+def objective_days(obj: FreshnessObjective, *, now: datetime | None = None, days: int = 30) -> list[dict]:
+    """The last `days` days of an objective, oldest first: each {day, met, hours, category, summary}, category
+    "normal" when every recorded hour held the target, "delay" when most did, "error" otherwise, "" with none."""
+    now = now or timezone.now()
+    start = timezone.localdate(now) - timedelta(days=days - 1)
+    by_day: dict = {start + timedelta(days=k): [] for k in range(days)}
+    rows = FreshnessHour.objects.filter(objective=obj, hour__gte=now - timedelta(days=days + 1), hour__lte=now)
+    for hour, met in rows.values_list("hour", "met"):
+        day = timezone.localdate(hour)
+        if day in by_day:
+            by_day[day].append(met)
+    out = []
+    for day, flags in by_day.items():
+        met = sum(1 for f in flags if f)
+        share = met / len(flags) if flags else None
+        category = "" if share is None else "normal" if share == 1 else "delay" if share >= 0.5 else "error"
+        summary = f"{day}: no hour recorded" if not flags else f"{day}: target held {met} of {len(flags)} hours"
+        out.append({"day": day, "met": met, "hours": len(flags), "category": category, "summary": summary})
+    return out

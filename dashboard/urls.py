@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
-from . import views, views_incidents, views_jobs
+from . import views, views_freshness, views_incidents, views_jobs
 
 app_name = "dashboard"
 
@@ -36,6 +36,7 @@ urlpatterns = [
     path("heatmap/", views.heatmap, name="heatmap"),
     path("uptime/", views.uptime, name="uptime"),
     path("uptime/report.<str:fmt>", views.uptime_download, name="uptime-export"),
+    path("freshness/", views_freshness.freshness, name="freshness"),
     path("search/", views.search, name="search"),
     path("jobs/", views_jobs.jobs, name="jobs"),
     path("jobs.json", views_jobs.jobs_json, name="jobs-json"),

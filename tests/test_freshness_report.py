@@ -81,3 +81,25 @@ def test_the_schema_describes_the_freshness_list():
     assert code == 200 and "/api/v1/freshness/" in body["paths"]
     props = body["components"]["schemas"]["FreshnessRow"]["properties"]
     assert set(COLUMNS.split(",")) <= set(props)
+
+
+def test_the_dashboard_page_shows_each_visible_objective_with_its_figures_chart_and_stalest_pages(client):
+    from django.contrib.auth.models import Group, User
+
+    from crawlcore.models import FreshnessHour, FreshnessObjective
+
+    _two_objectives()
+    obj = FreshnessObjective.objects.get(name="a-tight")
+    FreshnessHour.objects.create(objective=obj, hour=timezone.now() - timedelta(hours=2), met=False)
+    user = User.objects.create_user("p", password="unused-pw-1")
+    for name in ("viewer", "servers:physics"):
+        user.groups.add(Group.objects.get_or_create(name=name)[0])
+    client.force_login(user)
+    page = client.get("/dashboard/freshness/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "a-tight" in html and "b-easy" not in html  # the reader's groups only
+    assert "unattainable at its budget" in html and "target missed" in html
+    assert "target held 0 of 1 hours" in html  # the 30-day bar
+    assert "http://a.example/p" in html  # the stalest pages
+    assert 'href="/dashboard/freshness/"' in client.get("/dashboard/").content.decode()  # in the navigation
