@@ -1,4 +1,4 @@
-"""Freshness objectives (issue 60): how stale a page's stored copy is, the percentiles over an objective's
+"""Freshness objectives: how stale a page's stored copy is, the percentiles over an objective's
 pages, whether its target holds, and the requests a day it would take to hold it.
 
 Staleness of a page is the time since its stored copy stopped being current (the benchmark's *age*). We

@@ -1,4 +1,4 @@
-"""Freshness objectives' burn alerts (issue 60): after each hour is recorded (crawlcore.services.freshness.
+"""Freshness objectives' burn alerts: after each hour is recorded (crawlcore.services.freshness.
 freshness_record), an objective whose hours burn its error budget too fast in the fast or the slow window
 (scheduling.freshness.burning) raises `freshness.burn`, and `freshness.restored` when neither window burns any
 more. Each flip is one guarded write on the objective, so two runs at once tell it once; the event and its

@@ -1,4 +1,4 @@
-"""Freshness objectives (issue 60): how stale an objective's pages may be at the 95th percentile, within a
+"""Freshness objectives: how stale an objective's pages may be at the 95th percentile, within a
 request budget per server and day, and the hourly record of whether the target held (the share of hours met
 over 30 days, the burn alerts). The arithmetic is scheduling.freshness; the writes crawlcore.services.freshness."""
 

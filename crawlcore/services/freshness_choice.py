@@ -1,4 +1,4 @@
-"""The active scan's choice under freshness objectives (issue 60): each objective's pages get the checks they need
+"""The active scan's choice under freshness objectives: each objective's pages get the checks they need
 to hold its target, first, inside each server's daily request budget.
 
 * **Due for its objective**: a page whose time since it was last found current has reached the longest check

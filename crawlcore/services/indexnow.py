@@ -1,4 +1,4 @@
-"""The IndexNow receiver (issue 60): a site pushes the URLs that changed, and each becomes due at once.
+"""The IndexNow receiver: a site pushes the URLs that changed, and each becomes due at once.
 
 The protocol (indexnow.org): a push names a host, a key and URLs; the key proves the push comes from the site,
 since only the site can publish `https?://HOST/KEY.txt` holding the key (or the file `keyLocation` names on
