@@ -9,12 +9,18 @@ Garcia-Molina 2003, the one crawlcore.services.recrawl_choice computes in SQL). 
 
     a(τ) = τ − (1 − e^(−λτ)) / λ
 
-(0 right after the check, τ − 1/λ long after it). The objective's p50/p95 are percentiles of a(τ) over its
-pages. The budget a target needs: a page checked every I seconds is at most a(I) stale on average just before
-each check, so the longest interval that keeps it within the target T solves a(I) = T; a check is a HEAD
-and, when it finds a change (probability 1 − e^(−λI)), a reload. The 5 % of pages (for a p95 target) that
-would cost most may miss it; the rest's requests, summed per server, give the budget needed per server and
-day: the largest of those sums.
+(0 right after the check, τ − 1/λ long after it). But the objective is a percentile of the staleness itself,
+not of its mean: a page checked τ ago is fresh with probability e^(−λτ), and stale by more than s (s < τ)
+with probability 1 − e^(−λ(τ − s)) (its first change came more than s before now). The objective's p50/p95
+are the quantiles of the mixture of its pages' distributions (`staleness_quantile`): the share of pages stale
+by more than the p95 is 5 % on average. (The percentile of the pages' means would be far lower: most of a
+page's mean is made of the chance it is fresh.)
+
+The budget a target needs: a page may wait until the chance it is stale by more than the target reaches the
+5 % the p95 allows, τ = T − ln(0.95)/λ (`interval_for`); checked that often, no page passes the target more
+than 5 % of the time, so neither does their mixture. A check is a HEAD and, when it finds a change
+(probability 1 − e^(−λI)), a reload; summed per server, the largest sum is the budget needed per server and
+day.
 
 Lastmod honesty is read the same way: of the changes a server's sitemap `lastmod` announced, the share a
 check confirmed (precision), and of the changes checks found, the share `lastmod` had announced (recall);
@@ -107,21 +113,45 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
-def interval_for(rate: float, target: float) -> float:
-    """The longest check interval I (seconds, at most LONGEST_INTERVAL) with a(I) ≤ target: a is increasing,
-    so bisection; 60 halvings leave no float to gain."""
+def interval_for(rate: float, target: float, quantile: float = 95.0) -> float:
+    """The longest check interval I (seconds, at most LONGEST_INTERVAL) at which the chance the page is stale
+    by more than `target` stays within 1 − quantile/100: I = target − ln(quantile/100)/λ."""
     if target <= 0:
         return 0.0
-    if expected_staleness(rate, LONGEST_INTERVAL) <= target:
+    if rate <= 0:
         return LONGEST_INTERVAL
-    low, high = target, LONGEST_INTERVAL  # a(I) ≤ I, so I = target always holds
-    for _ in range(60):
+    return min(LONGEST_INTERVAL, target - math.log(quantile / 100.0) / rate)
+
+
+def stale_beyond(rate: float, since_current: float, s: float) -> float:
+    """P(staleness > s) of a page with change rate `rate` found current `since_current` seconds ago."""
+    if rate <= 0 or s >= since_current:
+        return 0.0
+    return 1.0 - math.exp(-rate * (since_current - max(0.0, s)))
+
+
+def staleness_quantile(pages: Sequence[PageState], q: float) -> float | None:
+    """The q-th percentile (0–100) of the staleness of a page drawn from `pages` (the mixture of their
+    distributions); None when no page has been found current. Bisection on s: the share of pages stale by
+    more than s falls from P(stale) at 0 to 0 at the oldest check."""
+    measured = [p for p in pages if p.since_current is not None]
+    if not measured:
+        return None
+    beyond = 1.0 - min(100.0, max(0.0, q)) / 100.0
+
+    def share(s: float) -> float:
+        return sum(stale_beyond(p.rate, p.since_current, s) for p in measured) / len(measured)
+
+    if share(0.0) <= beyond:
+        return 0.0
+    low, high = 0.0, max(p.since_current for p in measured)
+    for _ in range(50):
         mid = (low + high) / 2
-        if expected_staleness(rate, mid) <= target:
+        if share(mid) > beyond:
             low = mid
         else:
             high = mid
-    return low
+    return high
 
 
 def requests_per_day(rate: float, interval: float) -> float:
@@ -153,16 +183,10 @@ def target_met(p95: float | None, target: float) -> bool:
 
 def budget_needed(pages: Sequence[PageState], target: float, *, quantile: float = 95.0) -> int:
     """Requests per server and day that would hold `target` at the given quantile: each page checked at
-    interval_for(its rate), the costliest (100 − quantile) % of pages left to miss, summed per server, the
-    largest sum (rounded up). 0 when there are no pages."""
-    needs = sorted(
-        ((requests_per_day(p.rate, interval_for(p.rate, target)), p.server) for p in pages),
-        key=lambda pair: pair[0],
-    )
-    keep = math.ceil(len(needs) * quantile / 100.0)
+    interval_for(its rate), summed per server, the largest sum (rounded up). 0 when there are no pages."""
     per_server: dict[int, float] = defaultdict(float)
-    for need, server in needs[:keep]:
-        per_server[server] += need
+    for p in pages:
+        per_server[p.server] += requests_per_day(p.rate, interval_for(p.rate, target, quantile))
     return math.ceil(max(per_server.values(), default=0.0))
 
 

@@ -52,6 +52,11 @@ class ChangingSpec:
     min_size: int = 2_000
     max_size: int = 300_000
     seed: int = 7
+    # Sitemaps (/sitemap.xml, named in robots.txt): each page's lastmod the start of its live version, except
+    # on the `liars` (server indexes), whose sitemap says every page changed at the moment it is read.
+    sitemaps: bool = False
+    liars: tuple[int, ...] = ()
+    indexnow_key: str = ""  # served as /<key>.txt on every server, for IndexNow pushes
 
 
 @dataclass
@@ -61,6 +66,7 @@ class ChangingWeb:
     servers: list[ServerSpec] = field(default_factory=list)
     pages: dict[tuple[int, int], PageSpec] = field(default_factory=dict)
     requests: int = 0
+    requests_by_server: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         rng = random.Random(self.spec.seed)
@@ -125,6 +131,22 @@ class ChangingWeb:
             return None
         return self.version_start(page, v + 1)
 
+    def robots(self, server: ServerSpec) -> bytes:
+        text = "User-agent: *\nAllow: /\n"
+        if self.spec.sitemaps:
+            text += f"Sitemap: http://{server.host}:{self.port(server.index)}/sitemap.xml\n"
+        return text.encode()
+
+    def sitemap(self, server: ServerSpec, now: float) -> bytes:
+        """Every page of the server with its lastmod: when its live version began, or now on a liar."""
+        entries = []
+        for page in (p for p in self.pages.values() if p.server == server.index):
+            start = now if server.index in self.spec.liars else self.version_start(page, self.version(page, now))
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start))
+            entries.append(f"<url><loc>{self.url(page)}</loc><lastmod>{stamp}</lastmod></url>")
+        head = '<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        return (head + "".join(entries) + "</urlset>").encode()
+
     def page_of(self, host: str, path: str) -> PageSpec | None:
         for s in self.servers:
             if s.host == host and path.startswith("/p") and path.endswith(".html"):
@@ -176,10 +198,17 @@ class _Handler(BaseHTTPRequestHandler):
         web: ChangingWeb = self.server.web  # type: ignore[attr-defined]
         spec: ServerSpec = self.server.spec  # type: ignore[attr-defined]
         web.requests += 1
+        web.requests_by_server[spec.index] = web.requests_by_server.get(spec.index, 0) + 1
         now = time.time()
         slow = spec.load[time.localtime(now).tm_hour]
         if self.path == "/robots.txt":
-            self._send(200, {"Content-Type": "text/plain"}, b"User-agent: *\nAllow: /\n", body)
+            self._send(200, {"Content-Type": "text/plain"}, web.robots(spec), body)
+            return
+        if web.spec.sitemaps and self.path == "/sitemap.xml":
+            self._send(200, {"Content-Type": "application/xml"}, web.sitemap(spec, now), body)
+            return
+        if web.spec.indexnow_key and self.path == f"/{web.spec.indexnow_key}.txt":
+            self._send(200, {"Content-Type": "text/plain"}, web.spec.indexnow_key.encode(), body)
             return
         page = web.page_of(spec.host, self.path)
         if page is None:

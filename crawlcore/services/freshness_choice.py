@@ -2,9 +2,9 @@
 to hold its target, first, inside each server's daily request budget.
 
 * **Due for its objective**: a page whose time since it was last found current has reached the longest check
-  interval that keeps its expected staleness within the objective's target (scheduling.freshness.interval_for,
-  from its change rate): the most overdue (τ / I) first. These bypass the revisit floor CRAWL_REVISIT_AFTER:
-  the objective says how often they are worth a request.
+  interval at which the chance it is stale by more than the objective's target stays within 5 %
+  (scheduling.freshness.interval_for, from its change rate): the most overdue (τ / I) first. These bypass
+  the revisit floor CRAWL_REVISIT_AFTER: the objective says how often they are worth a request.
 * **Budget**: a server some objective covers may take, in any 24 hours, at most the smallest budget of those
   objectives in requests (its status checks of every agent count, and a page waiting to be reloaded counts
   as one to come). A check is chosen only while two requests are left (the check, and the reload it may
