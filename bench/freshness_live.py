@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seconds", type=float, default=240.0, help="how long the crawl runs after its warm-up")
     parser.add_argument("--pages", type=int, default=16, help="pages per server")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--periodic", action="store_true", help="pages change on a fixed period, not at random")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
     return parser
@@ -51,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
 def objectives(pages: int) -> list[dict]:
     """Site 0 holdable, site 1 not at its budget, site 2 (the liar) loose."""
     return [
-        {"name": "holdable", "server": 0, "pages": "all", "target": 40, "budget": 200_000},
+        {"name": "holdable", "server": 0, "pages": "all", "target": 60, "budget": 200_000},
         {"name": "starved", "server": 1, "pages": "all", "target": 5, "budget": 20 * pages},
         {"name": "liar", "server": 2, "pages": "all", "target": 30, "budget": 200_000},
     ]
@@ -61,7 +62,8 @@ def _spec(args):
     from testweb.changing import ChangingSpec
 
     return ChangingSpec(servers=3, pages=args.pages, min_interval=20.0, max_interval=60.0, min_size=2_000,
-                        max_size=20_000, seed=args.seed, sitemaps=True, liars=(2,), indexnow_key=KEY)  # fmt: skip
+                        max_size=20_000, seed=args.seed, sitemaps=True, liars=(2,), indexnow_key=KEY,
+                        poisson=not args.periodic, server_intervals={2: (600.0, 1200.0)})  # fmt: skip
 
 
 def true_staleness(web, pages: list, stored: dict[str, str], at: float) -> list[float]:
@@ -184,7 +186,7 @@ def _crawl(web, objs: dict, args) -> dict:
 
 
 def _summary(web, objs: dict, crawled: dict) -> dict:
-    from crawlcore.selectors_freshness import objective_status, servers_honesty
+    from crawlcore.selectors_freshness import objective_status, servers_honesty, servers_lastmod_untrusted
     from crawlcore.services.freshness_choice import servers_budget
 
     out: dict = {"objectives": {}, "honesty": {}, "requests": {}}
@@ -198,11 +200,14 @@ def _summary(web, objs: dict, crawled: dict) -> dict:
         out["objectives"][name] = {
             "reported_p95_s": reported and round(reported, 1), "true_p95_s": truth and round(truth, 1),
             "samples": len(pairs), "met": status["met"], "attainable": status["attainable"],
+            "held_share": round(sum(1 for r, _ in pairs if r <= obj.target) / len(pairs), 2) if pairs else None,
             "budget": obj.budget, "budget_needed": status["budget_needed"], "target_s": obj.target,
         }  # fmt: skip
         server = web.servers[[p for p in objs[name][1]][0].server]
         out["honesty"][name] = honesty.get(obj.site_id)
         out["requests"][name] = {"received": web.requests_by_server.get(server.index, 0), "budget": caps[obj.site_id]}
+    untrusted = set(servers_lastmod_untrusted())
+    out["lastmod_ignored"] = {name: obj.site_id in untrusted for name, (obj, _) in objs.items()}
     push = crawled["push"] or {}
     out["push"] = {"status": push.get("status"), "fetched_after_s": crawled["push_latency_s"]}
     return out
@@ -256,7 +261,7 @@ def _child_env(tmp: Path) -> dict[str, str]:
 def run(args) -> dict:
     with tempfile.TemporaryDirectory(prefix="freshness-live-") as tmp:
         cmd = [sys.executable, "-m", "bench.freshness_live", "--_child", "--seconds", str(args.seconds)]
-        cmd += ["--pages", str(args.pages), "--seed", str(args.seed)]
+        cmd += ["--pages", str(args.pages), "--seed", str(args.seed)] + (["--periodic"] if args.periodic else [])
         proc = subprocess.run(cmd, cwd=ROOT, env=_child_env(Path(tmp)), capture_output=True, text=True,
                               timeout=args.seconds + 300)  # fmt: skip
         if proc.returncode != 0:

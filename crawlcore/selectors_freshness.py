@@ -38,7 +38,7 @@ def objective_pages(obj: FreshnessObjective) -> list[dict]:
     """The objective's pages as rows of id, url, server_id and last_checked_at: all of them, the N best by
     rank (ties and unranked pages: the smaller id), or those whose path the regex finds."""
     pages = fr.pages_parse(obj.pages)
-    rows = objective_urls(obj).values("id", "url", "server_id", "last_checked_at")
+    rows = objective_urls(obj).values("id", "url", "server_id", "last_checked_at", "state")
     if pages.kind == "top":
         return list(rows.order_by(F("pagerank__rank").desc(nulls_last=True), "id")[: pages.top])
     if pages.kind == "all":
@@ -76,7 +76,13 @@ def page_states(rows: list[dict], *, now: datetime) -> list[fr.PageState]:
         watched = (checked - loaded).total_seconds() if checked and loaded else 0.0
         rate = fr.change_rate(checks=n, changed=x, watched=watched, prior=prior)
         since = (now - checked).total_seconds() if checked else None
-        out.append(fr.PageState(server=r["server_id"], rate=rate, since_current=since))
+        known = None
+        if since is not None and r.get("state") == State.INIT.value:
+            # A check found it changed (it has a stored copy and waits to be reloaded): stale since the
+            # change, on average half a check interval (or a mean life, if shorter) before the check found it.
+            interval = watched / n if n else 1.0 / rate
+            known = since + min(interval, 1.0 / rate) / 2
+        out.append(fr.PageState(server=r["server_id"], rate=rate, since_current=since, known_stale=known))
     return out
 
 

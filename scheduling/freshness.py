@@ -16,9 +16,10 @@ are the quantiles of the mixture of its pages' distributions (`staleness_quantil
 by more than the p95 is 5 % on average. (The percentile of the pages' means would be far lower: most of a
 page's mean is made of the chance it is fresh.)
 
-The budget a target needs: a page may wait until the chance it is stale by more than the target reaches the
-5 % the p95 allows, τ = T − ln(0.95)/λ (`interval_for`); checked that often, no page passes the target more
-than 5 % of the time, so neither does their mixture. A check is a HEAD and, when it finds a change
+The budget a target needs: a page may wait until the chance it is stale by more than the target reaches half
+the 5 % the p95 allows, τ = T − ln(0.975)/λ (`interval_for`; half, so the p95 stays below the target
+between two sweeps); checked that often, no page passes the target more than 5 % of the time, so neither
+does their mixture. A check is a HEAD and, when it finds a change
 (probability 1 − e^(−λI)), a reload; summed per server, the largest sum is the budget needed per server and
 day.
 
@@ -41,6 +42,9 @@ from dataclasses import dataclass
 DAY = 86_400.0
 LONGEST_INTERVAL = 30 * DAY  # a page that (almost) never changes is still checked once a month
 HONESTY_THRESHOLD = 0.5  # below it, a server's lastmod no longer makes its pages due
+# The schedule aims at half the share a p95 target allows (2.5 %): a page checked exactly when its chance of
+# passing the target reached 5 % would leave the objective's p95 at the target itself between two sweeps.
+SCHEDULE_QUANTILE = 97.5
 TOP_PAGES = re.compile(r"^top:([1-9][0-9]{0,6})$")
 
 
@@ -113,7 +117,7 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
-def interval_for(rate: float, target: float, quantile: float = 95.0) -> float:
+def interval_for(rate: float, target: float, quantile: float = SCHEDULE_QUANTILE) -> float:
     """The longest check interval I (seconds, at most LONGEST_INTERVAL) at which the chance the page is stale
     by more than `target` stays within 1 − quantile/100: I = target − ln(quantile/100)/λ."""
     if target <= 0:
@@ -139,12 +143,17 @@ def staleness_quantile(pages: Sequence[PageState], q: float) -> float | None:
         return None
     beyond = 1.0 - min(100.0, max(0.0, q)) / 100.0
 
+    def beyond_of(p: PageState, s: float) -> float:
+        if p.known_stale is not None:
+            return 1.0 if s < p.known_stale else 0.0
+        return stale_beyond(p.rate, p.since_current, s)
+
     def share(s: float) -> float:
-        return sum(stale_beyond(p.rate, p.since_current, s) for p in measured) / len(measured)
+        return sum(beyond_of(p, s) for p in measured) / len(measured)
 
     if share(0.0) <= beyond:
         return 0.0
-    low, high = 0.0, max(p.since_current for p in measured)
+    low, high = 0.0, max(max(p.since_current, p.known_stale or 0.0) for p in measured)
     for _ in range(50):
         mid = (low + high) / 2
         if share(mid) > beyond:
@@ -170,10 +179,15 @@ class PageState:
     server: int
     rate: float
     since_current: float | None
+    # Known stale by at least this much (a check found it changed and its reload is still to come): then its
+    # staleness is this, not a chance.
+    known_stale: float | None = None
 
 
 def staleness_of(pages: Iterable[PageState]) -> list[float]:
-    return [expected_staleness(p.rate, p.since_current) for p in pages if p.since_current is not None]
+    """Each measured page's expected staleness (its known staleness when a check found it changed)."""
+    return [p.known_stale if p.known_stale is not None else expected_staleness(p.rate, p.since_current)
+            for p in pages if p.since_current is not None]  # fmt: skip
 
 
 def target_met(p95: float | None, target: float) -> bool:
@@ -181,7 +195,7 @@ def target_met(p95: float | None, target: float) -> bool:
     return p95 is None or p95 <= target
 
 
-def budget_needed(pages: Sequence[PageState], target: float, *, quantile: float = 95.0) -> int:
+def budget_needed(pages: Sequence[PageState], target: float, *, quantile: float = SCHEDULE_QUANTILE) -> int:
     """Requests per server and day that would hold `target` at the given quantile: each page checked at
     interval_for(its rate), summed per server, the largest sum (rounded up). 0 when there are no pages."""
     per_server: dict[int, float] = defaultdict(float)

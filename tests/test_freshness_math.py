@@ -35,10 +35,11 @@ def test_percentile_interpolates_and_is_none_of_nothing():
     assert fr.percentile([0, 10], 50) == 5
 
 
-def test_interval_for_keeps_the_chance_of_passing_the_target_at_five_per_cent():
+def test_interval_for_keeps_the_chance_of_passing_the_target_within_half_the_five_per_cent():
     rate = 1 / 3600
     interval = fr.interval_for(rate, 1800)
-    assert fr.stale_beyond(rate, interval, 1800) == pytest.approx(0.05)
+    assert fr.stale_beyond(rate, interval, 1800) == pytest.approx(0.025)
+    assert fr.stale_beyond(rate, fr.interval_for(rate, 1800, 95.0), 1800) == pytest.approx(0.05)
     assert fr.interval_for(0.0, 60) == fr.LONGEST_INTERVAL
     pages = [fr.PageState(server=1, rate=rate, since_current=0) for _ in range(20)]
     tight, loose = fr.budget_needed(pages, 600), fr.budget_needed(pages, 7200)
@@ -126,3 +127,11 @@ def test_burn_rates_fast_and_slow_and_the_budget_left():
     assert fr.burn_rate(slow, fr.FAST_HOURS) == 0 and fr.burning(slow)
     assert fr.budget_left_pct([True] * 19 + [False]) == pytest.approx(0.0)
     assert fr.budget_left_pct([]) is None
+
+
+def test_a_page_known_changed_counts_its_known_staleness():
+    fresh = [fr.PageState(server=1, rate=1e-9, since_current=5.0) for _ in range(19)]
+    changed = fr.PageState(server=1, rate=1e-9, since_current=5.0, known_stale=120.0)
+    assert fr.staleness_quantile(fresh, 99) == 0.0
+    assert fr.staleness_quantile([*fresh, changed], 99) == pytest.approx(120.0, abs=0.01)
+    assert fr.staleness_of([changed]) == [120.0]

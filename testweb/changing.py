@@ -14,6 +14,7 @@ Pages link to a few others, popular pages more often (a Zipf law), so pages diff
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 import random
@@ -57,6 +58,11 @@ class ChangingSpec:
     sitemaps: bool = False
     liars: tuple[int, ...] = ()
     indexnow_key: str = ""  # served as /<key>.txt on every server, for IndexNow pushes
+    # Changes at random (a Poisson process of each page's mean interval, from its own seeded stream) instead of
+    # every `interval` seconds: the model the change-rate estimator assumes (scheduling.freshness).
+    poisson: bool = False
+    # Per server index, its own (min_interval, max_interval), e.g. a server whose pages hardly change.
+    server_intervals: dict[int, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -84,22 +90,44 @@ class ChangingWeb:
             )
             popularity = [1.0 / (k + 1) for k in range(self.spec.pages)]
             for j in range(self.spec.pages):
-                lo, hi = math.log(self.spec.min_interval), math.log(self.spec.max_interval)
+                low, high = self.spec.server_intervals.get(i, (self.spec.min_interval, self.spec.max_interval))
+                lo, hi = math.log(low), math.log(high)
                 lo_s, hi_s = math.log(self.spec.min_size), math.log(self.spec.max_size)
                 interval = round(math.exp(rng.uniform(lo, hi)), 1)
                 links = tuple(sorted(set(rng.choices(range(self.spec.pages), weights=popularity, k=4)) - {j}))
                 self.pages[(i, j)] = PageSpec(
                     i, j, int(math.exp(rng.uniform(lo_s, hi_s))), interval, rng.uniform(0, interval), links
                 )
+        self._changes: dict[tuple[int, int], list[float]] = {}
+        if self.spec.poisson:
+            for key, page in self.pages.items():
+                self._changes[key] = self._poisson_changes(page)
         self._checksums: dict[str, tuple[int, int, int]] = {}
         self._lock = threading.Lock()
         self._httpd: list[ThreadingHTTPServer] = []
 
     # -- the schedule -------------------------------------------------------------------------------
+    HORIZON = 6 * 3600.0  # seconds of Poisson changes drawn ahead
+
+    def _poisson_changes(self, page: PageSpec) -> list[float]:
+        """The times version 1, 2, ... begin: exponential gaps of mean `interval` from t0 (a bounded list)."""
+        rng = random.Random(f"{self.spec.seed}/{page.server}/{page.number}")
+        times, at = [], self.t0
+        while at < self.t0 + self.HORIZON and len(times) < 100_000:
+            at += rng.expovariate(1.0 / page.interval)
+            times.append(at)
+        return times
+
     def version(self, page: PageSpec, at: float) -> int:
+        changes = self._changes.get((page.server, page.number))
+        if changes is not None:
+            return bisect.bisect_right(changes, at)
         return math.floor((at - self.t0 + page.phase) / page.interval)
 
     def version_start(self, page: PageSpec, v: int) -> float:
+        changes = self._changes.get((page.server, page.number))
+        if changes is not None:
+            return self.t0 - page.interval if v <= 0 else changes[min(v, len(changes)) - 1]
         return self.t0 + v * page.interval - page.phase
 
     def body(self, page: PageSpec, v: int) -> bytes:

@@ -2,7 +2,7 @@
 to hold its target, first, inside each server's daily request budget.
 
 * **Due for its objective**: a page whose time since it was last found current has reached the longest check
-  interval at which the chance it is stale by more than the objective's target stays within 5 %
+  interval at which the chance it is stale by more than the objective's target stays within 2.5 %
   (scheduling.freshness.interval_for, from its change rate): the most overdue (τ / I) first. These bypass
   the revisit floor CRAWL_REVISIT_AFTER: the objective says how often they are worth a request.
 * **Budget**: a server some objective covers may take, in any 24 hours, at most the smallest budget of those
