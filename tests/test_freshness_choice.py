@@ -121,3 +121,13 @@ def test_the_active_scan_tallies_what_lastmod_said_against_what_it_found(sent, w
     _scan(sent, ACTIVE)
     tally.refresh_from_db()
     assert (tally.announced, tally.confirmed, tally.found, tally.foretold) == (1, 0, 1, 0)
+
+
+def test_a_tight_objective_does_not_take_every_check_of_a_period(settings):
+    settings.CRAWL_REVISIT_AFTER = 3600
+    tight = _fast_pages("a.example", 6, checked_ago=900)
+    loose = _fast_pages("b.example", 6, checked_ago=900)
+    _objective("a.example", target=5, budget=100_000)  # always far overdue
+    _objective("b.example", target=300, budget=100_000)
+    chosen = active_candidates(now=timezone.now(), limit=4)
+    assert len(set(chosen) & set(tight.values())) == 2 and len(set(chosen) & set(loose.values())) == 2

@@ -10,6 +10,8 @@ to hold its target, first, inside each server's daily request budget.
   as one to come). A check is chosen only while two requests are left (the check, and the reload it may
   cause), and takes 1 + the chance it finds a change from what is left; every candidate of the server, for
   an objective or not, spends from the same budget, and a server with nothing left gets none.
+* **Fair shares**: the due pages are taken a server at a time (each server's most overdue, then each one's
+  second, ...), so an objective whose target is out of reach does not take every check of a period.
 * **Politeness** is the sweep's: URLs of servers held by their health are never candidates (`_scannable`).
 
 An objective whose target cannot be held within its budget loses some checks here; the report says so with
@@ -73,7 +75,21 @@ def objectives_due(*, now: datetime, scannable: QuerySet) -> list[tuple[float, i
             cost = 1.0 + (1.0 - math.exp(-page.rate * page.since_current))
             if urgency >= 1.0 and urgency > out.get(r["id"], (0.0,))[0]:
                 out[r["id"]] = (urgency, r["id"], page.server, cost)
-    return sorted(out.values(), key=lambda t: (-t[0], t[1]))
+    return _interleaved(sorted(out.values(), key=lambda t: (-t[0], t[1])))
+
+
+def _interleaved(due: list[tuple[float, int, int, float]]) -> list[tuple[float, int, int, float]]:
+    """`due` (most overdue first) taken a server at a time: each server's most overdue page, then each one's
+    second, ... A tight target's pages are always most overdue; taken in plain order they would fill the
+    sweep's room every period and leave other servers' objectives none (each server has its own politeness
+    slot, so interleaving costs no server anything)."""
+    rank: dict[int, int] = {}
+    ranked = []
+    for item in due:
+        server = item[2]
+        rank[server] = rank.get(server, 0) + 1
+        ranked.append((rank[server], item))
+    return [item for _, item in sorted(ranked, key=lambda pair: pair[0])]  # stable: urgency within a rank
 
 
 def within_budget(
