@@ -25,8 +25,9 @@ from typing import Any
 import apprise
 from apprise.manager_plugins import NotificationManager
 
-from crawler.child import run_in_child
-from crawler.netguard import Network, forbidden_reason, parse_cidrs, resolve
+from crawler.lookup import STUCK_AFTER
+from crawler.netguard import Network, forbidden_reason, parse_cidrs
+from crawler.resolve import resolve_allowed
 
 EMAIL_PREFIX = "email:"
 # Deliberately simple: an address for our own SMTP relay, which does the real checking.
@@ -151,14 +152,15 @@ def destination_refusal(
     dest: Destination, allowed: Sequence[Network], *, lookup: Callable[[str, int], list[str]] | None = None
 ) -> str | None:
     """Why the sender may not connect to this destination's host (a private address not allowed), or None.
-    ``lookup`` resolves a name (default: netguard.resolve); a name that does not resolve is let through
+    ``lookup`` resolves a name (default: every address, within STUCK_AFTER: crawler.resolve.resolve_allowed);
+    a name that does not resolve is let through
     here: the delivery checks again, on the addresses it actually connects to."""
     where = dest.host_port()
     if where is None:
         return None
     host, port = where
     try:
-        addresses = (lookup or resolve)(host, port)
+        addresses = (lookup or lookup_within(STUCK_AFTER))(host, port)
     except (OSError, UnicodeError):
         return None
     return _refusal_text(dest) if _refusal_of(addresses, allowed) else None
@@ -191,13 +193,11 @@ def allowed_networks(cidrs: Sequence[str]) -> tuple[Network, ...]:
 
 
 def lookup_within(timeout_s: float) -> Callable[[str, int], list[str]]:
-    """A name lookup that ends within ``timeout_s`` whatever the resolver does (in a child process)."""
+    """A name lookup that ends within ``timeout_s`` whatever the resolver does: every address the name has
+    (the guard is the caller's), through crawler.resolve.resolve_allowed, the one way names are resolved."""
 
     def lookup(host: str, port: int) -> list[str]:
-        done = run_in_child(lambda: resolve(host, port), deadline_s=timeout_s)
-        if not done.ok:
-            raise OSError(f"cannot resolve {host}: {done.error}")
-        return done.value
+        return list(resolve_allowed(host, port, guard=None, deadline=timeout_s))
 
     return lookup
 

@@ -1,7 +1,8 @@
 """Recurring maintenance windows, the pure part: a schedule is a cron expression (or a weekly shorthand
 such as ``sun 02:00``) and a duration; ``occurrences`` lists the windows it opens in a time range.
 
-No Django import; croniter does the calendar arithmetic (in UTC, as every time here is).
+No Django import; crawler.windows reads cron expressions and opens their windows (in UTC, as every time
+here is), as it does for crawl jobs.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-from croniter import CroniterError, croniter
+from crawler.windows import NeverComes, cron_next, cron_valid, cron_windows
 
 DAYS = {"mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6, "sun": 0}
 _WEEKLY = re.compile(r"^(?P<days>[a-z]+(?:,[a-z]+)*)\s+(?P<h>\d{1,2}):(?P<m>\d{2})$")
@@ -35,11 +36,11 @@ def cron_of(spec: str) -> str:
         if hour > 23 or minute > 59:
             raise ScheduleError(f"{weekly['h']}:{weekly['m']} is not a time of day")
         return f"{minute} {hour} * * {','.join(str(DAYS[d]) for d in days)}"
-    if not croniter.is_valid(text) or len(text.split()) != 5:
+    if not cron_valid(text):
         raise ScheduleError(f"{spec!r} is neither a 5-field cron expression nor a weekly time like 'sun 02:00'")
     try:  # parsed is not enough: "0 0 31 2 *" parses and never comes
-        croniter(text, datetime(2000, 1, 1, tzinfo=UTC)).get_next(datetime)
-    except (CroniterError, ValueError, KeyError, OverflowError):
+        cron_next(text, datetime(2000, 1, 1, tzinfo=UTC))
+    except NeverComes:
         raise ScheduleError(f"{spec!r} never comes (no such date)") from None
     return text
 
@@ -49,11 +50,4 @@ def occurrences(spec: str, duration: timedelta, start: datetime, end: datetime) 
     before `start` and is still open."""
     if not timedelta(0) < duration <= MAX_DURATION:
         raise ScheduleError("a maintenance window lasts more than 0 and at most 7 days")
-    it = croniter(cron_of(spec), start - duration)
-    while True:
-        opens = it.get_next(datetime)
-        if opens >= end:
-            return
-        closes = opens + duration
-        if closes > start:
-            yield opens, closes
+    yield from cron_windows(cron_of(spec), duration, start, end)

@@ -10,16 +10,23 @@ Here, on testweb.paper001 (10 sites, pages that change, 2 sites down for a while
 each robot runs for ``--seconds``, read at six checkpoints (one paper-hour = seconds / 6). One time scale
 for everything: the life-cycle's clock (revisit, NoResponse back-offs, robots.txt memo, page changes,
 down windows), the timeouts and the web's answer time are all the paper's x (seconds / 6 h), so a
-silence costs the same share of a paper-hour as in the paper. Both robots have the same number of
-fetchers: the baseline's loader processes default to our load + active-scan + inactive-scan threads.
+silence costs the same share of a paper-hour as in the paper. Both robots have the same worker slots:
+the baseline's loader processes default to our load + active-scan + inactive-scan threads, its extractor
+processes (figure 2.1) to our extract slots; both fetch with the same HTTP client (``--client``: the
+libcurl engine or requests). The web is sized so that neither robot can exhaust it (``--pages`` auto: more
+pages than the fetch slots could load at the answer time), and the report warns when one did anyway.
 (a) ``manage.py crawl``: our agents (``--mode cluster``: PostgreSQL, Redis and celery workers for the
     load, extract, active-scan and inactive-scan queues; ``--mode embedded``: one process, threads);
-(b) ``bench.baselines.sequential_multi``: ``--procs`` loader processes, each re-checking the URLs it met in line;
+(b) ``bench.baselines.sequential_multi``: ``--procs`` loader processes, each re-checking the URLs it met in
+    line, and ``--extract-slots`` extractor processes;
 (c) ``bench.baselines.sequential``: the single loader with in-line retries, the earlier comparison (second table).
-Each run runs every robot once; the ratios are paired run by run (ours against the baseline of the same
-run) and the medians taken over those pairs.
+Each run runs every robot once, in ABBA order (odd runs ours first, even runs ours last); the ratios are
+paired run by run (ours against the baseline of the same run) and the medians taken over those pairs. Per
+robot and run: the load average before and after, every process's CPU seconds, CPU per collected URL.
+``--latency-ms`` puts a userspace delay proxy in front of the web (this machine's netem is detected and
+named, not assumed). The raw output goes to bench/results/ as JSON (``--out``).
 
-    python -m bench.agents_vs_sequential [--runs 3] [--seconds 360] [--procs N] [--mode cluster|embedded]
+    python -m bench.agents_vs_sequential [--runs 4] [--seconds 360] [--procs N] [--mode cluster|embedded]
 
 A benchmark prints figures; it asserts nothing. bench/AGENTS_VS_SEQUENTIAL.md says more.
 """
@@ -28,7 +35,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import resource
 import sqlite3
 import statistics
 import subprocess
@@ -38,7 +47,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.harness.proc import load_average
+from bench.harness.latency import network_words
+from bench.harness.proc import load_average, tree_cpu
+from bench.harness.results import add_out_option, loadavg, write_results
 from bench.harness.services import wait_for_workers
 from testweb.paper001 import MixSpec, MixWeb
 
@@ -52,8 +63,11 @@ PAPER_HOURLY = {  # cumulative URLs after 1..6 h (table 4.2)
 PAPER_RATIOS = (2.7, 2.5, 3.0, 2.3, 2.0, 1.6)  # as the paper prints them (one decimal)
 PAPER_MEAN = 2.35
 PAPER_LOAD_SECONDS = 1.0  # a page's answer time on the paper's 2002 network (assumed; it gives none)
+EXHAUSTED_SHARE = 0.95  # a robot that has this share of the collectable pages before 6H has run out of web
+MAX_PAGES_PER_SITE = 50_000  # the auto size's cap (pages are computed on request: only URLs cost memory)
 FIRST_OCTET = 60  # 127.0.0.60 ..: away from the tests' webs (100, 130, 170, 230), which may run at the same time
 SPARK = "▁▂▃▄▅▆▇█"
+CLIENTS = {"engine": "the libcurl engine (crawler.engine)", "threads": "requests (crawler.fetch.Fetcher)"}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -70,6 +84,8 @@ class Setup:
     mode: str
     tmp: Path
     order: str = "interleave"
+    extract: int = 2  # extract slots: ours (a worker's concurrency), the baseline's extractor processes
+    client: str = "engine"  # CRAWL_FETCH_ENGINE for ours, --engine for the baseline
 
     @property
     def hour(self) -> float:
@@ -96,6 +112,12 @@ class RunResult:
     collected: list[float]  # seconds after the start at which each URL was first loaded with a valid answer
     processed: list[float] = field(default_factory=list)  # ... at which each URL's first load ended (any outcome)
     extra: dict = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds of each of the robot's processes
+    load: dict[str, list[float]] = field(default_factory=dict)  # load averages "before" and "after" it ran
+
+    @property
+    def cpu_total(self) -> float:
+        return sum(self.cpu.values())
 
     def upto(self, seconds: float, what: str = "collected") -> int:
         return sum(1 for t in getattr(self, what) if t <= seconds)
@@ -105,7 +127,7 @@ def _crawl_env(setup: Setup, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAWL", "DATABASE_URL", "CELERY_", "DJANGO_"))}
     connect, header, body = setup.timeouts
     clock = setup.clock()
-    embedded = setup.threads + (2 * setup.scan_threads if setup.mode == "embedded" else 0)
+    embedded = setup.threads + (setup.extract + 2 * setup.scan_threads if setup.mode == "embedded" else 0)
     env.update(
         CRAWL_ALLOW_PRIVATE="127.0.0.0/8",
         CRAWL_DEFAULT_DELAY="0",
@@ -120,13 +142,27 @@ def _crawl_env(setup: Setup, **extra: str) -> dict[str, str]:
         CRAWL_ROBOTS_RETRY=f"{clock['robots_retry']:g}",
         CRAWL_RECRAWL_CYCLE=f"{24 * setup.hour:g}",
         CRAWL_STALENESS_PERIOD=f"{max(1.0, setup.hour / 60):g}",
+        CRAWL_FETCH_ENGINE=setup.client,
         **extra,
     )
     return env
 
 
-def _manage_crawl(env: dict[str, str], setup: Setup, seeds: list[str]) -> dict:
-    proc = subprocess.run(
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run_child(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[subprocess.CompletedProcess, float]:
+    """Run one child to its end: (the finished process, the CPU seconds of it and every descendant it reaped).
+    The robots run one at a time, so the difference of RUSAGE_CHILDREN is this child's alone."""
+    before = _children_cpu()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    return proc, _children_cpu() - before
+
+
+def _manage_crawl(env: dict[str, str], setup: Setup, seeds: list[str]) -> tuple[dict, float]:
+    proc, cpu = _run_child(
         [
             sys.executable,
             "manage.py",
@@ -137,15 +173,12 @@ def _manage_crawl(env: dict[str, str], setup: Setup, seeds: list[str]) -> dict:
             f"{setup.seconds:g}",
             *seeds,
         ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=setup.seconds + 180,
+        env,
+        setup.seconds + 180,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"manage.py crawl failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout)
+    return json.loads(proc.stdout), cpu
 
 
 # A URL is collected at its first load with a valid answer (the load agent's Init -> Visited, also after a
@@ -193,7 +226,7 @@ def _agent_result(rows: list[tuple], checks: list[tuple], start, summary: dict, 
 def run_agents_embedded(setup: Setup, web: MixWeb, run: int) -> RunResult:
     data = setup.tmp / f"agents-{run}"
     data.mkdir()
-    summary = _manage_crawl(_crawl_env(setup, CRAWLADMIN_DATA_DIR=str(data)), setup, web.seeds())
+    summary, cpu = _manage_crawl(_crawl_env(setup, CRAWLADMIN_DATA_DIR=str(data)), setup, web.seeds())
     con = sqlite3.connect(data / "crawladmin.sqlite3")
     try:
         rows = con.execute(_EVENTS_SQL).fetchall()
@@ -201,7 +234,9 @@ def run_agents_embedded(setup: Setup, web: MixWeb, run: int) -> RunResult:
         (start,) = con.execute(_START_SQL).fetchone()
     finally:
         con.close()
-    return _agent_result(rows, checks, start, summary, setup.seconds)
+    result = _agent_result(rows, checks, start, summary, setup.seconds)
+    result.cpu = {"manage.py crawl (every agent, threads)": cpu}
+    return result
 
 
 def run_agents_cluster(setup: Setup, web: MixWeb, run: int) -> RunResult:
@@ -224,11 +259,14 @@ def run_agents_cluster(setup: Setup, web: MixWeb, run: int) -> RunResult:
         manage(env, "migrate", "--noinput")
         with Processes(env, tmp) as procs:
             procs.worker("load", "load", concurrency=setup.threads)
-            procs.worker("extract", "extract,housekeeping", concurrency=2)
+            procs.worker("extract", "extract,housekeeping", concurrency=setup.extract)
             procs.worker("active", "active_scan", concurrency=setup.scan_threads)
             procs.worker("inactive", "inactive_scan", concurrency=setup.scan_threads)
             wait_for_workers(env["CELERY_BROKER_URL"], ("load", "extract", "active", "inactive"))
-            summary = _manage_crawl(env, setup, web.seeds())
+            summary, crawl_cpu = _manage_crawl(env, setup, web.seeds())
+            # Read while the workers live: a worker's tree counts the pool children it reaped.
+            cpu = {f"worker {name}": tree_cpu(proc.pid) for name, proc in procs.procs}
+        cpu["manage.py crawl (dispatch, sweeps)"] = crawl_cpu
         con = psycopg2.connect(db)
         try:
             with con.cursor() as cur:
@@ -240,42 +278,45 @@ def run_agents_cluster(setup: Setup, web: MixWeb, run: int) -> RunResult:
                 (start,) = cur.fetchone()
         finally:
             con.close()
-    return _agent_result(rows, checks, start, summary, setup.seconds)
+    result = _agent_result(rows, checks, start, summary, setup.seconds)
+    result.cpu = cpu  # PostgreSQL's backends and redis-server are not counted: a cost the baseline has not
+    return result
 
 
-def _bench_module(setup: Setup, module: str, args: list[str], seeds: list[str]) -> dict:
+def _bench_module(setup: Setup, module: str, args: list[str], seeds: list[str]) -> tuple[dict, float]:
     connect, header, body = setup.timeouts
-    proc = subprocess.run(
+    proc, cpu = _run_child(
         [sys.executable, "-m", module, "--seconds", f"{setup.seconds:g}", *args]
         + ["--connect-timeout", f"{connect:g}", "--header-timeout", f"{header:g}", "--body-timeout", f"{body:g}"]
         + seeds,
-        cwd=ROOT,
-        env=_crawl_env(setup),
-        capture_output=True,
-        text=True,
-        timeout=setup.seconds + 240,
+        _crawl_env(setup),
+        setup.seconds + 240,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"{module} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout)
+    return json.loads(proc.stdout), cpu
 
 
 def run_multi_sequential(setup: Setup, web: MixWeb, run: int) -> RunResult:
     clock = setup.clock()
-    args = ["--procs", str(setup.procs), "--order", setup.order]
-    args += [f"--{k.replace('_', '-')}={v:g}" for k, v in clock.items()]
-    report = _bench_module(setup, "bench.baselines.sequential_multi", args, web.seeds())
-    return RunResult("multi-sequential", report.pop("collected"), extra=report)
+    args = ["--procs", str(setup.procs), "--order", setup.order, "--extractors", str(setup.extract)]
+    args += ["--engine", setup.client] + [f"--{k.replace('_', '-')}={v:g}" for k, v in clock.items()]
+    report, total = _bench_module(setup, "bench.baselines.sequential_multi", args, web.seeds())
+    cpu = dict(report.get("cpu_seconds", {}))
+    # The interpreter's start and the spawn of its processes: in the total, in no process's own report.
+    cpu["start-up and exits"] = max(0.0, total - sum(cpu.values()))
+    return RunResult("multi-sequential", report.pop("collected"), extra=report, cpu=cpu)
 
 
 def run_single_sequential(setup: Setup, web: MixWeb, run: int) -> RunResult:
-    report = _bench_module(setup, "bench.baselines.sequential", ["--retries", str(setup.retries)], web.seeds())
+    report, cpu = _bench_module(setup, "bench.baselines.sequential", ["--retries", str(setup.retries)], web.seeds())
     processed = report.pop("processed")
     return RunResult(
         "sequential",
         sorted(p["t"] for p in processed if p["outcome"] == "visited"),
         sorted(p["t"] for p in processed),
         report,
+        cpu={"sequential loader (requests)": cpu},
     )
 
 
@@ -321,6 +362,11 @@ class RunSet:
     agents: RunResult
     multi: RunResult
     single: RunResult
+    first: str = "agents"  # ABBA: "agents" ran first in this run, or "baseline" did
+
+    def ordered(self) -> list[RunResult]:
+        robots = [self.agents, self.multi, self.single]
+        return robots if self.first == "agents" else robots[::-1]
 
 
 def _row(label: str, values: list, fmt: str) -> str:
@@ -414,6 +460,44 @@ def table_single(runs: list[RunSet], setup: Setup, width: float) -> list[str]:
     return lines
 
 
+def cpu_lines(runs: list[RunSet], seconds: float) -> list[str]:
+    """Per run and robot: the order it ran in, the load average around it, each process's CPU seconds and CPU
+    per collected URL (by 6H); then the medians of CPU per collected URL over the runs."""
+    lines = ["CPU seconds of every process, per run (order; load average before -> after; CPU per URL collected)"]
+    per_url: dict[str, list[float]] = {}
+    for i, r in enumerate(runs, 1):
+        for res in r.ordered():
+            collected = res.upto(seconds)
+            each = res.cpu_total / collected if collected else float("inf")
+            per_url.setdefault(res.robot, []).append(each)
+            load = res.load
+            lines.append(
+                f"run {i} {res.robot:<17} load {load['before'][0]:.2f} -> {load['after'][0]:.2f}; "
+                f"CPU {res.cpu_total:.1f} s for {collected} URLs = {each * 1000:.1f} ms a URL; "
+                + ", ".join(f"{k} {v:.1f}" for k, v in res.cpu.items())
+            )
+    lines.append(
+        "median CPU per URL collected: "
+        + ", ".join(f"{robot} {statistics.median(v) * 1000:.1f} ms" for robot, v in per_url.items())
+    )
+    return lines
+
+
+def exhausted(runs: list[RunSet], setup: Setup, collectable: int) -> list[str]:
+    """A warning for each robot and run that had (nearly) every collectable page before the last checkpoint:
+    from then on it had nothing left to collect, and the later ratios say nothing about speed."""
+    out = []
+    for i, r in enumerate(runs, 1):
+        for res in (r.agents, r.multi, r.single):
+            got = res.upto(5 * setup.hour)
+            if got >= EXHAUSTED_SHARE * collectable:
+                out.append(
+                    f"WARNING: run {i}, {res.robot} had {got} of the {collectable} collectable pages by 5H: it "
+                    "exhausted the web before the last checkpoint; use more --pages or a longer --answer-seconds"
+                )
+    return out
+
+
 def report(runs: list[RunSet], args: argparse.Namespace, setup: Setup, spec: MixSpec, conditions: str) -> str:
     connect, header, body = setup.timeouts
     windows = ", ".join(f"{a:g}-{b:g} h" for a, b in spec.down_windows[: spec.flaky])
@@ -421,19 +505,25 @@ def report(runs: list[RunSet], args: argparse.Namespace, setup: Setup, spec: Mix
         f"seed 001, multi-agent vs multi-process sequential: {spec.sites} sites x {spec.pages + 1} pages "
         f"({spec.sites * (spec.pages + 1)} collectable), {spec.changing_share:.0%} of pages change every "
         f"{spec.change_hours:g} h, {spec.flaky} sites down for a while ({windows}), {spec.dead} dead servers; "
-        f"answers take {spec.latency:g} s",
+        f"answers take {spec.latency:g} s (pages per site {spec.pages}{' (auto)' if args.auto_pages else ''})",
         f"one time scale, the paper's x {setup.scale:.5g} (1 paper-hour = {setup.hour:g} s): timeouts "
         f"connect/header/body {connect:g}/{header:g}/{body:g} s (the paper's "
         f"{'/'.join(f'{t:g}' for t in PAPER_TIMEOUTS)} s), answers {spec.latency:g} s (an assumed "
         f"{PAPER_LOAD_SECONDS:g} s in 2002), each robot {setup.seconds:g} s = 6 paper-hours; revisit and NR1 "
         "back-off 1 h, NR2 6 h, robots.txt memo 10 min, politeness delay 0",
-        f"fetchers: ours {setup.threads} load + {setup.scan_threads} active-scan + {setup.scan_threads} "
-        f"inactive-scan threads ({setup.mode} mode); baseline {setup.procs} loader processes, re-checks and "
-        f"new URLs {'in turns' if setup.order == 'interleave' else 're-checks first'}",
-        f"network: loopback (no netem: this machine's kernel has no sch_netem), answer time set by the web; "
+        f"worker slots: ours {setup.threads} load + {setup.extract} extract + {setup.scan_threads} active-scan + "
+        f"{setup.scan_threads} inactive-scan ({setup.mode} mode); baseline {setup.procs} loader processes + "
+        f"{setup.extract} extractor processes, re-checks and new URLs "
+        f"{'in turns' if setup.order == 'interleave' else 're-checks first'}",
+        f"HTTP client: {CLIENTS[setup.client]} on both sides (the single loader: requests)",
+        f"network: {network_words(args.latency_ms)}; answer time set by the web; "
         f"machine {os.cpu_count()} cores; {conditions}",
+        "runs in ABBA order: " + ", ".join(f"run {i} {r.first} first" for i, r in enumerate(runs, 1)),
+        *exhausted(runs, setup, spec.sites * (spec.pages + 1)),
         "",
         *table_42(runs, setup),
+        "",
+        *cpu_lines(runs, setup.seconds),
         "",
         *_time_spent(runs),
         "",
@@ -447,7 +537,7 @@ def report(runs: list[RunSet], args: argparse.Namespace, setup: Setup, spec: Mix
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.agents_vs_sequential", description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", type=int, default=3, help="runs of each robot; ratios paired run by run, then medians")
+    p.add_argument("--runs", type=int, default=4, help="runs of each robot, in ABBA order; ratios paired run by run")
     p.add_argument("--seconds", type=float, default=360.0, help="wall time per robot and run (6 paper-hours)")
     p.add_argument("--procs", type=int, help="loader processes of the baseline (default: as many as our fetch threads)")
     p.add_argument(
@@ -458,33 +548,98 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--threads", type=int, default=4, help="our load threads")
     p.add_argument("--scan-threads", type=int, default=2, help="our active-scan and inactive-scan threads, each")
+    p.add_argument(
+        "--extract-slots", type=int, default=2, help="our extract slots = the baseline's extractor processes"
+    )
+    p.add_argument("--client", choices=tuple(CLIENTS), default="engine", help="HTTP client of both robots")
     p.add_argument("--mode", choices=("embedded", "cluster"), default="cluster", help="how our agents run")
     p.add_argument("--sites", type=int, default=10, help="live sites (the paper: 10)")
-    p.add_argument("--pages", type=int, default=200, help="pages per site")
+    p.add_argument("--pages", type=int, help="pages per site (default: auto, more than the fetch slots can load)")
+    p.add_argument(
+        "--answer-seconds", type=float, default=PAPER_LOAD_SECONDS, help="a page's answer time, in paper-seconds"
+    )
+    p.add_argument("--latency-ms", type=float, default=0.0, help="round trip added by a userspace delay proxy")
     p.add_argument("--dead", type=int, default=3, help="servers that never answer")
     p.add_argument("--flaky", type=int, default=2, help="sites down for a while (1-2.5 h, 3-4.5 h)")
     p.add_argument("--changing", type=float, default=0.25, help="share of pages that change every paper-hour")
     p.add_argument("--retries", type=int, default=2, help="in-line re-checks by the single loader (second table)")
     p.add_argument("--bucket", type=float, default=5.0, help="seconds per row of the second table")
     p.add_argument("--seed", type=int, default=1, help="web seed")
+    add_out_option(p)
     return p
+
+
+def auto_pages(args: argparse.Namespace, answer: float) -> int:
+    """Pages per site that no robot can exhaust: every fetch slot loading a page per answer time for the whole
+    run, 20 % over, spread over the sites (capped; the report warns if a robot got near the end anyway)."""
+    slots = max(args.procs, args.threads + 2 * args.scan_threads)
+    answer += args.latency_ms / 1000
+    return min(MAX_PAGES_PER_SITE, max(200, math.ceil(1.2 * slots * args.seconds / answer / args.sites)))
+
+
+def _check(args: argparse.Namespace) -> None:
+    if args.procs is None:
+        args.procs = args.threads + 2 * args.scan_threads
+    if args.runs < 1 or args.seconds <= 0 or args.procs < 1 or args.extract_slots < 1:
+        raise SystemExit("need --runs >= 1, --seconds > 0, --procs >= 1, --extract-slots >= 1")
+    if args.answer_seconds <= 0 or args.latency_ms < 0 or (args.pages is not None and args.pages < 1):
+        raise SystemExit("need --answer-seconds > 0, --latency-ms >= 0, --pages >= 1")
+
+
+def _run_one(robot, setup: Setup, spec: MixSpec, args: argparse.Namespace, run: int, name: str) -> RunResult:  # noqa: ANN001
+    # A fresh web for each robot: its clock (changes, down windows) starts at the robot's first request.
+    with MixWeb(spec, rtt_ms=args.latency_ms) as web:
+        print(f"run {run}/{args.runs}: {name} for {args.seconds:g} s …", file=sys.stderr, flush=True)
+        before, own = loadavg(), os.times()
+        result = robot(setup, web, run)
+        mine = os.times()
+    result.load = {"before": before, "after": loadavg()}
+    # The web (and the delay proxy) run in this process, for each robot alike: its CPU is listed, not charged.
+    result.extra["web_cpu_seconds"] = round(mine.user + mine.system - own.user - own.system, 3)
+    return result
+
+
+def _figures(runs: list[RunSet], setup: Setup, spec: MixSpec, text: str) -> dict:
+    checkpoints = [setup.hour * k for k in range(1, 7)]
+    return {
+        "collectable": spec.sites * (spec.pages + 1),
+        "pages_per_site": spec.pages,
+        "checkpoints_s": checkpoints,
+        "runs": [
+            {
+                "first": r.first,
+                "robots": {
+                    res.robot: {
+                        "collected_by_checkpoint": [res.upto(c) for c in checkpoints],
+                        "processed_by_checkpoint": [res.upto(c, "processed") for c in checkpoints],
+                        "load": res.load,
+                        "cpu_seconds": res.cpu,
+                        "cpu_per_collected_url": res.cpu_total / max(1, res.upto(setup.seconds)),
+                        "extra": res.extra,
+                    }
+                    for res in r.ordered()
+                },
+            }
+            for r in runs
+        ],
+        "report": text.splitlines(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.procs is None:
-        args.procs = args.threads + 2 * args.scan_threads
-    if args.runs < 1 or args.seconds <= 0 or args.procs < 1:
-        raise SystemExit("need --runs >= 1, --seconds > 0, --procs >= 1")
+    _check(args)
     scale = args.seconds / 6 / 3600
+    args.auto_pages = args.pages is None
+    pages = args.pages or auto_pages(args, args.answer_seconds * scale)
     spec = MixSpec(
         sites=args.sites,
-        pages=args.pages,
+        pages=pages,
         dead=args.dead,
         flaky=args.flaky,
         changing_share=args.changing,
         hour=args.seconds / 6,
-        latency=PAPER_LOAD_SECONDS * scale,
+        latency=args.answer_seconds * scale,
         first_octet=FIRST_OCTET,
         seed=args.seed,
     )
@@ -495,20 +650,19 @@ def main(argv: list[str] | None = None) -> int:
         ("single loader", run_single_sequential),
     )
     runs: list[RunSet] = []
+    load_start = loadavg()
     with tempfile.TemporaryDirectory(prefix="bench-avs-") as tmp:
         setup = Setup(
-            args.seconds, args.threads, args.scan_threads, args.procs, args.retries, args.mode, Path(tmp), args.order
-        )
+            args.seconds, args.threads, args.scan_threads, args.procs, args.retries, args.mode, Path(tmp),
+            args.order, args.extract_slots, args.client,
+        )  # fmt: skip
         loads: list[str] = []
         for run in range(1, args.runs + 1):
             loads.append(load_average())
-            results = []
-            for name, robot in robots:
-                # A fresh web for each robot: its clock (changes, down windows) starts at the robot's first request.
-                with MixWeb(spec) as web:
-                    print(f"run {run}/{args.runs}: {name} for {args.seconds:g} s …", file=sys.stderr, flush=True)
-                    results.append(robot(setup, web, run))
-            runs.append(RunSet(*results))
+            first = "agents" if run % 2 else "baseline"  # ABBA: run 1 ours then the baseline, run 2 the reverse, …
+            order = robots if first == "agents" else robots[::-1]
+            done = {name: _run_one(robot, setup, spec, args, run, name) for name, robot in order}
+            runs.append(RunSet(*(done[name] for name, _ in robots), first=first))
             a, m = runs[-1].agents, runs[-1].multi
             print(
                 f"  collected by 6H: agents {a.upto(setup.seconds)}, multi-process sequential {m.upto(setup.seconds)}",
@@ -517,7 +671,9 @@ def main(argv: list[str] | None = None) -> int:
             )
         loads.append(load_average())
         conditions = "at each run's start and at the end: " + "; ".join(loads)
-        print(report(runs, args, setup, spec, conditions))
+        text = report(runs, args, setup, spec, conditions)
+        print(text)
+    write_results("agents_vs_sequential", args, _figures(runs, setup, spec, text), load_before=load_start, out=args.out)
     return 0
 
 

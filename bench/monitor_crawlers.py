@@ -24,6 +24,12 @@ of each process group comes from /proc: the workers, redis, the web, this databa
 postmaster's total), and the driver (dispatch and polling). Two cores give 2,000 ms of CPU a second: that,
 over the CPU per check of our processes, is the most checks a second this machine can do, however many
 crawler numbers share it.
+
+Loopback answers in microseconds; the paper checked public sites. ``--latency-ms N`` puts a userspace delay
+proxy (testweb/delayproxy.py) in front of every server, N ms a round trip (and N more for each new
+connection), so the 1,000 URLs are checked through real latency; the report says whether this kernel has
+sch_netem. The proxy runs in this driver process: its CPU counts as the driver's. Every figure, with the
+load average before and after, goes to bench/results/ as JSON (``--out``).
 """
 
 from __future__ import annotations
@@ -43,7 +49,9 @@ from datetime import timedelta
 
 from bench import monitor_checks as mc
 from bench.harness.db import ROOT, fresh_database, manage
+from bench.harness.latency import DelayProxy, network_words
 from bench.harness.proc import cpu_seconds, machine_cpu, tree_cpu, waited
+from bench.harness.results import add_out_option, loadavg, write_results
 from bench.harness.services import find_nginx
 
 PAPER_MS_PER_1000 = 1200.0  # seed 002: 1,000 URLs registered on one machine, processed in 1,200 ms
@@ -199,6 +207,19 @@ def configuration(n: int, mode: str, all_ids: list[int], args, env: dict, workdi
     return out
 
 
+def _behind_proxy(stack: ExitStack, ports: list[int], per_web: list[int], rtt_ms: float) -> list[int]:
+    """A delay proxy in front of every server: each web's addresses on a port of the proxy's, forwarding to the
+    web's port; the monitor is given the proxy's ports, so every check crosses `rtt_ms` of round trip."""
+    proxy = stack.enter_context(DelayProxy(rtt_ms))
+    front = []
+    for port, n in zip(ports, per_web, strict=True):
+        q = 0
+        for i in range(n):
+            q = proxy.add((f"127.0.0.{2 + i}", q), (f"127.0.0.{2 + i}", port))
+        front.append(q)
+    return front
+
+
 def run(args: argparse.Namespace) -> dict:
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     crawlers = sorted({int(x) for x in args.crawlers.split(",")})
@@ -222,6 +243,8 @@ def run(args: argparse.Namespace) -> dict:
             ports, web = mc.start_nginx(stack, nginx, workdir, per_web, args.nginx_workers), "nginx"
         else:
             ports, web = [mc.start_web(stack, 2, n) for n in per_web], "python"
+        if args.latency_ms > 0:
+            ports = _behind_proxy(stack, ports, per_web, args.latency_ms)
         csv_path = os.path.join(workdir, "servers.csv")
         with open(csv_path, "w") as f:
             for port, n in zip(ports, per_web, strict=True):
@@ -268,6 +291,7 @@ def run(args: argparse.Namespace) -> dict:
         "fetch_threads": args.fetch_threads,
         "pool_threads": args.pool_threads,
         "batch": args.batch,
+        "network": network_words(args.latency_ms),
         "results": results,
         "exact": all(r["exact"] for r in results),
     }
@@ -287,6 +311,7 @@ def report(out: dict) -> None:
         f" {out['rounds']} timed rounds per row (median), {out['fetch_threads']} checks in flight per task,"
         f" batches of {out['batch']}, {out['pool_threads']} task threads per crawler."
     )
+    print(f"network: {out['network']}")
     split = [r for r in out["results"] if r["mode"] == "split"]
     one = next((r for r in split if r["crawlers"] == 1), None)
     if one:
@@ -341,13 +366,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--web", choices=("auto", "nginx", "python"), default="auto")
     p.add_argument("--nginx-workers", type=int, default=1)
     p.add_argument("--round-timeout", type=float, default=60.0)
+    p.add_argument("--latency-ms", type=float, default=0.0, help="round trip added by a userspace delay proxy")
     p.add_argument("--json", action="store_true", help="print the figures as JSON instead of the tables")
     p.add_argument("--json-out", metavar="PATH", help="also write the figures as JSON to PATH")
+    add_out_option(p)
     args = p.parse_args(argv)
+    load_before = loadavg()
     # A SIGTERM (timeout, an operator) unwinds like an error: the database is dropped, what we started stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    if args.rounds < 1 or args.urls < 1:
-        p.error("--rounds and --urls must be at least 1")
+    if args.rounds < 1 or args.urls < 1 or args.latency_ms < 0:
+        p.error("--rounds and --urls must be at least 1, --latency-ms at least 0")
     try:
         out = run(args)
     except mc.BenchError as exc:
@@ -363,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(out))
     else:
         report(out)
+    write_results("monitor_crawlers", args, out, load_before=load_before, out=args.out)
     return 0 if out["exact"] else 1
 
 

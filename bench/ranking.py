@@ -4,11 +4,15 @@ PostgreSQL to stored ranks. Prints figures; asserts nothing.
     python -m bench.ranking                                   # 100k and 1M pages, in memory
     python -m bench.ranking --sizes 100000,1000000,10000000   # 10M pages too (~8 GB of RAM)
     python -m bench.ranking --sizes 100000 --db --db-pages 1000000   # + database -> stored ranks, 1M pages
+    python -m bench.ranking --sizes 10000000 --nx-max 0 --paper-rank   # + the paper's rank, timed on its own
 
 In memory, per size: graph generation (ranking.synthetic: hosts of heavy-tailed sizes, ~77% of links
 on their host, 15% dangling pages, 10 links per page), PageRank from a uniform start, BlockRank by
 site and by domain (local / block / global iterations; the global phase against the uniform start),
-and networkx.pagerank on graphs up to --nx-max pages, run to the same L1 threshold.
+and networkx.pagerank on graphs up to --nx-max pages, run to the same L1 threshold. With --paper-rank,
+seed 003's own rank too (ranking.blockrank.blockrank_local: local rank x block rank, no global phase),
+by site and by domain, timed on its own run (not read off ours) with its L1 distance to exact PageRank.
+The load average before and after, and every figure, go to bench/results/ as JSON (--out).
 
 --db: creates a fresh PostgreSQL database (127.0.0.1:5432, user postgres), migrates it with
 `manage.py migrate`, loads the graph with COPY straight into crawladmin_server / crawladmin_url /
@@ -30,8 +34,9 @@ from contextlib import contextmanager
 import numpy as np
 
 from bench.harness.db import fill_defaults, fresh_database, manage
+from bench.harness.results import add_out_option, loadavg, write_results
 from crawler.urlnorm import url_hash
-from ranking.blockrank import blockrank
+from ranking.blockrank import blockrank, blockrank_local
 from ranking.pagerank import build_graph, pagerank
 from ranking.synthetic import WebGraph, web_graph
 
@@ -45,7 +50,7 @@ def _timed(fn, *args, **kw):
     return out, time.perf_counter() - t
 
 
-def bench_memory(n: int, *, nx_max: int) -> dict:
+def bench_memory(n: int, *, nx_max: int, paper_rank: bool = False) -> dict:
     w, t_gen = _timed(web_graph, n)
     graph, t_build = _timed(build_graph, w.src, w.dst, n, unique=True)
     uniform, t_pr = _timed(pagerank, graph, tol=TOL)
@@ -82,6 +87,15 @@ def bench_memory(n: int, *, nx_max: int) -> dict:
             "start_l1_error": float(np.abs(result.start - uniform.ranks).sum()),
             "uniform_l1_error": float(np.abs(1.0 / n - uniform.ranks).sum()),
         }
+    if paper_rank:
+        for name, blocks in (("site", w.host), ("domain", w.domain)):
+            local, seconds = _timed(blockrank_local, graph, blocks, tol=TOL)
+            out[f"paper_rank_{name}"] = {
+                "seconds": round(seconds, 3),
+                "blocks": local.blocks,
+                "iterations": {"local": local.local_iterations, "block": local.block_iterations, "global": 0},
+                "l1_vs_pagerank": float(np.abs(local.ranks - uniform.ranks).sum()),
+            }
     if n <= nx_max:
         out["networkx"] = bench_networkx(w, uniform.ranks)
     return out
@@ -213,10 +227,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--db", action="store_true", help="Also time PostgreSQL -> stored ranks")
     parser.add_argument("--db-pages", type=int, default=1_000_000, help="Pages in the database benchmark")
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON only")
+    parser.add_argument(
+        "--paper-rank", action="store_true", help="Also time seed 003's local x block rank (no global phase) alone"
+    )
+    add_out_option(parser)
     args = parser.parse_args(argv)
+    try:
+        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    except ValueError:
+        raise SystemExit(f"--sizes: comma-separated page counts, not {args.sizes!r}") from None
+    load_before = loadavg()
+    if not args.json:
+        print(f"bench.ranking: {os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in load_before)}")
     figures = {"memory": [], "database": None}
-    for n in (int(s) for s in args.sizes.split(",") if s.strip()):
-        result = bench_memory(n, nx_max=args.nx_max)
+    for n in sizes:
+        result = bench_memory(n, nx_max=args.nx_max, paper_rank=args.paper_rank)
         figures["memory"].append(result)
         if not args.json:
             _print_memory(result)
@@ -224,8 +249,12 @@ def main(argv: list[str] | None = None) -> None:
         figures["database"] = bench_database(args.db_pages)
         if not args.json:
             _print_database(figures["database"])
+    load_after = loadavg()
     if args.json:
         print(json.dumps(figures, indent=2))
+    else:
+        print(f"\nload average after: {' '.join(f'{x:.2f}' for x in load_after)}")
+    write_results("ranking", args, figures, load_before=load_before, load_after=load_after, out=args.out)
 
 
 def _print_memory(r: dict) -> None:
@@ -243,6 +272,14 @@ def _print_memory(r: dict) -> None:
             f"{b['global_phase_seconds']} s); start L1 error {b['start_l1_error']:.3f} vs uniform "
             f"{b['uniform_l1_error']:.3f}"
         )
+    for name in ("site", "domain"):
+        if f"paper_rank_{name}" in r:
+            b = r[f"paper_rank_{name}"]
+            its = b["iterations"]
+            print(
+                f"  paper's rank by {name:<6}    {b['seconds']:7.3f} s  local {its['local']}, block {its['block']}, "
+                f"no global phase (timed alone); L1 to exact PageRank {b['l1_vs_pagerank']:.4f}"
+            )
     if "networkx" in r:
         x = r["networkx"]
         print(

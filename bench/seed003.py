@@ -20,6 +20,10 @@ where every figure comes from.
    distance to exact PageRank and both times). Convert = reading the graph and converting it (dense site,
    domain, community and page IDs, links in page IDs, the sparse matrix); rank = the method's iterations.
    Writing the ranks back is printed apart (the paper's rank step writes files).
+3. The paper's rank at 10M pages does not fit a database here: `python -m bench.ranking --sizes 10000000
+   --nx-max 0 --paper-rank` times it in memory, apart from ours (exact PageRank, and BlockRank with its
+   global phase).
+Every figure, with the load average before and after, goes to bench/results/ as JSON (``--out``).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from argparse import Namespace
 from pathlib import Path
 
 from bench.harness.db import fresh_database, manage
+from bench.harness.results import add_out_option, loadavg, write_results
 
 # Table 8 of the paper: seconds on nine Pentium 4 2.0 GHz PCs (512 MB each) on one 100 Mbps hub.
 PAPER = {
@@ -66,9 +71,7 @@ def real_crawl(servers: int, pages: int, *, port: int, net: str, max_seconds: fl
     spec = WebSpec(servers=servers, pages=pages, net=net, port=port)
     if not port_is_free(spec):
         raise SystemExit(f"something listens on {net}.x:{port}: choose another --port or --net")
-    args = Namespace(
-        workers=default_workers(servers, 2), slots=2, env=[], max_seconds=max_seconds, dispatch_only=False
-    )
+    args = Namespace(workers=default_workers(servers, 2), slots=2, env=[], max_seconds=max_seconds, dispatch_only=False)
     tmp = Path(tempfile.mkdtemp(prefix="bench-seed003-"))
     try:
         written = ensure_written(tmp / "www", spec)
@@ -83,9 +86,16 @@ def real_crawl(servers: int, pages: int, *, port: int, net: str, max_seconds: fl
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return {
-        "servers": servers, "pages_per_server": pages, "written": written, "pages": r["pages"],
-        "seconds": r["seconds"], "pages_per_s": r["pages_per_s"], "cpu_s_per_page": r["cpu_s_per_page"],
-        "machine_busy_share": r["machine_busy_share"], "problems": problems, "rank": r["after"],
+        "servers": servers,
+        "pages_per_server": pages,
+        "written": written,
+        "pages": r["pages"],
+        "seconds": r["seconds"],
+        "pages_per_s": r["pages_per_s"],
+        "cpu_s_per_page": r["cpu_s_per_page"],
+        "machine_busy_share": r["machine_busy_share"],
+        "problems": problems,
+        "rank": r["after"],
     }
 
 
@@ -102,8 +112,14 @@ def generated_database(n: int) -> dict:
         manage(env, "migrate", "--verbosity", "0")
         load_s = load_graph(url, w)
         ranks = _rank_commands(env)
-    return {"pages": n, "links": len(w.src), "sites": w.hosts, "generate_s": round(generate_s, 1),
-            "load_s": round(load_s, 1), "rank": ranks}
+    return {
+        "pages": n,
+        "links": len(w.src),
+        "sites": w.hosts,
+        "generate_s": round(generate_s, 1),
+        "load_s": round(load_s, 1),
+        "rank": ranks,
+    }
 
 
 # -- printing ---------------------------------------------------------------------------------------------
@@ -161,10 +177,19 @@ def print_report(crawl: dict | None, sizes: dict[int, dict]) -> None:
             f" block {local['iterations']['block']}, no global); exact PageRank from a uniform start {x['seconds']} s"
             f" ({x['iterations']} iterations); L1 distance to exact {x['l1_distance']:.4f}; command {local['wall_s']} s"
         )
-    print("\nSeed 003 Table 8 (seconds; paper: 9 machines) beside ours (this machine: "
-          f"{os.cpu_count()} cores, shared)")
-    head = ("pages", "paper crawl", "ours crawl", "paper convert", "ours convert", "paper rank",
-            "ours rank exact", "ours rank local", "paper total", "ours total")
+    print(f"\nSeed 003 Table 8 (seconds; paper: 9 machines) beside ours (this machine: {os.cpu_count()} cores, shared)")
+    head = (
+        "pages",
+        "paper crawl",
+        "ours crawl",
+        "paper convert",
+        "ours convert",
+        "paper rank",
+        "ours rank exact",
+        "ours rank local",
+        "paper total",
+        "ours total",
+    )
     print(" | ".join(head))
     print(" | ".join("---" for _ in head))
     for n in sorted(set(PAPER) | set(sizes)):
@@ -174,13 +199,26 @@ def print_report(crawl: dict | None, sizes: dict[int, dict]) -> None:
         if d:
             exact, local = d["rank"]["blockrank"], d["rank"]["blockrank-local"]
             conv, rank_e, rank_l = _convert_s(exact), exact["seconds"]["rank"], local["seconds"]["rank"]
-            total = f"{crawl_s + conv + rank_e:,.0f}" + (" (crawl extrapolated)" if "extra" in crawl_text else "") \
-                if crawl_s is not None else "-"
+            total = (
+                f"{crawl_s + conv + rank_e:,.0f}" + (" (crawl extrapolated)" if "extra" in crawl_text else "")
+                if crawl_s is not None
+                else "-"
+            )
             ours = (crawl_text, f"{conv}", f"{rank_e}", f"{rank_l}", total)
         else:
             ours = ("not run",) * 5
-        row = (f"{n:,}", _n(p.get("crawl")), ours[0], _n(p.get("convert")), ours[1], _n(p.get("rank")), ours[2],
-               ours[3], _n(p.get("total")), ours[4])
+        row = (
+            f"{n:,}",
+            _n(p.get("crawl")),
+            ours[0],
+            _n(p.get("convert")),
+            ours[1],
+            _n(p.get("rank")),
+            ours[2],
+            ours[3],
+            _n(p.get("total")),
+            ours[4],
+        )
         print(" | ".join(row))
     print("ours: crawl from the real crawl above; convert (read + convert) and rank from the generated database.")
 
@@ -195,21 +233,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=8093)
     ap.add_argument("--max-seconds", type=float, default=1800, help="the crawl stops here (and counts as failed)")
     ap.add_argument("--json", type=Path, help="also write every figure here")
+    add_out_option(ap)
     args = ap.parse_args(argv)
-    print(f"bench.seed003: machine {os.cpu_count()} cores, load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    load_before = loadavg()
+    print(
+        f"bench.seed003: machine {os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        flush=True,
+    )
     crawl = None
     if not args.no_crawl:
         print(f"real crawl: {args.crawl_servers} x {args.crawl_pages:,} pages …", flush=True)
-        crawl = real_crawl(args.crawl_servers, args.crawl_pages, port=args.port, net=args.net,
-                           max_seconds=args.max_seconds)
+        crawl = real_crawl(
+            args.crawl_servers, args.crawl_pages, port=args.port, net=args.net, max_seconds=args.max_seconds
+        )
     sizes = {}
     for n in (int(s) for s in args.sizes.split(",") if s.strip()):
         print(f"generated database: {n:,} pages …", flush=True)
         sizes[n] = generated_database(n)
     print_report(crawl, sizes)
+    figures = {"crawl": crawl, "sizes": sizes, "paper": PAPER}
     if args.json:
-        args.json.write_text(json.dumps({"crawl": crawl, "sizes": sizes, "paper": PAPER}, indent=2, default=str))
+        args.json.write_text(json.dumps(figures, indent=2, default=str))
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    write_results("seed003", args, json.loads(json.dumps(figures, default=str)), load_before=load_before, out=args.out)
     return 1 if crawl and crawl["problems"] else 0
 
 

@@ -2,19 +2,20 @@
 
     python -m bench.staleness_live [--runs 3] [--periods 20] [--period 4] [--servers 4] [--pages 40] [--json]
 
-Prints figures; asserts nothing. One run: six crawlers side by side, one per recrawl
-policy (CRAWL_RECRAWL_POLICY) — ours (the paper's score with s the expected staleness a check removes,
-crawlcore.services.recrawl_choice), the same score with the paper's plain s, oldest-first round robin, the
-paper's two baselines, change frequency (Tan et al. 2010) and importance (Khan et al. 2013) — and an
-oracle that reads the web's schedule (`_oracle_choice`). Each is the real embedded stack (SQLite, the
-in-process broker and worker threads running the load, extract and scan agents, the dispatcher and the
-active sweep) against its own copy of the same changing web (testweb/changing.py: the same pages, sizes,
-server speeds and change schedule, from the same clock origin). Each crawler first tries every page (the
-warm-up); once all have, they start at the same cycle boundary: CRAWL_RECRAWL_CYCLE = periods × period,
+Prints figures; asserts nothing. One run: six crawlers side by side, one per recrawl policy
+(CRAWL_RECRAWL_POLICY) — the paper's method (`staleness-plain`: (T−t)·s − p·g, s the periods since the check),
+our extension of it (`staleness`: s the expected staleness a check removes, from the change rate λ by Cho &
+Garcia-Molina's estimator, crawlcore.services.recrawl_choice), oldest-first round robin, the paper's two
+baselines, change frequency (Tan et al. 2010, λ by the same estimator as our extension) and importance (Khan
+et al. 2013) — and an oracle that reads the web's schedule (`_oracle_choice`). Each is the real embedded stack
+(SQLite, the in-process broker and worker threads running the load, extract and scan agents, the dispatcher
+and the active sweep) against its own copy of the same changing web (testweb/changing.py: the same pages,
+sizes, server speeds and change schedule, from the same clock origin). Each crawler first tries every page
+(the warm-up); once all have, they start at the same cycle boundary: CRAWL_RECRAWL_CYCLE = periods × period,
 so T − t runs from T down to 1 as in the paper, and the active sweep runs at the start of every period.
-`--burnin` cycles (default 1) run unmeasured first, so each policy is measured from the state its own
-choices left. Every crawler has the same capacity: the same worker threads, the same per-server
-politeness, and the same m each period (the cap less what is still out). Beside the table, the floor
+`--burnin` cycles (default 1) run unmeasured first, so each policy is measured from the state its own choices
+left. Every crawler has the same capacity: the same worker threads, the same per-server politeness, and the
+same m each period (the cap less what is still out). Beside the table, the floor
 (scheduling/staleness_bound.py): the least mean staleness any policy could reach with as many fetches.
 
 Staleness is measured from the web's own change log, not from the crawler's view: every half second,
@@ -25,10 +26,15 @@ collection period, and pages change every 6 s to 5 min — so staleness comes ou
 the table also shows it ×60 (one second of the run standing for one minute) beside the paper's minutes,
 a scale, not a claim that the settings match the paper's.
 
-Two measures, both sampled the same way: **age** (how long the stored copy has been out of date, 0 while
-it is live) and the paper's own, **time since fetched** (how long ago the URL was last loaded or checked,
-whether or not the page changed since: s_j(t) in the paper counts periods since page j was fetched). A
-policy that re-checks pages that never change scores well on the second and poorly on the first.
+Two measures, both sampled the same way: the paper's own, **time since download** (how long ago the URL
+was last loaded or checked, whether or not the page changed since: s_j(t) in the paper counts periods since
+page j was fetched; its table's minutes are this), and **age** (how long the stored copy has been out of
+date, 0 while it is live). A policy that re-checks pages that never change scores well on the first and
+poorly on the second. Ratios are set beside the paper's only in its own measure.
+
+The web's spreads are options and printed: change rates (``--min-interval``/``--max-interval``, or
+``--rate-spread``) and in-links (``--links`` per page, drawn by a Zipf law of exponent ``--inlink-zipf``).
+The raw output goes to bench/results/ as JSON (``--out``).
 
 `--runs N` runs the six crawlers N times (web seed, seed + 1, …); every ratio is paired within its run
 (a baseline's figure over ours of the same run, on the same web at the same moments), and the medians of
@@ -49,17 +55,20 @@ import time
 import uuid
 from pathlib import Path
 
+from bench.harness.results import add_out_option, loadavg, write_results
+
 ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ("staleness", "staleness-plain", "round-robin", "change-frequency", "importance", "oracle")
 LABELS = {
-    "staleness": "ours: (T-t)·s - p·g, s expected from changes",
-    "staleness-plain": "the paper's s (periods since the check)",
+    "staleness": "our extension: s expected from λ",
+    "staleness-plain": "the paper's method: (T-t)·s - p·g",
     "change-frequency": "change frequency (Tan et al. 2010)",
     "importance": "importance (Khan et al. 2013)",
     "round-robin": "oldest first (round robin)",
-    "oracle": "oracle: knows the schedule (same m, HEADs)",
+    "oracle": "oracle (knows the schedule, same m)",
 }
-PAPER_MIN = {"staleness": 235.4, "change-frequency": 526.5, "importance": 897.7}
+PAPER_MIN = {"staleness-plain": 235.4, "change-frequency": 526.5, "importance": 897.7}  # time since download
+PAPER = "staleness-plain"  # the paper's own method: the reference of every ratio set beside the paper's
 SAMPLE_EVERY = 0.5
 DISPATCH_EVERY = 0.25
 
@@ -77,10 +86,14 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--runs", type=int, default=3, help="runs; ratios are paired within each run (default 3)")
     ap.add_argument("--min-interval", type=float, default=6.0, help="shortest time between a page's changes (s)")
     ap.add_argument("--max-interval", type=float, default=300.0, help="longest time between a page's changes (s)")
+    ap.add_argument("--rate-spread", type=float, help="max/min change rate: sets --min-interval = max / this")
+    ap.add_argument("--links", type=int, default=4, help="links drawn per page (default 4)")
+    ap.add_argument("--inlink-zipf", type=float, default=1.0, help="Zipf exponent of link targets (default 1)")
     ap.add_argument(
         "--burnin", type=int, default=1, help="cycles run before the measured one, not measured (default 1)"
     )
     ap.add_argument("--json", action="store_true")
+    add_out_option(ap)
     ap.add_argument("--_child", help=argparse.SUPPRESS)
     ap.add_argument("--_t0", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--_sync", help=argparse.SUPPRESS)
@@ -100,6 +113,8 @@ def _spec(args):
         seed=args.seed,
         min_interval=args.min_interval,
         max_interval=args.max_interval,
+        links=args.links,
+        inlink_zipf=args.inlink_zipf,
     )
 
 
@@ -330,6 +345,7 @@ def run(args) -> dict:
             cmd += ["--servers", str(args.servers), "--pages", str(args.pages), "--threads", str(args.threads)]
             cmd += ["--seed", str(args.seed), "--burnin", str(args.burnin)]
             cmd += ["--min-interval", str(args.min_interval), "--max-interval", str(args.max_interval)]
+            cmd += ["--links", str(args.links), "--inlink-zipf", str(args.inlink_zipf)]
             procs[policy] = subprocess.Popen(
                 cmd, cwd=ROOT, env=_child_env(Path(tmp), policy, args), stdout=subprocess.PIPE, text=True
             )
@@ -352,7 +368,7 @@ def run(args) -> dict:
     for r in results.values():
         r["bound"] = _bounds(args, t0, r, start=measured, end=measured + cycle)
     return {
-        "config": {k: v for k, v in vars(args).items() if not k.startswith("_") and k != "json"},
+        "config": {k: v for k, v in vars(args).items() if not k.startswith("_") and k not in ("json", "out")},
         "warmed_before_start": warmed,
         "cycle_seconds": cycle,
         "wall_seconds": round(time.time() - t0, 1),
@@ -390,70 +406,77 @@ def _over(a: float, b: float) -> float:
     return a / b if b else float("nan")
 
 
+ORDER = ("staleness-plain", "staleness", "change-frequency", "importance", "round-robin", "oracle")
+FETCHED, AGE = "since_fetched_seconds", "mean_seconds"
+
+
 def report(out: dict) -> str:
-    res = out["results"]
-    cfg = out["config"]
-    ours = res["staleness"]["mean_seconds"]
+    """One run's table: the paper's measure (time since download) first, with the paper's minutes beside it and
+    ratios to the paper's method; age after it, labelled, with the floor (an age bound)."""
+    res, cfg = out["results"], out["config"]
+    ref_f, ref_a = res[PAPER][FETCHED], res[PAPER][AGE]
     lines = [
-        "seed 004 live: mean staleness from the web's change log, six crawlers side by side "
+        "seed 004 live: six crawlers side by side "
         f"({cfg['servers']} servers × {cfg['pages']} pages, T = {cfg['periods']} periods of {cfg['period']:g} s, "
         f"{cfg['threads']} worker threads each, m = {cfg['cap']} less what is still out; "
         f"{out['wall_seconds']:.0f} s wall)",
         "",
-        f"{'policy':<42} {'age (s)':>9} {'×60 (min)':>10} {'paper (min)':>11} {'vs ours':>8} "
-        f"{'fetched (s)':>11} {'vs ours':>8} {'rechecks':>9} {'loads':>6} {'floor (s)':>9}",
+        f"{'policy':<36} {'since download (s)':>18} {'×60 (min)':>10} {'paper (min)':>11} {'÷ paper':>8} "
+        f"{'age (s)':>8} {'÷ paper':>8} {'rechecks':>9} {'loads':>6} {'age floor (s)':>13}",
     ]
-    for p in ("staleness", "change-frequency", "importance", "round-robin", "staleness-plain", "oracle"):
+    for p in ORDER:
         r = res[p]
         paper = f"{PAPER_MIN[p]:.1f}" if p in PAPER_MIN else "-"
-        ratio = r["mean_seconds"] / ours if ours else float("nan")
-        ours_f = res["staleness"]["since_fetched_seconds"]
-        ratio_f = r["since_fetched_seconds"] / ours_f if ours_f else float("nan")
         lines.append(
-            f"{LABELS[p]:<42} {r['mean_seconds']:>9.2f} {r['mean_seconds']:>10.1f} {paper:>11} "
-            f"{ratio:>7.2f}× {r['since_fetched_seconds']:>11.2f} {ratio_f:>7.2f}× "
-            f"{r['requests']['active_scan']:>9} {r['requests']['load']:>6} {r['bound']['requests']:>9.2f}"
+            f"{LABELS[p]:<36} {r[FETCHED]:>18.2f} {r[FETCHED]:>10.1f} {paper:>11} {_over(r[FETCHED], ref_f):>7.2f}× "
+            f"{r[AGE]:>8.2f} {_over(r[AGE], ref_a):>7.2f}× "
+            f"{r['requests']['active_scan']:>9} {r['requests']['load']:>6} {r['bound']['requests']:>13.2f}"
         )
-    cf, imp, rr = (res[p]["mean_seconds"] for p in ("change-frequency", "importance", "round-robin"))
-    half = ours <= 0.5 * cf and ours <= 0.5 * imp
-    rr_ok = rr >= 1.2 * ours
+    cf, imp, rr = (res[p][FETCHED] for p in ("change-frequency", "importance", "round-robin"))
     req, bound = res["staleness"]["requests"], res["staleness"]["bound"]
-    n_ours = req["active_scan"] + req["load"]
     lines += [
-        f"(ours without the change signal is {_over(res['staleness-plain']['mean_seconds'], ours):.2f}× ours.)",
-        f"(the oracle, which knows every change time, is {_over(cf, res['oracle']['mean_seconds']):.2f}× better than"
-        f" change frequency and {_over(rr, res['oracle']['mean_seconds']):.2f}× better than round robin.)",
         "",
-        "(age: how long the stored copy has been out of date; fetched: time since the URL was last loaded or"
-        " checked, the paper's measure. ×60: one second of the run read as one minute; the paper's column is"
-        " its table, 10 sites.)",
-        "paper: ours 2.24× better than [Tan], 3.81× than [Khan]; here "
-        f"{_over(cf, ours):.2f}× and {_over(imp, ours):.2f}×, and {_over(rr, ours):.2f}× better than round robin.",
-        f"goal (ours ≤ half of both baselines): {'met' if half else 'NOT met'}; "
-        f"goal (≥ 1.2× better than round robin): {'met' if rr_ok else 'NOT met'}.",
-        f"floor (scheduling/staleness_bound.py): an oracle that knows every change time and fetches at the"
-        f" instant of a change, with ours' {n_ours} requests as fetches, from ours' state at the cycle start:"
-        f" {bound['requests']:.2f} s ({bound['loads']:.2f} s with its {req['load']} loads);"
-        f" half of change frequency is {cf / 2:.2f} s.",
+        "(÷ paper: a policy's figure over the paper's method's, in the same measure. Since download: how long ago"
+        " the URL was last loaded or checked, the paper's measure; ×60 reads one second of the run as one minute"
+        " beside the paper's table (10 sites, real time), a scale, not a claim that the settings match. Age: how"
+        " long the stored copy has been out of date.)",
+        "the paper, time since download: its method 2.24× better than [Tan], 3.81× than [Khan]; here, the same"
+        f" measure: {_over(cf, ref_f):.2f}× and {_over(imp, ref_f):.2f}× (round robin {_over(rr, ref_f):.2f}×).",
+        *_goals(res),
+        f"age floor (scheduling/staleness_bound.py): an oracle that knows every change time and fetches at the"
+        f" instant of a change, with our extension's {req['active_scan'] + req['load']} requests as fetches, from"
+        f" its state at the cycle start: {bound['requests']:.2f} s ({bound['loads']:.2f} s with its"
+        f" {req['load']} loads).",
     ]
     if len(out["warmed_before_start"]) < len(POLICIES):
         late = ", ".join(p for p in POLICIES if p not in out["warmed_before_start"])
         lines.append(f"WARNING: not every page was loaded before the start by: {late} (a busy machine?)")
     if cfg["burnin"] and all(res[p]["burnin_mean_seconds"] is not None for p in POLICIES):
         lines.append(
-            f"burn-in ({cfg['burnin']} unmeasured cycle(s) first), mean staleness there: "
+            f"burn-in ({cfg['burnin']} unmeasured cycle(s) first), mean age there: "
             + ", ".join(f"{p} {res[p]['burnin_mean_seconds']:.2f}" for p in POLICIES)
         )
-    lines += [
-        "",
-        "mean staleness (s) per period:",
-    ]
+    lines += ["", "mean age (s) per period:"]
     for p in POLICIES:
         lines.append(f"  {p:<17} " + " ".join(f"{v:5.1f}" for v in res[p]["per_period_seconds"]))
     return "\n".join(lines)
 
 
-BASELINES = ("change-frequency", "importance", "round-robin", "staleness-plain", "oracle")
+def _goals(res: dict) -> list[str]:
+    """The paper's goals in its own measure, for its method and for our extension."""
+    cf, imp, rr = (res[p][FETCHED] for p in ("change-frequency", "importance", "round-robin"))
+    out = []
+    for p in ("staleness-plain", "staleness"):
+        x = res[p][FETCHED]
+        half = x <= 0.5 * cf and x <= 0.5 * imp
+        out.append(
+            f"goals, time since download, {LABELS[p]}: ≤ half of both baselines {'met' if half else 'NOT met'}; "
+            f"≥ 1.2× better than round robin {'met' if rr >= 1.2 * x else 'NOT met'}."
+        )
+    return out
+
+
+BASELINES = ("change-frequency", "importance", "round-robin", "oracle")
 
 
 def run_all(args) -> dict:
@@ -464,8 +487,10 @@ def run_all(args) -> dict:
     for k in range(args.runs):
         args.seed = first_seed + k
         loads.append(load_average())
+        before = loadavg()
         print(f"run {k + 1}/{args.runs} (web seed {args.seed}) …", file=sys.stderr, flush=True)
         runs.append(run(args))
+        runs[-1]["load"] = {"before": before, "after": loadavg()}
     args.seed = first_seed
     loads.append(load_average())
     return {"runs": runs, "loads": loads, "web": web_spreads(args)}
@@ -486,22 +511,26 @@ def web_spreads(args) -> dict:
         "change_interval_s": [min(intervals), max(intervals)],
         "change_rate_spread": round(max(intervals) / min(intervals), 1),
         "inlinks_min_median_max": [counts[0], statistics.median(counts), counts[-1]],
+        "importance_weight_spread": round((counts[-1] + 1) / (counts[0] + 1), 1),  # w = 1 + in-links
+        "links_per_page": args.links,
+        "inlink_zipf": args.inlink_zipf,
     }
 
 
 def paired(all_runs: dict) -> list[str]:
-    """Each baseline over ours, run by run (same run, same web, same moments), in both measures; medians of
-    those paired ratios."""
-    lines = ["paired ratios, baseline ÷ ours (> 1: ours better), each run; median of the paired ratios:"]
-    for measure, key in (("age", "mean_seconds"), ("time since fetched", "since_fetched_seconds")):
-        lines.append(f"  {measure}:")
-        for p in BASELINES:
-            ratios = [_over(r["results"][p][key], r["results"]["staleness"][key]) for r in all_runs["runs"]]
-            lines.append(
-                f"    {LABELS[p]:<42} "
-                + ", ".join(f"{x:.2f}×" for x in ratios)
-                + f"; median {statistics.median(ratios):.2f}×"
-            )
+    """Each policy over a reference, run by run (same run, same web, same moments), in both measures; medians
+    of those paired ratios. References: the paper's method, then our extension."""
+    lines = ["paired ratios, policy ÷ reference (> 1: the reference better), each run; median of the pairs:"]
+    for ref in (PAPER, "staleness"):
+        for measure, key in (("time since download (the paper's measure)", FETCHED), ("age", AGE)):
+            lines.append(f"  ÷ {LABELS[ref]}, {measure}:")
+            for p in [q for q in ORDER if q != ref]:
+                ratios = [_over(r["results"][p][key], r["results"][ref][key]) for r in all_runs["runs"]]
+                lines.append(
+                    f"    {LABELS[p]:<36} "
+                    + ", ".join(f"{x:.2f}×" for x in ratios)
+                    + f"; median {statistics.median(ratios):.2f}×"
+                )
     return lines
 
 
@@ -509,30 +538,45 @@ def report_all(all_runs: dict) -> str:
     web = all_runs["web"]
     parts = []
     for k, out in enumerate(all_runs["runs"], 1):
-        parts += [f"== run {k} of {len(all_runs['runs'])} (web seed {out['config']['seed']})", report(out), ""]
+        load = out["load"]
+        parts += [
+            f"== run {k} of {len(all_runs['runs'])} (web seed {out['config']['seed']}; load average "
+            f"{load['before'][0]:.2f} -> {load['after'][0]:.2f})",
+            report(out),
+            "",
+        ]
     parts += [
         *paired(all_runs),
         "",
         "conditions: loopback, a compressed clock (a period of "
         f"{all_runs['runs'][0]['config']['period']:g} s); the web's change intervals "
-        f"{web['change_interval_s'][0]:g}–{web['change_interval_s'][1]:g} s (rates spread "
-        f"{web['change_rate_spread']:g}×), in-links a page min/median/max {web['inlinks_min_median_max']}; "
-        "load average at each run's start and at the end: " + "; ".join(all_runs["loads"]),
-        "the paper's 2.24× and 3.81× are ratios of its own table (10 sites, real time); the ratios above are "
-        "this web's, measured, not scaled.",
+        f"{web['change_interval_s'][0]:g}–{web['change_interval_s'][1]:g} s (change rates spread "
+        f"{web['change_rate_spread']:g}×); {web['links_per_page']} links drawn a page, Zipf exponent "
+        f"{web['inlink_zipf']:g}: in-links a page min/median/max {web['inlinks_min_median_max']}, importance "
+        f"weights spread {web['importance_weight_spread']:g}×; load average at each run's start and at the end: "
+        + "; ".join(all_runs["loads"]),
+        "the paper's 2.24× and 3.81× are ratios of its own table (10 sites, real time, time since download); "
+        "the ratios above are this web's, measured, not scaled.",
     ]
     return "\n".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.rate_spread is not None:
+        if args.rate_spread < 1:
+            raise SystemExit("need --rate-spread >= 1")
+        args.min_interval = args.max_interval / args.rate_spread
     if args._child:
         print(json.dumps(child(args)))
         return 0
-    if args.runs < 1:
-        raise SystemExit("need --runs >= 1")
+    if args.runs < 1 or args.links < 1 or args.inlink_zipf < 0 or not 0 < args.min_interval <= args.max_interval:
+        raise SystemExit("need --runs >= 1, --links >= 1, --inlink-zipf >= 0, 0 < --min-interval <= --max-interval")
+    load_before = loadavg()
     out = run_all(args)
-    print(json.dumps(out, indent=2) if args.json else report_all(out))
+    text = report_all(out)
+    print(json.dumps(out, indent=2) if args.json else text)
+    write_results("staleness_live", args, {**out, "report": text.splitlines()}, load_before=load_before, out=args.out)
     return 0
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.harness.db import copy_lines, fill_defaults, fresh_database
+from bench.harness.results import add_out_option, loadavg, write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PG = os.environ.get("CRAWLADMIN_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
@@ -75,7 +76,7 @@ def load(url: str, *, urls: int, servers: int, age_days: float, seed: int = 0) -
             cur,
             "COPY crawladmin_url (id, url, url_hash, server_id, state, last_checked_at, content_length) FROM STDIN",
             (
-                f"{j + 1}\thttp://s{s}.example/p{j}\t{j + 1:040x}\t{s}\tvisited\t{_ts(t)}\t{n if k else NULL}\n"
+                f"{j + 1}\thttp://s{s}.example/p{j}\t{j + 1:024x}\t{s}\tvisited\t{_ts(t)}\t{n if k else NULL}\n"
                 for j, (s, t, n, k) in enumerate(
                     zip(server_of.tolist(), stamp, length.tolist(), has_length.tolist(), strict=True)
                 )
@@ -164,8 +165,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=1000, help="m: CRAWL_ACTIVE_SCAN_CAPACITY")
     ap.add_argument("--age-days", type=float, default=30.0, help="last checks spread uniformly over this many days")
     ap.add_argument("--json", action="store_true")
+    add_out_option(ap)
     ap.add_argument("--_measure", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    load_before = loadavg()
     if args._measure:  # the child: Django set up on the bench database
         out = [measure(runs=args.runs, limit=args.limit, revisit_after=r) for r in (86400.0, 0.0)]
         out.append(measure(runs=args.runs, limit=10 * args.limit, revisit_after=0.0))
@@ -219,9 +222,17 @@ def main(argv: list[str] | None = None) -> None:
         "load_s": round(t_load, 1),
         "selections": results,
     }
+    load_after = loadavg()
     if args.json:
         print(json.dumps(report, indent=2))
-        return
+    else:
+        _print(report, args)
+        print(f"load average before {load_before}, after {load_after} ({os.cpu_count()} cores)")
+    write_results("staleness_selection", args, report, load_before=load_before, load_after=load_after, out=args.out)
+
+
+def _print(report: dict, args: argparse.Namespace) -> None:
+    results = report["selections"]
     print(
         f"staleness choice over {args.urls:,} Visited URLs on {args.servers} servers, last checked over "
         f"{args.age_days:g} days, PostgreSQL "

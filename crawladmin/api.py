@@ -29,7 +29,8 @@ from crawlcore.models import Server
 from crawler.status import Status
 from crawler.urlnorm import ServerKey
 from dashboard.api_access import api_view, scope_of
-from dashboard.selectors import monitor_status_counts, summary_counts
+from dashboard.selectors_crawl import summary_counts
+from dashboard.selectors_grid import monitor_status_counts
 from monitoring.models import ServerMonitor
 from monitoring.selectors import servers_shown
 
@@ -39,7 +40,7 @@ MAX_LIMIT = 10_000
 @api_view(whole_crawl=True)
 def summary(request: HttpRequest) -> JsonResponse:
     """The crawl in numbers: what `manage.py crawl --json` prints, without the run's own figures
-    (dashboard.selectors.summary_counts: at most API_COUNTS_MAX_AGE seconds old but for the checks)."""
+    (dashboard.selectors_crawl.summary_counts: at most API_COUNTS_MAX_AGE seconds old but for the checks)."""
     statuses = {status: n for status, n in monitor_status_counts().items() if n}
     return JsonResponse({"generated_at": timezone.now().isoformat(), **summary_counts(), "monitoring": statuses})
 

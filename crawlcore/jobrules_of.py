@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from zoneinfo import ZoneInfo
 
 from django.conf import settings
 
@@ -16,6 +15,7 @@ from crawler import jobrules
 from crawler.jobrules import PathRules
 from crawler.scope import registered_domain
 from crawler.urlnorm import server_key
+from crawler.windows import in_day_windows
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,6 @@ class JobRules:
             return jobrules.JOB_PAUSED
         if self.state != Job.RUNNING:
             return jobrules.JOB_STOPPED
-        if not jobrules.in_windows(self.windows, now.astimezone(ZoneInfo(self.time_zone))):
+        if not in_day_windows(self.windows, now, self.time_zone):
             return jobrules.OUTSIDE_WINDOW
         return ""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db.models import Avg, Count, Exists, Max, Min, OuterRef, Q, Subquery
@@ -188,7 +187,7 @@ def _why(
             return PAUSED, None
         if job.state in (Job.STOPPED, Job.IDLE):
             return STOPPED, None
-        return OUTSIDE_WINDOW, _window_opens(job, now)
+        return OUTSIDE_WINDOW, job.window_opens(now)
     # Whatever holds the server itself (an operator, the monitor, robots.txt, a back-off, the schedule, an
     # exclusion) is its health's to say (crawlcore.selectors_health).
     if health.held:
@@ -201,17 +200,6 @@ def _why(
     if slots_held >= cap:
         return NO_FREE_SLOT, None
     return "", None
-
-
-def _window_opens(job: Job, now: datetime) -> datetime | None:
-    """The next minute at which one of the job's windows is open (within a day), for `until`."""
-    tz = ZoneInfo(job.time_zone)
-    local = now.astimezone(tz).replace(second=0, microsecond=0)
-    for minutes in range(1, 24 * 60 + 1):
-        t = local + timedelta(minutes=minutes)
-        if jobrules.in_windows(job.windows, t):
-            return t
-    return None
 
 
 ERRORS_SHOWN = 20
@@ -411,4 +399,3 @@ def server_concurrency_cap(server_id: int, own: int | None, default: int) -> int
     """The requests in flight this server may have: the default, lowered by its operator's or a running job's."""
     _, job_cap = jobs_politeness(server_id=server_id)
     return min(default, own or default, job_cap or default)
-

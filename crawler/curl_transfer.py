@@ -23,6 +23,7 @@ import pycurl
 
 from .http import (
     DEFAULT_PORTS,
+    AddressCheck,
     FailureKind,
     FetchPolicy,
     FetchResult,
@@ -39,9 +40,8 @@ class Deadlines(Protocol):
     def arm(self, t: _Transfer, deadline: float) -> None: ...
 
 
-__all__ = ["AddressCheck", "Done", "Request"]
+__all__ = ["Done", "Request"]
 
-AddressCheck = Callable[[str], "str | None"]
 Done = Callable[[FetchResult, float], None]  # (result, wall-clock start) of one transfer
 
 _BACKSTOP_S = 1.0  # libcurl's total timeout is the sum of the phase budgets plus this

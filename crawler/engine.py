@@ -52,8 +52,8 @@ import threading
 import time
 
 from .curl_loop import Loop
-from .curl_transfer import _BACKSTOP_S, AddressCheck, Request, _Transfer
-from .http import FailureKind, FetchPolicy, FetchResult
+from .curl_transfer import _BACKSTOP_S, Request, _Transfer
+from .http import AddressCheck, FailureKind, FetchPolicy, FetchResult
 from .resolve import resolve_checked
 
 __all__ = ["Engine", "EngineFetcher", "shared_engine"]

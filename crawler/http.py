@@ -14,18 +14,23 @@ exception chain, a libcurl code).
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from .certs import Certificate
 
 __all__ = [
-    "DEFAULT_PORTS", "NOT_RESOLVED", "NO_RESPONSE", "PEER_RESET", "REFUSED", "FailureKind", "FetchPolicy",
-    "FetchResult", "Phase", "Timings", "body_cut", "body_too_large", "ca_bundle", "declared_too_large",
-    "host_header", "malformed", "timed_out", "tls_error", "unsupported_url",
+    "DEFAULT_PORTS", "NOT_RESOLVED", "NO_RESPONSE", "PEER_RESET", "REFUSED", "AddressCheck", "FailureKind",
+    "FetchPolicy", "FetchResult", "Phase", "Timings", "body_cut", "body_too_large", "ca_bundle",
+    "declared_too_large", "host_header", "malformed", "timed_out", "tls_error", "unsupported_url",
 ]  # fmt: skip
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+
+# The guard every client dials through: given an address (IP text), why it may not be dialled, or None
+# when it may. Built from the settings (the private-address rule); None in its place: any address.
+AddressCheck = Callable[[str], "str | None"]
 
 
 class FailureKind(enum.StrEnum):

@@ -16,19 +16,17 @@ import re
 import time as clock
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, time
+from datetime import UTC, datetime
 from urllib.parse import urlsplit
-
-from croniter import CroniterError, croniter
 
 from crawler import notfollowed
 from crawler.userregex import compile_check, compiled
+from crawler.windows import DAY_WINDOW_RE, NeverComes, cron_next, cron_valid
 
 MAX_PATTERNS = 50
 MAX_PATTERN_LENGTH = 500
 PAGE_BUDGET_S = 1.0  # the time all the links of one page may spend in a job's patterns
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # fullmatch: "$" would let a final newline through
-WINDOW_RE = re.compile(r"^\s*([01]?\d|2[0-3]):([0-5]\d)\s*-\s*([01]?\d|2[0-4]):([0-5]\d)\s*$")
 DURATION_RE = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
 UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 MAX_DURATION_S = 10 * 366 * 86400  # ten years: past it a duration is a mistake (and past a column's range)
@@ -145,7 +143,8 @@ def _path_reason(path: str, include: list, exclude: list, end: float) -> str:
 
 
 def windows_check(windows: object) -> list[str]:
-    """Time windows as "HH:MM-HH:MM" (22:00-06:00 runs past midnight); an empty list: always."""
+    """Time windows as "HH:MM-HH:MM" (22:00-06:00 runs past midnight; read by crawler.windows); an empty
+    list: always."""
     if windows is None:
         return []
     if isinstance(windows, str):
@@ -154,33 +153,10 @@ def windows_check(windows: object) -> list[str]:
         raise JobRuleError('must be a list of "HH:MM-HH:MM"')
     out = []
     for w in windows:
-        if not isinstance(w, str) or WINDOW_RE.match(w) is None:
+        if not isinstance(w, str) or DAY_WINDOW_RE.match(w) is None:
             raise JobRuleError(f'{w!r} is not a time window "HH:MM-HH:MM"')
         out.append(w.replace(" ", ""))
     return out
-
-
-def _bounds(window: str) -> tuple[time, time]:
-    m = WINDOW_RE.match(window)
-    assert m is not None
-    h1, m1, h2, m2 = (int(g) for g in m.groups())
-    end = time(23, 59, 59, 999999) if h2 == 24 else time(h2, m2)
-    return time(h1, m1), end
-
-
-def in_windows(windows: Sequence[str], local: datetime) -> bool:
-    """Whether the local time `local` is inside one of the windows (always, with none)."""
-    if not windows:
-        return True
-    now = local.time().replace(tzinfo=None)
-    for w in windows:
-        start, end = _bounds(w)
-        if start <= end:
-            if start <= now < end:
-                return True
-        elif now >= start or now < end:
-            return True
-    return False
 
 
 def schedule_check(schedule: object) -> str:
@@ -188,7 +164,7 @@ def schedule_check(schedule: object) -> str:
     schedule that parses but never comes ("0 0 31 2 *") is refused when written, not at each tick."""
     if schedule in (None, ""):
         return ""
-    if not isinstance(schedule, str) or len(schedule.split()) != 5 or not croniter.is_valid(schedule):
+    if not isinstance(schedule, str) or not cron_valid(schedule):
         raise JobRuleError('must be a cron expression of five fields, e.g. "0 2 * * *"')
     schedule_next(schedule, datetime.now(UTC))
     return schedule
@@ -198,9 +174,9 @@ def schedule_next(schedule: str, after: datetime) -> datetime:
     """The next start of the cron schedule after `after` (same time zone as `after`). JobRuleError when
     there is none (a date that never exists)."""
     try:
-        return croniter(schedule, after).get_next(datetime)
-    except (CroniterError, ValueError, KeyError, OverflowError) as exc:
-        raise JobRuleError(f"its next start cannot be found: it never comes ({exc.__class__.__name__})") from None
+        return cron_next(schedule, after)
+    except NeverComes as exc:
+        raise JobRuleError(f"its next start cannot be found: it never comes ({exc})") from None
 
 
 JOB_KEYS = ("name", "group", "seeds", "scope", "max_depth", "max_pages", "include", "exclude", "revisit_after",

@@ -41,19 +41,17 @@ Not thread-safe: one ``MultiChecker`` per thread.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from .curl_loop import Loop
 from .curl_transfer import Request
-from .http import FailureKind, FetchPolicy, FetchResult, Timings, ca_bundle
+from .http import AddressCheck, FailureKind, FetchPolicy, FetchResult, Timings, ca_bundle
 from .lookup import Lookup, Lookups, lookup_name
 from .sanitize import clean_line
 
 __all__ = ["CheckRequest", "MultiChecker", "TimedResult"]
-
-AddressCheck = Callable[[str], "str | None"]
 
 _MAX_WAIT_S = 0.05  # longest wait between two looks at the deadlines
 _LOOKUP_POLL_S = 0.005  # longest wait while name lookups are out: their threads can't wake the loop

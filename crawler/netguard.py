@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import socket
 from collections.abc import Sequence
 
-__all__ = ["Network", "forbidden_reason", "parse_cidrs", "resolve"]
+__all__ = ["Network", "forbidden_reason", "parse_cidrs"]
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -76,20 +75,3 @@ def forbidden_reason(ip: str, allowed: Sequence[Network]) -> str | None:
     if any(addr in net for net in allowed):
         return None
     return _classify(addr)
-
-
-def resolve(host: str, port: int) -> list[str]:
-    """Resolve ``host`` to its unique IP addresses, in resolver order.
-
-    Raises OSError (socket.gaierror) when the name does not resolve.
-    """
-    infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
-    ips: list[str] = []
-    for _family, _type, _proto, _canon, sockaddr in infos:
-        # Drop an IPv6 zone id ("fe80::1%eth0") so the text parses as an address.
-        ip = str(sockaddr[0]).split("%", 1)[0]
-        if ip not in ips:
-            ips.append(ip)
-    if not ips:
-        raise OSError(f"no addresses for {host!r}")
-    return ips

@@ -21,9 +21,10 @@ from alerts.selectors import notification_counts
 from crawlcore.models import Link, Page, Server, StatusCheck
 from crawlcore.selectors_health import health_counts
 
-from . import broker, selectors
+from . import broker, selectors_crawl, selectors_grid
 from .api_access import api_view
 from .cache import cached
+from .selectors_crawl import table_estimate
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 METRICS_MAX_SERVERS = 2000  # three series each: a Prometheus server takes 6,000 series from us without notice
@@ -51,7 +52,7 @@ class Exposition:
 
 def metrics_text() -> str:
     out = Exposition()
-    urls = selectors.url_state_counts()
+    urls = selectors_crawl.url_state_counts()
     out.gauge(
         "crawladmin_urls",
         "URLs by life-cycle state (excluded ones apart); counted at most a minute ago.",
@@ -63,14 +64,14 @@ def metrics_text() -> str:
     out.gauge(
         "crawladmin_servers_by_status",
         "Servers by confirmed monitoring status (maintenance while a window is open; unmonitored apart).",
-        [({"status": s}, n) for s, n in selectors.monitor_status_counts().items()],
+        [({"status": s}, n) for s, n in selectors_grid.monitor_status_counts().items()],
     )
     out.gauge(
         "crawladmin_servers_by_health",
         "Servers by crawl health: healthy, slow, rate_limited, down, paused (crawlcore.selectors_health).",
         [({"state": s}, n) for s, n in cached("health_counts", 10.0, health_counts).items()],
     )
-    rates = selectors.check_rates(seconds=60)
+    rates = selectors_crawl.check_rates(seconds=60)
     out.gauge(
         "crawladmin_checks_per_second",
         "Status checks per second over the last minute, by category.",
@@ -87,7 +88,7 @@ def metrics_text() -> str:
         "Alert notifications per channel by outcome: sent, failed (attempts spent), pending, sending.",
         [({"channel": c, "status": s}, n) for (c, s), n in sorted(notification_counts().items())],
     )
-    runs = selectors.beat_runs()
+    runs = selectors_crawl.beat_runs()
     out.gauge(
         "crawladmin_beat_job_last_seconds",
         "How long each beat job's last run took; compare crawladmin_beat_job_period_seconds.",
@@ -118,9 +119,7 @@ def metrics_text() -> str:
     estimates = cached(
         "table_estimates",
         30.0,
-        lambda: [
-            ({"table": m._meta.model_name}, selectors.table_estimate(m)) for m in (Server, Page, Link, StatusCheck)
-        ],
+        lambda: [({"table": m._meta.model_name}, table_estimate(m)) for m in (Server, Page, Link, StatusCheck)],
     )
     out.gauge(
         "crawladmin_table_rows_estimate", "Rows per table (PostgreSQL's planner estimate; exact on SQLite).", estimates
@@ -130,7 +129,7 @@ def metrics_text() -> str:
 
 def _server_series(out: Exposition) -> None:
     def compute() -> tuple[int, list]:
-        total, tiles = selectors.grid_tiles(limit=METRICS_MAX_SERVERS, details=False)
+        total, tiles = selectors_grid.grid_tiles(limit=METRICS_MAX_SERVERS, details=False)
         return total, [
             (
                 t.origin,

@@ -1,5 +1,5 @@
 """What the dashboard precomputes so its pages never scan a big table per request (dashboard.rollups
-writes both; dashboard.selectors reads them).
+writes both; dashboard.selectors_* read them).
 
 - Snapshot: one named set of figures (JSON) and when it was computed: counts that take seconds over
   millions of rows, shared by every web process and machine, recomputed by beat or by the first reader

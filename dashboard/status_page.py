@@ -20,9 +20,9 @@ from crawler.status import BAD, GOOD, Status
 from monitoring.models import HourlyRollup, IncidentUpdate, MaintenanceWindow, StatusChange
 from monitoring.models import Incident as IncidentRow
 
-from . import selectors
 from .cache import cached
 from .models import StatusPage
+from .selectors_grid import grid_tiles
 
 UPTIME_DAYS = 90
 MAX_SERVERS = 200
@@ -76,7 +76,7 @@ def status_page_data(*, page: dict, now: datetime | None = None) -> dict:
     """What the page shows: servers (worst first, as the grid orders them), incidents (newest first), the
     overall state, as of `now`."""
     now = now or timezone.now()
-    _, tiles = selectors.grid_tiles(group=page["group"], limit=MAX_SERVERS, details=False)
+    _, tiles = grid_tiles(group=page["group"], limit=MAX_SERVERS, details=False)
     # A monitor an operator named (a heartbeat, a TCP port) is shown by its name, not its server row's address.
     servers = [
         PublicServer(

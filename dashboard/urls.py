@@ -3,7 +3,16 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
-from . import views, views_freshness, views_incidents, views_jobs
+from . import (
+    views,
+    views_crawl,
+    views_dead_links,
+    views_freshness,
+    views_incidents,
+    views_jobs,
+    views_reports,
+    views_server,
+)
 
 app_name = "dashboard"
 
@@ -26,18 +35,22 @@ register_converter(IdConverter, "id")
 urlpatterns = [
     path("", views.grid, name="grid"),
     path("grid.json", views.grid_json, name="grid-json"),
-    path("servers/<id:server_id>/", views.server, name="server"),
+    path("servers/<id:server_id>/", views_server.server, name="server"),
     path("servers/bulk", views.servers_bulk, name="servers-bulk"),
-    path("crawl/", views.crawl, name="crawl"),
-    path("dead-links/", views.dead_links, name="dead-links"),
-    path("dead-links/<id:server_id>/", views.dead_links_site, name="dead-links-site"),
-    path("dead-links/export.<str:fmt>", views.dead_links_download, name="dead-links-export"),
-    path("dead-links/<id:server_id>/export.<str:fmt>", views.dead_links_download, name="dead-links-site-export"),
-    path("heatmap/", views.heatmap, name="heatmap"),
-    path("uptime/", views.uptime, name="uptime"),
-    path("uptime/report.<str:fmt>", views.uptime_download, name="uptime-export"),
+    path("crawl/", views_crawl.crawl, name="crawl"),
+    path("dead-links/", views_dead_links.dead_links, name="dead-links"),
+    path("dead-links/<id:server_id>/", views_dead_links.dead_links_site, name="dead-links-site"),
+    path("dead-links/export.<str:fmt>", views_dead_links.dead_links_download, name="dead-links-export"),
+    path(
+        "dead-links/<id:server_id>/export.<str:fmt>",
+        views_dead_links.dead_links_download,
+        name="dead-links-site-export",
+    ),
+    path("heatmap/", views_reports.heatmap, name="heatmap"),
+    path("uptime/", views_reports.uptime, name="uptime"),
+    path("uptime/report.<str:fmt>", views_reports.uptime_download, name="uptime-export"),
     path("freshness/", views_freshness.freshness, name="freshness"),
-    path("search/", views.search, name="search"),
+    path("search/", views_reports.search, name="search"),
     path("jobs/", views_jobs.jobs, name="jobs"),
     path("jobs.json", views_jobs.jobs_json, name="jobs-json"),
     path("jobs/<str:name>/", views_jobs.job, name="job"),

@@ -12,7 +12,7 @@ from django.utils import timezone
 from crawlcore.models import Url
 from crawlcore.selectors_freshness import objective_days, objective_status, objectives_visible
 
-from .views import dashboard_view
+from .view_access import dashboard_view
 
 
 def _card(obj, *, now) -> dict:

@@ -11,7 +11,7 @@ from crawlcore.access import server_groups_of
 from monitoring.evidence import PHASES
 from monitoring.selectors_evidence import incident_view, incidents_visible
 
-from .views import dashboard_view
+from .view_access import dashboard_view
 
 
 @dashboard_view

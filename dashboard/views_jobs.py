@@ -32,9 +32,9 @@ from crawlcore.services.job_definitions import job_save
 from crawlcore.services.job_life import JobError, job_pause, job_resume, job_start, job_stop
 from crawler.jobrules import job_spec_check
 
-from . import selectors
+from . import selectors_grid
 from .cache import cached
-from .views import dashboard_view
+from .view_access import dashboard_view
 
 SORTS = ("name", "state", "done", "rate", "eta", "held")
 ACTIONS = {"start": job_start, "pause": job_pause, "resume": job_resume, "stop": job_stop}
@@ -88,7 +88,7 @@ def _rows(request: HttpRequest) -> tuple[list[dict], str]:
         return sorted((job_summary(job=j, now=now) for j in _visible(request.user)), key=_sort_key(sort))
 
     key = json.dumps(["jobs", sort, None if scope is None else sorted(scope)])
-    return copy.deepcopy(cached(key, selectors.SHARED_VIEW_TTL, compute)), sort
+    return copy.deepcopy(cached(key, selectors_grid.SHARED_VIEW_TTL, compute)), sort
 
 
 @dashboard_view
@@ -98,7 +98,7 @@ def jobs(request: HttpRequest) -> HttpResponse:
         _times(row.get("last_run") or {}, "started_at", "ended_at")
     return render(request, "dashboard/jobs.html", {
         "rows": rows, "sort": sort, "sorts": SORTS, "as_of": timezone.now(),
-        "refresh_seconds": selectors.grid_refresh_seconds(),
+        "refresh_seconds": selectors_grid.grid_refresh_seconds(),
     })  # fmt: skip
 
 
@@ -131,7 +131,7 @@ def _job_context(request: HttpRequest, job: Job) -> dict:
         "job": job, "d": detail, "p": detail["progress"], "chart": json.dumps(chart),
         "controls": may_control(request.user, job),
         "rules": _rules_text(detail),
-        "refresh_seconds": selectors.grid_refresh_seconds(),
+        "refresh_seconds": selectors_grid.grid_refresh_seconds(),
     }  # fmt: skip
 
 

@@ -14,13 +14,13 @@ from django.utils import timezone
 from crawlcore.models import Server, StatusCheck
 from crawler.lifecycle import Agent
 from crawler.status import BAD, GOOD, STALE_AFTER_INTERVALS, Status
+from crawler.windows import in_dated_windows
 
 from .check_stats import COUNT_FIELDS, CategoryCounts, Uptime, uptime
 from .kinds import CRAWLED_SCHEMES, Kind, shown_name
 from .load_profile import load_profile
 from .models import HeartbeatPing, HourlyRollup, MaintenanceWindow, ServerCertificate, ServerMonitor
 
-Windows = Sequence[tuple[datetime, datetime]]
 UPTIME_WINDOWS = {"24h": 24, "7d": 7 * 24, "30d": 30 * 24}  # in hourly buckets
 
 
@@ -37,10 +37,6 @@ def maintenance_windows(
     for server_id, s, e in rows.values_list("server_id", "starts_at", "ends_at"):
         out[server_id].append((s, e))
     return out
-
-
-def in_window(windows: Windows, at: datetime) -> bool:
-    return any(s <= at < e for s, e in windows)
 
 
 def monitors_selected(*, group: str | None = None, server_ids: Sequence[int] | None = None) -> list[int]:
@@ -183,7 +179,7 @@ def _live_counts(ids: list[int], since: datetime, now: datetime) -> dict[int, li
     paused = checks.filter(server_id__in=list(windows)).values_list("server_id", "checked_at", "category")
     for sid, at, category in paused:
         if category in index:
-            name = Status.MAINTENANCE.value if in_window(windows[sid], at) else category
+            name = Status.MAINTENANCE.value if in_dated_windows(windows[sid], at) else category
             out.setdefault(sid, [0] * len(COUNT_FIELDS))[index[name]] += 1
     return out
 

@@ -71,3 +71,30 @@ def test_processes_share_one_uniqueness_check():
     assert len(report["collected"]) == web.model.page_count()
     assert set(per_page.values()) == {1}  # no page loaded twice by two processes
     assert report["actions"]["load"] > report["outcomes"].get("load:visited", 0)  # the dead server's URLs too
+
+
+def test_extractor_processes_apart_find_every_page_and_every_process_reports_its_cpu():
+    spec = MixSpec(sites=2, pages=10, dead=0, flaky=0, changing_share=0.0, hour=60.0, **FAST)
+    with MixWeb(spec) as web:
+        report = run(
+            web.seeds(), seconds=4.0, procs=2, policy=POLICY, timings=Timings(), extractors=2, engine="engine"
+        ).to_json()
+    assert len(report["collected"]) == web.model.page_count()  # links reached ToLoad only through the extractors
+    assert (report["extractors"], report["engine"]) == (2, "engine")
+    assert set(report["cpu_seconds"]) == {"loader-1", "loader-2", "extractor-1", "extractor-2", "parent"}
+    assert report["cpu_seconds"]["extractor-1"] + report["cpu_seconds"]["extractor-2"] > 0
+
+
+def test_a_web_behind_the_delay_proxy_adds_its_round_trip_and_a_down_site_stays_silent():
+    spec = MixSpec(sites=2, pages=2, dead=0, flaky=1, down_windows=((0.0, 1.0),), changing_share=0.0, hour=2.0, **FAST)
+    with MixWeb(spec, rtt_ms=80) as web:
+        loader = Loader(POLICY, Timings())
+        try:
+            live, flaky = web.spec.live_hosts[1], web.spec.flaky_hosts[0]
+            started = time.monotonic()
+            assert loader.load(web.model.url(live, "/"), 0)[0].collected  # robots.txt and the page: 2 connections
+            assert time.monotonic() - started >= 2 * 0.08  # at least a round trip each
+            time.sleep(0.1)  # the toggler takes the flaky site and its proxy listener down
+            assert loader.load(web.model.url(flaky, "/"), 0)[0].waited >= POLICY.connect_timeout * 0.9
+        finally:
+            loader.close()

@@ -33,7 +33,7 @@ from crawlcore.services.load_dispatch import reconcile
 from crawlcore.services.request_records import PENDING_MARGIN_SECONDS, request_deadline_seconds
 from crawlcore.services.visit import ServerVisit
 from crawler.lifecycle import Agent
-from dashboard import selectors as dashboard_selectors
+from dashboard import selectors_server as dashboard_selectors
 from tasks import housekeeping
 from testweb import SiteSpec, TestWebServer
 from testweb.cluster import Processes, manage, private_postgres, redis_server, redis_server_aof

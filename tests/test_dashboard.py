@@ -16,7 +16,7 @@ from django.utils import timezone
 from crawlcore.models import Link, Page, Server, StatusCheck, Url
 from crawlcore.services.schedule import policy_for
 from crawlcore.services.urls import NewUrl, urls_insert
-from dashboard import cache, rollups, selectors
+from dashboard import cache, idrange, rollups, selectors_crawl
 from dashboard.metrics import metrics_text
 from dashboard.models import CrawlSample
 from monitoring.models import HourlyRollup, MaintenanceWindow, ServerMonitor, StatusChange
@@ -259,10 +259,10 @@ def test_crawl_history_is_thinned_to_its_point_limit_and_keeps_the_newest():
     CrawlSample.objects.bulk_create(
         CrawlSample(at=now - timedelta(minutes=m), states={"visited": 2000 - m}, excluded=0) for m in range(1000)
     )
-    chart = selectors.crawl_history(now=now)
+    chart = selectors_crawl.crawl_history(now=now)
     data = json.loads(chart.json)
-    assert chart.points == len(data["labels"]) <= selectors.CRAWL_HISTORY_POINTS
-    assert chart.points > selectors.CRAWL_HISTORY_POINTS // 2  # thinned evenly, not cut short
+    assert chart.points == len(data["labels"]) <= selectors_crawl.CRAWL_HISTORY_POINTS
+    assert chart.points > selectors_crawl.CRAWL_HISTORY_POINTS // 2  # thinned evenly, not cut short
     assert data["series"]["visited"][-1] == 2000 and data["labels"][-1] == now.isoformat()
     assert data["series"]["visited"] == sorted(data["series"]["visited"])
 
@@ -383,7 +383,7 @@ def test_checks_per_second_counts_only_the_last_minute(site):
         latency_ms=1,
         agent="load",
     )  # out of order: old, newest id
-    rates = selectors.check_rates(seconds=60)
+    rates = selectors_crawl.check_rates(seconds=60)
     # b's check of "now" counts; a's checks are 1-3 minutes old by now, and the late-written old one too.
     assert rates["by_agent"]["monitor"] * 60 == pytest.approx(1)
     assert rates["by_agent"]["load"] == 0
@@ -407,11 +407,11 @@ def test_first_id_since_bisects_to_the_boundary(site):
     StatusCheck.objects.bulk_create(rows)
     ids = list(StatusCheck.objects.filter(requested_url="x").order_by("id").values_list("id", "checked_at"))
     target = ids[137][1]
-    first = selectors.first_id_since(StatusCheck, "checked_at", target)
+    first = idrange.first_id_since(StatusCheck, "checked_at", target)
     # Within a probe window below the boundary; the caller filters on the time as well.
     assert ids[137][0] - 32 < first <= ids[137][0]
     assert StatusCheck.objects.filter(pk__gte=first, checked_at__gte=target, requested_url="x").count() == 300 - 137
-    assert selectors.first_id_since(StatusCheck, "checked_at", timezone.now() + timedelta(days=1)) is None
+    assert idrange.first_id_since(StatusCheck, "checked_at", timezone.now() + timedelta(days=1)) is None
 
 
 def test_cached_value_is_reused_within_its_ttl():

@@ -12,7 +12,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from crawlcore.models import Server, StatusCheck
-from dashboard import cache, selectors
+from dashboard import cache, selectors_crawl, selectors_grid, selectors_server
 from monitoring.models import ServerMonitor
 from monitoring.services.checks import monitors_check
 from monitoring.services.servers import servers_import
@@ -55,8 +55,8 @@ def check(server: Server, category: str, *, ago: timedelta, code: int | None = 2
     )
 
 
-def tiles() -> dict[str, selectors.Tile]:
-    return {t.origin: t for t in selectors.grid_tiles()[1]}
+def tiles() -> dict[str, selectors_grid.Tile]:
+    return {t.origin: t for t in selectors_grid.grid_tiles()[1]}
 
 
 @override_settings(MONITOR_INTERVAL=300.0)
@@ -72,7 +72,7 @@ def test_a_tile_not_checked_for_two_intervals_is_stale_with_its_age_and_interval
     assert shown["http://fresh.example"].status == "normal"
     assert shown["http://custom.example"].status == "stale"  # its own interval: 30 s
     assert "(every 30 s)" in shown["http://custom.example"].note
-    assert selectors.monitor_status_counts()["stale"] == 2  # the counts say what the tiles show
+    assert selectors_grid.monitor_status_counts()["stale"] == 2  # the counts say what the tiles show
 
 
 @override_settings(MONITOR_INTERVAL=10.0)
@@ -107,9 +107,9 @@ def test_uptime_counts_a_failed_check_before_any_rollup_runs(viewer):
     server = monitored("flaky.example", status="normal", last_check_at=timezone.now())
     check(server, "normal", ago=timedelta(minutes=2))
     check(server, "disconnect", ago=timedelta(minutes=1), code=None)
-    [tile] = selectors.grid_tiles()[1]
+    [tile] = selectors_grid.grid_tiles()[1]
     assert tile.uptime_24h == 50.0 and tile.bar == ["normal", "disconnect"]
-    assert selectors.server_figures(server_id=server.id)["uptime"]["24h"].up == 50.0  # the same selector
+    assert selectors_server.server_figures(server_id=server.id)["uptime"]["24h"].up == 50.0  # the same selector
     assert "50.00 %" in viewer.get(f"/dashboard/servers/{server.id}/").content.decode()
 
 
@@ -141,9 +141,9 @@ def test_server_page_counts_excluded_urls_by_reason_as_the_crawl_page_does():
     ids = urls_insert(urls=[NewUrl(u, depth=0) for u in ("http://r.example/", "http://r.example/no")], trusted=True).ids
     Url.objects.filter(id=ids["http://r.example/no"]).update(exclusion_reason="robots.txt")
     server = Server.objects.get(host="r.example")
-    states = selectors.server_figures(server_id=server.id)["url_states"]
+    states = selectors_server.server_figures(server_id=server.id)["url_states"]
     assert states["init"] == 1 and states["excluded: robots.txt"] == 1
-    assert selectors.url_state_counts()["reasons"] == {"robots.txt": 1}
+    assert selectors_crawl.url_state_counts()["reasons"] == {"robots.txt": 1}
 
 
 def test_last_checks_say_no_answer_for_a_timeout_and_no_failure_for_a_success(viewer):
@@ -181,7 +181,7 @@ def test_tile_and_metrics_show_the_certificates_days_left():
     server = Server.objects.create(scheme="https", host="tls.example", port=443, group="g")
     ServerMonitor.objects.create(server=server, status="normal", last_check_at=now)
     ServerCertificate.objects.create(server=server, not_after=now + timedelta(days=9, hours=1), checked_at=now)
-    [tile] = selectors.grid_tiles()[1]
+    [tile] = selectors_grid.grid_tiles()[1]
     assert tile.cert_text == "certificate 9 d left"
     assert 'crawladmin_server_certificate_days_left{server="https://tls.example",group="g",crawler=""} 9.04' in (
         metrics_text()

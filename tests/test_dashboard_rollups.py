@@ -17,7 +17,7 @@ from crawlcore.models import Link, Server, StatusCheck, Url
 from crawlcore.selectors import crawl_summary
 from crawlcore.services.urls import NewUrl, url_transition, urls_insert
 from crawler.lifecycle import Agent, Event, State
-from dashboard import cache, rollups, selectors
+from dashboard import cache, rollups, selectors_crawl, selectors_server
 from dashboard.models import ServerRollup, Snapshot
 from reports.models import LinkBreak
 
@@ -129,7 +129,7 @@ def test_api_summary_moves_within_seconds_and_equals_crawl_summary(client, setti
     # Within API_COUNTS_MAX_AGE the URL counts are the shared ones (as_of says when); the checks are exact.
     again = client.get("/api/summary", **auth).json()
     assert again["urls"] == 4 and again["as_of"] == first["as_of"] and again["checks"]["error"] == 1
-    _age(rollups.CRAWL_SUMMARY, selectors.API_COUNTS_MAX_AGE + 1)
+    _age(rollups.CRAWL_SUMMARY, selectors_crawl.API_COUNTS_MAX_AGE + 1)
     moved = client.get("/api/summary", **auth).json()
     assert moved["urls"] == 5 and moved["states"]["init"] == 1 + first["states"]["init"]
     expected = crawl_summary()
@@ -141,7 +141,7 @@ def test_crawl_page_shows_counts_as_of_their_computation(viewer, site):
     assert "<td>dead</td><td>1</td>" in html and "As of" in html
     Url.objects.filter(state="dead").update(state="init")
     assert "<td>dead</td><td>1</td>" in viewer.get("/dashboard/crawl/").content.decode()  # a minute at most
-    _age(rollups.CRAWL_SUMMARY, selectors.PAGE_COUNTS_MAX_AGE + 1)
+    _age(rollups.CRAWL_SUMMARY, selectors_crawl.PAGE_COUNTS_MAX_AGE + 1)
     assert "<td>dead</td><td>0</td>" in viewer.get("/dashboard/crawl/").content.decode()
 
 
@@ -159,7 +159,7 @@ def test_check_totals_stay_exact_between_refreshes(site):
     assert refreshed["servers"] == 1 and rollup["categories"]["normal"] == 2 and rollup["categories"]["delay"] == 0
     _check(server, category="disconnect", ago=timedelta(seconds=1))
     _check(server, category="normal", ago=timedelta(seconds=1))
-    totals = selectors.check_totals()
+    totals = selectors_crawl.check_totals()
     assert totals == crawl_summary()["checks"]
     assert totals == {"normal": 3, "delay": 1, "disconnect": 1, "error": 1}
 
@@ -168,7 +168,7 @@ def test_check_totals_add_what_settled_since_and_recount_hourly(site):
     server, _ = site
     old = [_check(server, category="error", ago=timedelta(days=20)) for _ in range(3)]
     rollups.rollups_refresh()
-    assert selectors.check_totals()["error"] == 3
+    assert selectors_crawl.check_totals()["error"] == 3
     recounted_at = Snapshot.objects.get(name=rollups.CHECK_TOTALS).data["recounted_at"]
     _check(server, category="error", ago=timedelta(hours=1))
     rollups.rollups_refresh()  # adds the newly settled check to the stored totals
@@ -179,7 +179,7 @@ def test_check_totals_add_what_settled_since_and_recount_hourly(site):
     Snapshot.objects.filter(name=rollups.CHECK_TOTALS).update(data=stored)
     rollups.rollups_refresh()  # an hour after the last recount: counted afresh
     cache.clear()
-    assert selectors.check_totals()["error"] == 2 == crawl_summary()["checks"]["error"]
+    assert selectors_crawl.check_totals()["error"] == 2 == crawl_summary()["checks"]["error"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -208,8 +208,9 @@ def test_a_rollup_older_than_its_max_age_is_not_shown(viewer, site):
     server, ins = site
     rollups.rollups_refresh()
     Url.objects.filter(id=ins["http://a.example/gone"]).update(state="init")
-    ServerRollup.objects.update(computed_at=timezone.now() - timedelta(seconds=selectors.SERVER_ROLLUP_MAX_AGE + 5))
-    assert selectors.server_figures(server_id=server.id)["url_states"]["dead"] == 0  # counted now instead
+    stale = timezone.now() - timedelta(seconds=selectors_server.SERVER_ROLLUP_MAX_AGE + 5)
+    ServerRollup.objects.update(computed_at=stale)
+    assert selectors_server.server_figures(server_id=server.id)["url_states"]["dead"] == 0  # counted now instead
 
 
 # --------------------------------------------------------------------------------------------------
@@ -248,7 +249,7 @@ def test_dead_link_report_after_refresh(viewer, site):
 
 def test_dead_links_of_a_site_come_in_pages(viewer, site, monkeypatch):
     server, ins = site
-    monkeypatch.setattr(selectors, "DEAD_LINKS_PAGE", 1)
+    monkeypatch.setattr(selectors_crawl, "DEAD_LINKS_PAGE", 1)
     page = viewer.get(f"/dashboard/dead-links/{server.id}/").content.decode()
     first = page.split("<h2>Every broken link</h2>")[1]  # the paged table (the first page also leads with the top ten)
     assert "http://a.example/gone" in first and "http://a.example/slow" not in first

@@ -51,7 +51,7 @@ move("http://b.example/", State.NO_RESPONSE_1, Event.NO_RESPONSE, Agent.INACTIVE
 SUMMARY = """
 import json
 from crawlcore.selectors import crawl_summary
-from dashboard.selectors import summary_counts
+from dashboard.selectors_crawl import summary_counts
 got, expected = summary_counts(), crawl_summary()
 print(json.dumps({"same": {k: got[k] for k in expected} == expected, "checks": got["checks"]}))
 """
@@ -113,7 +113,7 @@ import json, math
 from datetime import timedelta
 from django.utils import timezone
 from crawlcore.models import Server
-from dashboard.selectors import server_latency_chart, server_latency_series
+from dashboard.selectors_server import server_latency_chart, server_latency_series
 from monitoring.models import HourlyRollup
 from monitoring.selectors import hour_floor
 a = Server.objects.get(host="a.example")

@@ -19,17 +19,18 @@ from crawlcore.services.job_budget import budget_take
 from crawlcore.services.job_definitions import job_save
 from crawlcore.services.job_life import job_pause, job_resume, job_start
 from crawler import jobrules
-from crawler.jobrules import PathRules, in_windows, job_spec_check
+from crawler.jobrules import PathRules, job_spec_check
+from crawler.windows import in_day_windows
 
 # -- pure ----------------------------------------------------------------------------------------------------
 
 
 def test_windows_across_midnight():
     night = ["22:00-06:00"]
-    assert in_windows(night, datetime(2026, 1, 1, 23, 30))
-    assert in_windows(night, datetime(2026, 1, 1, 5, 59))
-    assert not in_windows(night, datetime(2026, 1, 1, 12, 0))
-    assert in_windows([], datetime(2026, 1, 1, 12, 0))
+    assert in_day_windows(night, datetime(2026, 1, 1, 23, 30, tzinfo=UTC), "UTC")
+    assert in_day_windows(night, datetime(2026, 1, 1, 5, 59, tzinfo=UTC), "UTC")
+    assert not in_day_windows(night, datetime(2026, 1, 1, 12, 0, tzinfo=UTC), "UTC")
+    assert in_day_windows([], datetime(2026, 1, 1, 12, 0, tzinfo=UTC), "UTC")
 
 
 def test_patterns_on_the_path_with_a_time_bound():

@@ -10,7 +10,7 @@ from django.db import OperationalError
 from django.test import override_settings
 
 from crawladmin import live_monitor
-from dashboard import cache, selectors
+from dashboard import cache, selectors_grid
 from monitoring.server_list import parse_server_row
 from monitoring.services.servers import servers_import
 from testweb import SiteSpec, TestWebServer
@@ -25,7 +25,7 @@ def shown(origin: str) -> str:
     for _ in range(50):
         cache.clear()
         try:
-            return {t.origin: t.status for t in selectors.grid_tiles(details=False)[1]}[origin]
+            return {t.origin: t.status for t in selectors_grid.grid_tiles(details=False)[1]}[origin]
         except OperationalError as exc:
             if "locked" not in str(exc):
                 raise

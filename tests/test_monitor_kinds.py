@@ -84,7 +84,8 @@ def test_tcp_private_address_is_refused_by_the_guard_and_never_dialled():
         r = tcp_check(TcpSpec("127.0.0.1", listener.port), policy=POLICY, guard=guard, threshold_s=30)
         assert listener.accepted == 0
     assert (r.category, r.failure) == (Category.DISCONNECT, "forbidden_address")
-    assert "loopback" in r.detail
+    # The crawl's refusal, word for word (crawler.resolve): neither the address a name has nor its kind told.
+    assert r.detail == "127.0.0.1: not an address the crawl may reach (CRAWL_ALLOW_PRIVATE)"
 
 
 # --------------------------------------------------------------------------------------------------

@@ -2,11 +2,15 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import threading
+import time
 
 import pytest
 
-from crawler import netguard
-from crawler.netguard import forbidden_reason, parse_cidrs, resolve
+from crawler import lookup
+from crawler.http import FailureKind
+from crawler.netguard import forbidden_reason, parse_cidrs
+from crawler.resolve import Unresolved, resolve_allowed
 
 
 def test_parse_cidrs() -> None:
@@ -79,8 +83,12 @@ def test_allowed_public_addresses_still_fine() -> None:
 
 
 def test_resolve_numeric_without_network() -> None:
-    assert resolve("127.0.0.1", 80) == ["127.0.0.1"]
-    assert resolve("[::1]", 443) == ["::1"]
+    assert resolve_allowed("127.0.0.1", 80, guard=None, deadline=1.0) == ("127.0.0.1",)
+    assert resolve_allowed("[::1]", 443, guard=None, deadline=1.0) == ("::1",)
+
+
+def _answers(monkeypatch: pytest.MonkeyPatch, answer) -> None:
+    monkeypatch.setattr(lookup, "getaddrinfo", answer)  # what the resolver pool's lookups call
 
 
 def test_resolve_dedupes_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -93,23 +101,48 @@ def test_resolve_dedupes_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
             (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.2", port)),
         ]
 
-    monkeypatch.setattr(netguard.socket, "getaddrinfo", fake_getaddrinfo)
-    assert resolve("example.test", 8080) == ["10.0.0.2", "fe80::1", "10.0.0.1"]
+    _answers(monkeypatch, fake_getaddrinfo)
+    assert resolve_allowed("example.test", 8080, guard=None, deadline=2.0) == ("10.0.0.2", "fe80::1", "10.0.0.1")
+
+
+def test_only_the_addresses_the_guard_allows_are_returned(monkeypatch: pytest.MonkeyPatch) -> None:
+    def mixed(host, port, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port)) for ip in ("10.0.0.1", "93.184.216.34")]
+
+    _answers(monkeypatch, mixed)
+    guard = lambda ip: forbidden_reason(ip, ())  # noqa: E731
+    assert resolve_allowed("mixed.test", 80, guard=guard, deadline=2.0) == ("93.184.216.34",)
+    with pytest.raises(Unresolved) as refused:
+        resolve_allowed("mixed.test", 80, guard=lambda ip: "private", deadline=2.0)
+    assert refused.value.kind == FailureKind.FORBIDDEN_ADDRESS and "10.0.0.1" not in refused.value.detail
 
 
 def test_resolve_failure_raises_oserror(monkeypatch: pytest.MonkeyPatch) -> None:
     def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
-    monkeypatch.setattr(netguard.socket, "getaddrinfo", failing)
-    with pytest.raises(OSError):
-        resolve("nonexistent.invalid", 80)
+    _answers(monkeypatch, failing)
+    with pytest.raises(OSError) as failed:
+        resolve_allowed("nonexistent.invalid", 80, guard=None, deadline=2.0)
+    assert failed.value.kind == FailureKind.DNS
 
 
 def test_resolve_empty_result_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(netguard.socket, "getaddrinfo", lambda *a, **k: [])
+    _answers(monkeypatch, lambda *a, **k: [])
     with pytest.raises(OSError):
-        resolve("empty.test", 80)
+        resolve_allowed("empty.test", 80, guard=None, deadline=2.0)
+
+
+def test_a_name_that_never_answers_fails_at_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = threading.Event()
+    _answers(monkeypatch, lambda *a, **k: gate.wait(5.0) and [])
+    started = time.monotonic()
+    try:
+        with pytest.raises(Unresolved, match="no answer within 0.3s"):
+            resolve_allowed("hangs.test", 80, guard=None, deadline=0.3)
+        assert time.monotonic() - started < 2.0
+    finally:
+        gate.set()
 
 
 def test_a_refused_name_does_not_tell_what_it_resolves_to():

@@ -53,6 +53,8 @@ class ChangingSpec:
     min_size: int = 2_000
     max_size: int = 300_000
     seed: int = 7
+    links: int = 4  # links drawn per page (to pages of its server; repeats and self-links dropped)
+    inlink_zipf: float = 1.0  # page k is drawn with weight 1/(k+1)^zipf: higher spreads the in-links wider
     # Sitemaps (/sitemap.xml, named in robots.txt): each page's lastmod the start of its live version, except
     # on the `liars` (server indexes), whose sitemap says every page changed at the moment it is read.
     sitemaps: bool = False
@@ -88,13 +90,15 @@ class ChangingWeb:
                     load=load,
                 )
             )
-            popularity = [1.0 / (k + 1) for k in range(self.spec.pages)]
+            popularity = [1.0 / (k + 1) ** self.spec.inlink_zipf for k in range(self.spec.pages)]
             for j in range(self.spec.pages):
                 low, high = self.spec.server_intervals.get(i, (self.spec.min_interval, self.spec.max_interval))
                 lo, hi = math.log(low), math.log(high)
                 lo_s, hi_s = math.log(self.spec.min_size), math.log(self.spec.max_size)
                 interval = round(math.exp(rng.uniform(lo, hi)), 1)
-                links = tuple(sorted(set(rng.choices(range(self.spec.pages), weights=popularity, k=4)) - {j}))
+                links = tuple(
+                    sorted(set(rng.choices(range(self.spec.pages), weights=popularity, k=self.spec.links)) - {j})
+                )
                 self.pages[(i, j)] = PageSpec(
                     i, j, int(math.exp(rng.uniform(lo_s, hi_s))), interval, rng.uniform(0, interval), links
                 )

@@ -13,6 +13,10 @@ gives no figures for that mix, so this web sets it by parameters, all on loopbac
 - ``dead`` more servers never answer at all; the live sites link to them like to any other site.
 
 Every answer takes ``latency`` seconds (a page load over a 2002 network, scaled like the timeouts).
+With ``rtt_ms``, every live site is reached through a delay proxy (``testweb.delayproxy``)
+that adds that round trip to each exchange and a connection's handshake: the sites serve on a port of
+their own and the proxy listens on the port the URLs name; a site that goes down loses its proxy listener
+too, so a client still meets a silent address.
 A silent address holds a socket with ``listen(0)`` whose single queue slot is taken by ourselves, so the
 kernel drops every SYN and a client waits out its *connect* timeout (seed 001: "Socket() … 180 s").
 
@@ -260,9 +264,12 @@ class MixWeb:
 
     __test__ = False
 
-    def __init__(self, spec: MixSpec | None = None) -> None:
+    def __init__(self, spec: MixSpec | None = None, *, rtt_ms: float = 0.0) -> None:
         self.spec = spec or MixSpec()
-        self.port = 0
+        self.port = 0  # the port the URLs name (the proxy's, with rtt_ms)
+        self._backend = 0  # the port the sites serve on
+        self.rtt_ms = rtt_ms
+        self._proxy = None
         self.model: MixModel = MixModel(self.spec, 0)
         self.stopping = threading.Event()
         self._t0: float | None = None
@@ -315,6 +322,14 @@ class MixWeb:
             srv = _SiteServer(host, port, self)
             port = srv.server_address[1]
             self._servers[host] = srv
+        self._backend = port
+        if self.rtt_ms > 0:
+            from testweb.delayproxy import DelayProxy
+
+            self._proxy = self._proxy or DelayProxy(self.rtt_ms)
+            port = 0
+            for host in self.spec.live_hosts:
+                port = self._proxy.add((host, port), (host, self._backend))
         for host in self.spec.dead_hosts:
             self._silent[host] = SilentListener(host, port)
         self.port = port
@@ -335,22 +350,32 @@ class MixWeb:
                 down = self.model.is_down(host, hours)
                 if down and host in self._servers:
                     self._servers.pop(host).go_down()
+                    if self._proxy is not None:
+                        self._proxy.remove(host, self.port)
                     self._silent[host] = SilentListener(host, self.port)
                 elif not down and host in self._silent:
                     self._silent.pop(host).close()
-                    srv = _SiteServer(host, self.port, self)
+                    srv = _SiteServer(host, self._backend, self)
                     self._servers[host] = srv
                     self._serve(srv)
+                    if self._proxy is not None:
+                        self._proxy.add((host, self.port), (host, self._backend))
 
     def stop(self) -> None:
         self.stopping.set()
         if self._toggler is not None:
             self._toggler.join(5)
         self._close_all()
+        if self._proxy is not None:
+            self._proxy.close()
+            self._proxy = None
         for t in self._threads:
             t.join(5)
 
     def _close_all(self) -> None:
+        if self._proxy is not None:
+            for host in self.spec.live_hosts:
+                self._proxy.remove(host, self.port)
         for srv in list(self._servers.values()):
             srv.go_down()
         self._servers.clear()

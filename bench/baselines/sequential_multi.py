@@ -6,12 +6,15 @@ itself re-check the state changes of the active URLs and the dead-link URLs, and
 them" (§IV.2.2): what the multi-agent robot hands to its active and inactive scan agents. So here:
 
 - ``procs`` loader processes share one ToLoad queue. Each, in sequence, takes its next piece of work:
-  a re-check that is due among the URLs *it* met, or one new URL from ToLoad (robots.txt, GET, extract,
-  the links sent to the parent). In which order is ``order``: ``interleave`` (the default, our reading
+  a re-check that is due among the URLs *it* met, or one new URL from ToLoad (robots.txt, GET, and the
+  page handed to ToExtract). In which order is ``order``: ``interleave`` (the default, our reading
   of the paper's loader, which "repeatedly checks, loads and extracts" the active and dead-link URLs
   besides its new ones: a due re-check and a new URL take turns while both are waiting) or
   ``recheck-first`` (every due re-check before any new URL, the earlier form of this baseline). No
   process waits for another; none has a helper.
+- ``extractors`` extractor processes (figure 2.1) share one ToExtract queue: each takes a loaded page,
+  extracts its links and sends them to the parent (Extracted). With ``extractors=0`` the loader extracts
+  in line instead (the earlier form of this baseline).
 - The parent is the uniqueness checker: it drops URLs already seen and feeds the rest to ToLoad.
 - Re-checks follow our life-cycle and our timings (``crawler.lifecycle``, ``crawler.recheck``): a Visited
   URL is re-checked (HEAD, then a conditional GET when needed) ``revisit_after`` seconds after its last
@@ -22,9 +25,12 @@ them" (§IV.2.2): what the multi-agent robot hands to its active and inactive sc
   load agent does (CRAWL_ROBOTS_RETRY), so the baseline is not charged for a memo we have and it lacks.
 
 Only the pure parts our agents use (fetcher, parser, canonicaliser, robots rules, re-check logic): no
-Django, no Celery, no database (the paper's buffers were in memory).
+Django, no Celery, no database (the paper's buffers were in memory). The HTTP client is ``engine`` (the
+libcurl engine our agents use by default, ``crawler.engine.EngineFetcher``) or ``threads`` (requests,
+``crawler.fetch.Fetcher``): the same names as CRAWL_FETCH_ENGINE, so both robots can run the same client.
+Every process reports its own CPU seconds when it exits.
 
-    python -m bench.baselines.sequential_multi --seconds 60 --procs 4 http://127.0.0.60:8000/ …   # prints JSON
+    python -m bench.baselines.sequential_multi --seconds 60 --procs 4 --extractors 2 http://127.0.0.60:8000/ …
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import queue as queue_mod
 import sys
 import time
@@ -39,6 +46,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from urllib.parse import urlsplit
 
+from crawler.engine import EngineFetcher
 from crawler.fetch import Fetcher
 from crawler.http import FetchPolicy, FetchResult
 from crawler.lifecycle import Event, event_for_fetch
@@ -47,10 +55,31 @@ from crawler.recheck import Finding, Known, Outcome, Recheck, Reply, body_checks
 from crawler.robots import RobotsRules, product_token, rules_from_response
 from crawler.urlnorm import UrlError, canonicalize
 
-__all__ = ["Action", "Loader", "Timings", "run"]
+__all__ = ["ENGINES", "Action", "Loader", "Timings", "links_of", "run"]
 
 MAX_LINKS_PER_PAGE = 500
 _IDLE_WAIT = 0.05  # seconds a loader waits on an empty ToLoad before looking at its re-checks again
+ENGINES = ("engine", "threads")  # as CRAWL_FETCH_ENGINE: the libcurl engine, or requests
+
+
+def make_fetcher(policy: FetchPolicy, engine: str) -> Fetcher | EngineFetcher:
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}")
+    return EngineFetcher(policy) if engine == "engine" else Fetcher(policy)
+
+
+def cpu_self() -> float:
+    """User + system CPU seconds of this process so far."""
+    t = os.times()
+    return t.user + t.system
+
+
+def links_of(url: str, depth: int, body: bytes, content_type: str | None) -> list[tuple[str, int]]:
+    """The extractor's work on one loaded HTML page: the links to follow, one level deeper."""
+    page = extract(body, url, content_type=content_type)
+    if page.nofollow:
+        return []
+    return [(link.url, depth + 1) for link in page.links[:MAX_LINKS_PER_PAGE] if not link.resource]
 
 
 @dataclass(frozen=True)
@@ -92,11 +121,14 @@ class _Watch:
 
 
 class Loader:
-    """One process of the sequential robot. `step()` does one unit of its sequence and says what it did."""
+    """One process of the sequential robot: `load()` and `recheck()` each do one unit of its sequence and say
+    what they did. With `to_extract` (a queue), a loaded page goes to the extractor processes instead of being
+    extracted here, and only a redirect's target comes back as a link."""
 
-    def __init__(self, policy: FetchPolicy, timings: Timings) -> None:
+    def __init__(self, policy: FetchPolicy, timings: Timings, *, engine: str = "threads", to_extract=None) -> None:  # noqa: ANN001
         self.timings = timings
-        self.fetcher = Fetcher(policy)
+        self.fetcher = make_fetcher(policy, engine)
+        self.to_extract = to_extract
         self.agent = product_token(policy.user_agent)
         self._robots: dict[str, RobotsRules] = {}
         self._robots_silent: dict[str, float] = {}  # origin -> monotonic time until which it counts as down
@@ -217,10 +249,10 @@ class Loader:
                 return []
         if not (200 <= status < 300) or depth >= self.timings.max_depth or not is_html(headers.get("content-type")):
             return []
-        page = extract(result.body, url, content_type=headers.get("content-type"))
-        if page.nofollow:
+        if self.to_extract is not None:
+            self.to_extract.put((url, depth, result.body, headers.get("content-type")))
             return []
-        return [(link.url, depth + 1) for link in page.links[:MAX_LINKS_PER_PAGE] if not link.resource]
+        return links_of(url, depth, result.body, headers.get("content-type"))
 
     def _rules(self, url: str) -> tuple[RobotsRules | None, float, int]:
         """(rules, seconds waited, requests); rules None: robots.txt is silent, the server counts as down."""
@@ -250,20 +282,33 @@ def _waited(result: FetchResult) -> float:
 ORDERS = ("interleave", "recheck-first")
 
 
-def _loader_main(policy: FetchPolicy, timings: Timings, to_load, out, go, stop, max_actions: int, order: str) -> None:  # noqa: ANN001
-    loader = Loader(policy, timings)
-    out.put(("ready", None))
-    go.wait(60)
+@dataclass(frozen=True)
+class Shared:
+    """The queues and events every process of the robot holds (made by `run`)."""
+
+    to_load: object
+    to_extract: object | None
+    out: object
+    go: object
+    stop: object
+
+
+def _loader_main(  # noqa: PLR0913
+    i: int, policy: FetchPolicy, timings: Timings, q: Shared, max_actions: int, order: str, engine: str
+) -> None:
+    loader = Loader(policy, timings, engine=engine, to_extract=q.to_extract)
+    q.out.put(("ready", None))
+    q.go.wait(60)
     last_was_recheck = False
     try:
         for _ in range(max_actions):  # bounded; stop ends it first
-            if stop.is_set():
+            if q.stop.is_set():
                 break
             w = loader.due_recheck(time.monotonic())
             new = None
             if w is None or (order == "interleave" and last_was_recheck):
                 try:  # a new URL's turn (or nothing is due): wait briefly only when there is no re-check to do
-                    new = to_load.get(timeout=_IDLE_WAIT) if w is None else to_load.get_nowait()
+                    new = q.to_load.get(timeout=_IDLE_WAIT) if w is None else q.to_load.get_nowait()
                 except queue_mod.Empty:
                     if w is None:
                         continue
@@ -273,10 +318,27 @@ def _loader_main(policy: FetchPolicy, timings: Timings, to_load, out, go, stop, 
             else:
                 action, links = loader.recheck(w)
                 last_was_recheck = True
-            out.put(("action", (asdict(action), links)))
+            q.out.put(("action", (asdict(action), links)))
     finally:
         loader.close()
-        out.put(("exit", None))
+        q.out.put(("exit", (f"loader-{i}", cpu_self())))
+
+
+def _extractor_main(i: int, q: Shared, max_jobs: int) -> None:
+    """An extractor process (figure 2.1): loaded pages from ToExtract, their links to the parent."""
+    q.out.put(("ready", None))
+    q.go.wait(60)
+    try:
+        for _ in range(max_jobs):  # bounded; stop ends it first
+            if q.stop.is_set():
+                break
+            try:
+                job = q.to_extract.get(timeout=_IDLE_WAIT)
+            except queue_mod.Empty:
+                continue
+            q.out.put(("links", links_of(*job)))
+    finally:
+        q.out.put(("exit", (f"extractor-{i}", cpu_self())))
 
 
 @dataclass
@@ -287,6 +349,9 @@ class Report:
     actions: list[dict] = field(default_factory=list)
     queued: int = 0  # URLs the uniqueness checker let through to ToLoad
     order: str = "interleave"
+    extractors: int = 0
+    engine: str = "threads"
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds of each process, the parent's included
 
     def to_json(self) -> dict:
         kinds = Counter(a["kind"] for a in self.actions)
@@ -296,17 +361,20 @@ class Report:
             "started_at": self.started_at,
             "seconds": round(self.seconds, 3),
             "procs": self.procs,
+            "extractors": self.extractors,
+            "engine": self.engine,
             "order": self.order,
             "queued": self.queued,
             "actions": dict(kinds),
             "outcomes": dict(outcomes),
             "waited": {k: round(sum(a["waited"] for a in self.actions if a["kind"] == k), 3) for k in kinds},
             "requests": sum(a["requests"] for a in self.actions),
+            "cpu_seconds": {k: round(v, 3) for k, v in self.cpu.items()},
             "collected": sorted(round(t, 4) for t in collected),
         }
 
 
-def run(
+def run(  # noqa: PLR0913
     seeds: list[str],
     *,
     seconds: float,
@@ -315,60 +383,75 @@ def run(
     timings: Timings,
     max_actions: int = 1_000_000,
     order: str = "interleave",
+    extractors: int = 0,
+    engine: str = "threads",
 ) -> Report:
     """Run the robot for `seconds` (after its processes are up) and report what it did."""
     ctx = mp.get_context("spawn")  # the caller may hold threads (a test web): never fork them
-    to_load, out = ctx.Queue(), ctx.Queue()
-    go, stop = ctx.Event(), ctx.Event()
+    q = Shared(ctx.Queue(), ctx.Queue() if extractors else None, ctx.Queue(), ctx.Event(), ctx.Event())
     workers = [
-        ctx.Process(
-            target=_loader_main, args=(policy, timings, to_load, out, go, stop, max_actions, order), daemon=True
-        )
-        for _ in range(procs)
-    ]
+        ctx.Process(target=_loader_main, args=(i, policy, timings, q, max_actions, order, engine), daemon=True)
+        for i in range(1, procs + 1)
+    ] + [ctx.Process(target=_extractor_main, args=(i, q, max_actions), daemon=True) for i in range(1, extractors + 1)]
     for p in workers:
         p.start()
-    for _ in range(procs):
-        kind, _payload = out.get(timeout=120)
+    for _ in workers:
+        kind, _payload = q.out.get(timeout=120)
         assert kind == "ready", kind
     seen: set[str] = set()
     for seed in seeds:
         url = canonicalize(seed)
         if url not in seen:
             seen.add(url)
-            to_load.put((url, 0))
-    report = Report(started_at=time.time(), seconds=0.0, procs=procs, queued=len(seen), order=order)
+            q.to_load.put((url, 0))
+    report = Report(
+        started_at=time.time(), seconds=0.0, procs=procs, queued=len(seen), order=order,
+        extractors=extractors, engine=engine,
+    )  # fmt: skip
     t0 = time.monotonic()
-    go.set()
-    exited = 0
-    while exited < procs:  # bounded: after `seconds`, stop is set and every loader exits after its step
-        if not stop.is_set() and time.monotonic() - t0 >= seconds:
-            stop.set()
-        try:
-            kind, payload = out.get(timeout=0.2)
-        except queue_mod.Empty:
-            if stop.is_set() and time.monotonic() - t0 > seconds + 120:
-                break  # a loader stuck past every timeout: leave it to terminate()
-            continue
-        if kind == "exit":
-            exited += 1
-        elif kind == "action":
-            action, links = payload
-            if action["t"] - report.started_at <= seconds:
-                report.actions.append(action)
-            for url, depth in links:  # the uniqueness checker: only new URLs reach ToLoad
-                if url not in seen:
-                    seen.add(url)
-                    to_load.put((url, depth))
-                    report.queued += 1
+    q.go.set()
+    _collect(report, q, seen, seconds, t0, len(workers))
     report.seconds = time.monotonic() - t0
     for p in workers:
         p.join(5)
         if p.is_alive():
             p.terminate()
             p.join(5)
-    to_load.cancel_join_thread()
+    for queue in (q.to_load, q.to_extract):
+        if queue is not None:
+            queue.cancel_join_thread()
+    report.cpu["parent"] = cpu_self()
     return report
+
+
+def _collect(report: Report, q: Shared, seen: set[str], seconds: float, t0: float, processes: int) -> None:
+    """The parent's loop: the uniqueness checker, and the actions in the time budget."""
+    exited = 0
+    while exited < processes:  # bounded: after `seconds`, stop is set and every process exits after its step
+        if not q.stop.is_set() and time.monotonic() - t0 >= seconds:
+            q.stop.set()
+        try:
+            kind, payload = q.out.get(timeout=0.2)
+        except queue_mod.Empty:
+            if q.stop.is_set() and time.monotonic() - t0 > seconds + 120:
+                break  # a process stuck past every timeout: leave it to terminate()
+            continue
+        if kind == "exit":
+            exited += 1
+            role, cpu = payload
+            report.cpu[role] = cpu
+            continue
+        if kind == "action":
+            action, links = payload
+            if action["t"] - report.started_at <= seconds:
+                report.actions.append(action)
+        else:  # "links", from an extractor
+            links = payload
+        for url, depth in links:  # the uniqueness checker: only new URLs reach ToLoad
+            if url not in seen:
+                seen.add(url)
+                q.to_load.put((url, depth))
+                report.queued += 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -390,13 +473,15 @@ def _parser() -> argparse.ArgumentParser:
         default="interleave",
         help="a due re-check and a new URL: in turns, or re-checks first",
     )
+    p.add_argument("--extractors", type=int, default=0, help="extractor processes (0: the loaders extract in line)")
+    p.add_argument("--engine", choices=ENGINES, default="engine", help="HTTP client, as CRAWL_FETCH_ENGINE")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.procs < 1 or args.seconds <= 0:
-        raise SystemExit("need --procs >= 1 and --seconds > 0")
+    if args.procs < 1 or args.seconds <= 0 or args.extractors < 0:
+        raise SystemExit("need --procs >= 1, --extractors >= 0 and --seconds > 0")
     policy = FetchPolicy(
         connect_timeout=args.connect_timeout,
         header_timeout=args.header_timeout,
@@ -412,7 +497,10 @@ def main(argv: list[str] | None = None) -> int:
         nr2_backoff=args.nr2_backoff,
         robots_retry=args.robots_retry,
     )
-    report = run(args.seeds, seconds=args.seconds, procs=args.procs, policy=policy, timings=timings, order=args.order)
+    report = run(
+        args.seeds, seconds=args.seconds, procs=args.procs, policy=policy, timings=timings, order=args.order,
+        extractors=args.extractors, engine=args.engine,
+    )  # fmt: skip
     json.dump(report.to_json(), sys.stdout)
     sys.stdout.write("\n")
     return 0

@@ -7,6 +7,8 @@ from datetime import datetime
 
 from django.db import models
 
+from crawler import jobrules, windows
+
 from .urls import Url
 
 
@@ -56,6 +58,19 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def in_window(self, now: datetime) -> bool:
+        """Whether `now` is inside one of the job's time windows, on its time zone's clock (always, with none)."""
+        return windows.in_day_windows(self.windows, now, self.time_zone)
+
+    def window_opens(self, now: datetime) -> datetime | None:
+        """The next minute (within a day) at which one of the job's windows is open, on its zone's clock."""
+        return windows.day_window_opens(self.windows, now, self.time_zone)
+
+    def next_start(self, after: datetime) -> datetime:
+        """The schedule's next start after `after`, on the job's time zone's clock (jobrules.JobRuleError
+        when it never comes)."""
+        return jobrules.schedule_next(self.schedule, windows.zone_time(after, self.time_zone))
 
 
 class JobRun(models.Model):

@@ -6,7 +6,6 @@ at once change the job once.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import transaction
@@ -80,7 +79,7 @@ def job_start(*, name: str, trigger: str = "manual") -> JobRun:
         job.state = Job.RUNNING
         job_event_tell(STARTED, job=job, run=run, facts={"trigger": trigger})
     servers = job_seeds_insert(job=job) | job_unhold(job_id=job.id)
-    if not jobrules.in_windows(job.windows, timezone.now().astimezone(ZoneInfo(job.time_zone))):
+    if not job.in_window(timezone.now()):
         job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
     servers_dispatch_soon(servers)
     return run
@@ -124,7 +123,7 @@ def job_resume(*, name: str) -> Job:
         job = _transition(name, from_states=[Job.PAUSED], to=Job.RUNNING)
         job_paused_time_close(job.id)
         servers = job_unhold(job_id=job.id, reasons=[jobrules.JOB_PAUSED])
-        if not jobrules.in_windows(job.windows, timezone.now().astimezone(ZoneInfo(job.time_zone))):
+        if not job.in_window(timezone.now()):
             job_hold(job_id=job.id, reason=jobrules.OUTSIDE_WINDOW)
     servers_dispatch_soon(servers)
     return job

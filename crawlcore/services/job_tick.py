@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import transaction
@@ -68,14 +67,13 @@ def _revisit_due(job: Job, now: datetime) -> bool:
 
 
 def _schedule_due(job: Job, now: datetime) -> bool:
-    tz = ZoneInfo(job.time_zone)
     if job.next_run_at is None:
-        nxt = jobrules.schedule_next(job.schedule, now.astimezone(tz))
+        nxt = job.next_start(now)
         Job.objects.filter(id=job.id, next_run_at__isnull=True).update(next_run_at=nxt)
         return False
     if job.next_run_at > now:
         return False
-    nxt = jobrules.schedule_next(job.schedule, now.astimezone(tz))
+    nxt = job.next_start(now)
     if not Job.objects.filter(id=job.id, next_run_at=job.next_run_at).update(next_run_at=nxt):
         return False  # another tick took this start
     try:
@@ -87,7 +85,7 @@ def _schedule_due(job: Job, now: datetime) -> bool:
 
 
 def _window_edge(job: Job, now: datetime) -> bool:
-    inside = jobrules.in_windows(job.windows, now.astimezone(ZoneInfo(job.time_zone)))
+    inside = job.in_window(now)
     if inside:
         servers = job_unhold(job_id=job.id, reasons=[jobrules.OUTSIDE_WINDOW])
         servers_dispatch_soon(servers)

@@ -38,8 +38,8 @@ the benchmark measured it worse than the plain s. CRAWL_RECRAWL_POLICY=staleness
 paper's s (whole periods since the last check).
 
 For comparison (bench/staleness_live.py) the sweep can also rank by the paper's two baselines and by
-round robin: change-frequency (Tan et al. 2010: λ_j·s_j, λ_j the changes the
-active scan found per period since the URL was first seen), importance (Khan et al. 2013: w_j·s_j, w_j
+round robin: change-frequency (Tan et al. 2010: λ_j·s_j, λ_j by the same estimator as ours,
+`_change_rate`, so the two differ only in how they use it), importance (Khan et al. 2013: w_j·s_j, w_j
 one plus the links to the URL) and plain oldest first, ignoring cost.
 
 The staleness query never loads the URLs into Python. It first scores the 4m oldest candidates (an
@@ -118,18 +118,6 @@ def _periods(now: datetime):
     return Floor(AgeSeconds(now, "last_checked_at") / Value(float(settings.CRAWL_STALENESS_PERIOD)))
 
 
-def _changes_found():
-    """Changes the active scan found on the URL (Visited → Init), the change signal we hold for every page."""
-    found = (
-        UrlEvent.objects.filter(url=OuterRef("pk"), agent=Agent.ACTIVE_SCAN.value)
-        .filter(from_state=State.VISITED.value, to_state=State.INIT.value)
-        .values("url")
-        .annotate(n=Count("id"))
-        .values("n")
-    )
-    return Coalesce(Subquery(found), Value(0), output_field=FloatField())
-
-
 def _change_rate(now: datetime):
     """λ_j, changes per second: Cho & Garcia-Molina's estimator (2003) from the URL's check history.
 
@@ -206,11 +194,9 @@ def baseline_scored(qs: QuerySet, *, now: datetime, policy: str) -> QuerySet:
     period = float(settings.CRAWL_STALENESS_PERIOD)
     if policy == "round-robin":  # oldest check first, to the second
         return qs.annotate(staleness_score=AgeSeconds(now, "last_checked_at") / Value(period))
-    if policy == "change-frequency":
-        changes = _changes_found()
-        seen = AgeSeconds(now, "created_at") / Value(period)
-        rate = (changes + Value(1.0)) / (seen + Value(1.0))
-        return qs.annotate(staleness_score=rate * _periods(now))
+    if policy == "change-frequency":  # λ_j by the same estimator as ours, so only the use of it differs
+        qs = qs.annotate(first_loaded_at=_first_loaded())
+        return qs.annotate(staleness_score=_change_rate(now) * _periods(now))
     if policy == "importance":
         links = Link.objects.filter(to_url=OuterRef("pk")).values("to_url").annotate(n=Count("id")).values("n")
         weight = Coalesce(Subquery(links), Value(0), output_field=FloatField()) + Value(1.0)

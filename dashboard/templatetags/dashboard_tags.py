@@ -175,7 +175,7 @@ def dead_link_rows(links) -> SafeString:
         chain = f'<br><span class="note">{_e(link["redirect_chain"])}</span>' if link["redirect_chain"] else ""
         rows.append(
             f'<tr><td class="url">{cell}</td><td>{_e(link["anchor_text"])}<br><span class="note">'
-            f'{_e(link["element"])}</span></td>'
+            f"{_e(link['element'])}</span></td>"
             f'<td class="url">{_url_link(link["to_url__url"], link.get("to_url__server_id"))}{chain}</td>'
             f'<td><span class="state {state}">{state}</span></td><td>{_e(status)}</td>'
             f"<td>{_e(link['failure_kind'])}</td><td>{_e(_when(link['first_broken_at']))}</td>"

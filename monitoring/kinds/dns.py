@@ -18,7 +18,6 @@ No Django or Celery import.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import dns.exception
@@ -26,13 +25,11 @@ import dns.name
 import dns.rdatatype
 import dns.resolver
 
-from crawler.http import FailureKind, Timings
+from crawler.http import AddressCheck, FailureKind, Timings
 from crawler.sanitize import clean_line
 from crawler.status import Category
 
 from . import KindResult, result_of, timed_category
-
-AddressCheck = Callable[[str], "str | None"]
 
 RECORD_TYPES = ("A", "AAAA", "CNAME", "MX", "NS", "TXT", "SOA", "CAA", "SRV", "PTR")
 

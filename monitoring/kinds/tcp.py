@@ -12,21 +12,17 @@ No Django or Celery import.
 
 from __future__ import annotations
 
-import concurrent.futures
 import socket
 import ssl
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from crawler.http import FailureKind, FetchPolicy, Timings
-from crawler.lookup import lookup_submit
+from crawler.http import AddressCheck, FailureKind, FetchPolicy, Timings
+from crawler.resolve import Unresolved, resolve_allowed
 from crawler.sanitize import clean_line
 from crawler.status import Category
 
 from . import KindResult, result_of, timed_category
-
-AddressCheck = Callable[[str], "str | None"]
 
 BANNER_MAX_BYTES = 4096  # read at most this much while waiting for the expected banner
 MAX_BANNER_LENGTH = 200
@@ -61,21 +57,6 @@ def tcp_target_parse(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _lookup(host: str, port: int, timeout: float) -> list[str]:
-    """The host's addresses, within `timeout` (getaddrinfo has no deadline of its own: crawler.lookup)."""
-    # Counted under the name's domain, with its deadline: hanging names cannot take the pool (crawler.lookup).
-    future = lookup_submit(host, port, timeout=timeout)
-    try:
-        infos = future.result(timeout=timeout)
-    except concurrent.futures.TimeoutError:
-        raise OSError(f"no answer within {timeout:g}s") from None
-    ips = (str(info[4][0]).split("%", 1)[0] for info in infos if info[0] in (socket.AF_INET, socket.AF_INET6))
-    found = list(dict.fromkeys(ips))
-    if not found:
-        raise OSError("no addresses")
-    return found
-
-
 def tcp_check(spec: TcpSpec, *, policy: FetchPolicy, guard: AddressCheck | None, threshold_s: float) -> KindResult:
     """One check; never raises for a network reason."""
     started_wall, t0 = time.time(), time.monotonic()
@@ -90,16 +71,11 @@ def tcp_check(spec: TcpSpec, *, policy: FetchPolicy, guard: AddressCheck | None,
         return KindResult(started_wall, result, category, failure, detail[:300])
 
     try:
-        addresses = _lookup(spec.host, spec.port, policy.dns_timeout)
-    except (OSError, UnicodeError) as exc:
+        allowed = resolve_allowed(spec.host, spec.port, guard=guard, deadline=policy.dns_timeout)
+    except Unresolved as exc:
         dns_ms = ms()
-        return done(Category.DISCONNECT, FailureKind.DNS.value, f"cannot resolve {spec.host}: {exc}", FailureKind.DNS)
+        return done(Category.DISCONNECT, exc.kind.value, exc.detail, exc.kind)
     dns_ms = ms()
-    allowed = [ip for ip in addresses if guard is None or guard(ip) is None]
-    if not allowed:
-        why = guard(addresses[0]) if guard else ""
-        detail = f"{addresses[0]} is a {why} address (CRAWL_ALLOW_PRIVATE)"
-        return done(Category.DISCONNECT, FailureKind.FORBIDDEN_ADDRESS.value, detail, FailureKind.FORBIDDEN_ADDRESS)
     connect_start = time.monotonic()
     deadline = connect_start + policy.connect_timeout
     sock, last_error = None, "no address"

@@ -15,10 +15,11 @@ from django.db import transaction
 from crawlcore.db import bulk
 from crawlcore.models import StatusCheck
 from crawler.lifecycle import Agent
+from crawler.windows import in_dated_windows
 
 from .. import hooks
 from ..models import ServerMonitor, StatusChange
-from ..selectors import in_window, maintenance_windows
+from ..selectors import maintenance_windows
 from .certificates import certificates_record
 from .check_confirm import apply_check
 from .check_locations import apply_located, location_states, location_states_save
@@ -96,7 +97,7 @@ def checks_record(*, checked: Sequence[Checked], claimed_at: datetime | None = N
             if m is None:  # its monitor was deleted meanwhile: the check stays, there is no state to move
                 c.status = ""
                 continue
-            paused = in_window(windows.get(m.server_id, ()), c.checked_at)
+            paused = in_dated_windows(windows.get(m.server_id, ()), c.checked_at)
             base = claimed_at or c.checked_at
             if m.locations:
                 apply_located(m, c, paused, changes, locations, base)

@@ -8,7 +8,6 @@ every https client here uses; an unreachable registry leaves the domain's expiry
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import threading
 import time
@@ -23,7 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from crawler.http import ca_bundle
-from crawler.lookup import lookup_submit
+from crawler.resolve import Unresolved, resolve_allowed
 
 from .. import hooks
 from ..kinds import Kind
@@ -65,15 +64,13 @@ def https_get(url: str) -> tuple[int | None, bytes, str]:
     parts = urlsplit(url)
     if parts.scheme != "https" or not parts.hostname:
         return None, b"", "not an https URL"
-    future = lookup_submit(parts.hostname, parts.port or 443, timeout=settings.CRAWL_DNS_TIMEOUT)
     try:
-        addresses = {str(info[4][0]).split("%", 1)[0] for info in future.result(timeout=settings.CRAWL_DNS_TIMEOUT)}
-    except concurrent.futures.TimeoutError:
-        return None, b"", f"cannot resolve {parts.hostname}: no answer within {settings.CRAWL_DNS_TIMEOUT:g}s"
-    except (OSError, UnicodeError) as exc:
-        return None, b"", f"cannot resolve {parts.hostname}: {exc}"
+        # Every address, not only the allowed ones: requests looks the name up again and may dial any of them.
+        addresses = resolve_allowed(parts.hostname, parts.port or 443, guard=None, deadline=settings.CRAWL_DNS_TIMEOUT)
+    except Unresolved as exc:
+        return None, b"", exc.detail
     guard = address_guard()
-    if not addresses or any(guard(ip) is not None for ip in addresses):
+    if any(guard(ip) is not None for ip in addresses):
         return None, b"", REFUSED
     timeout = (settings.CRAWL_CONNECT_TIMEOUT, settings.CRAWL_HEADER_TIMEOUT)
     headers = {"User-Agent": settings.CRAWL_USER_AGENT, "Accept": "application/rdap+json, application/json"}

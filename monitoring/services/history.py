@@ -13,11 +13,12 @@ from django.utils import timezone
 from crawlcore.models import Server, StatusCheck
 from crawlcore.services.check_history import checks_prune, retention_cutoff
 from crawler.lifecycle import Agent
+from crawler.windows import in_dated_windows
 
 from ..check_stats import COUNT_FIELDS, CheckSample, summarize
 from ..load_profile import load_profile
 from ..models import HourlyRollup
-from ..selectors import hour_floor, in_window, maintenance_windows
+from ..selectors import hour_floor, maintenance_windows
 from .evidence import evidence_prune
 
 _ROLLUP_FIELDS = [
@@ -50,7 +51,9 @@ def rollups_build(*, since: datetime | None = None, now: datetime | None = None)
     rollups = []
     for (server_id, hour), rows in buckets.items():
         own = windows.get(server_id, ())
-        counts, lat = summarize(CheckSample(cat, status, ms, in_window(own, at)) for _, at, cat, status, ms in rows)
+        counts, lat = summarize(
+            CheckSample(cat, status, ms, in_dated_windows(own, at)) for _, at, cat, status, ms in rows
+        )
         rollups.append(
             HourlyRollup(
                 server_id=server_id,

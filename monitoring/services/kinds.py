@@ -9,13 +9,13 @@ from __future__ import annotations
 import concurrent.futures
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 from django.conf import settings
 from django.utils import timezone
 
-from crawler.http import FailureKind, FetchPolicy, Timings
+from crawler.http import AddressCheck, FailureKind, FetchPolicy, Timings
 from crawler.status import Category
 
 from ..kinds import Kind, KindResult, result_of
@@ -63,9 +63,6 @@ def spec_of(monitor: ServerMonitor) -> tuple[Spec | None, str]:
         started_at=monitor.ping_started_at,
     )
     return spec, ""
-
-
-AddressCheck = Callable[[str], "str | None"]
 
 
 def _run_one(spec: Spec, policy: FetchPolicy, guard: AddressCheck | None, threshold_s: float, now: datetime):
