@@ -32,10 +32,15 @@ class Kind(enum.StrEnum):
     JOB_FINISHED = "job.finished"
     JOB_STALLED = "job.stalled"
     JOB_BUDGET_REACHED = "job.budget_reached"
+    # A freshness objective (crawlcore's FreshnessObjective) burns its error budget too fast, or no longer.
+    FRESHNESS_BURN = "freshness.burn"
+    FRESHNESS_RESTORED = "freshness.restored"
     TEST = "test"  # notify_test / "send test": never routed, sent to the one channel asked for
 
 
 JOB_KINDS = (Kind.JOB_STARTED, Kind.JOB_FINISHED, Kind.JOB_STALLED, Kind.JOB_BUDGET_REACHED)
+# Asked for by name, like a job's (a rule with no kinds named keeps taking the servers' events only).
+FRESHNESS_KINDS = (Kind.FRESHNESS_BURN, Kind.FRESHNESS_RESTORED)
 # What a rule with no kinds named takes: the servers' (and beat's) events. A crawl job's are asked for by
 # name (or by a rule for one job, which takes all of them: alerts.services.channels).
 ROUTABLE = (Kind.DOWN, Kind.UP, Kind.DELAY, Kind.CERT, Kind.CONTENT, Kind.DOMAIN, Kind.BEAT)
@@ -53,7 +58,7 @@ def kinds_parse(text: str) -> tuple[str, ...]:
     names = [p.strip().lower() for p in text.split(",") if p.strip()]
     if not names:
         return tuple(k.value for k in ROUTABLE)
-    every = (*ROUTABLE, *JOB_KINDS)
+    every = (*ROUTABLE, *JOB_KINDS, *FRESHNESS_KINDS)
     known = {k.value for k in every}
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -132,6 +137,8 @@ _TITLES = {
     "beat": "late",
     "beat:fixed": "on time again",
     **{k.value: k.value for k in JOB_KINDS},  # "job docs job.finished": the job's name and the event
+    "freshness.burn": "freshness objective burning its budget",
+    "freshness.restored": "freshness objective within its budget again",
 }
 
 

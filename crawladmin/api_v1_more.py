@@ -415,6 +415,7 @@ RESOURCES = {
     "maintenance": "api-v1-maintenance", "maintenance_windows": "api-v1-windows", "mutes": "api-v1-mutes",
     "status_pages": "api-v1-status-pages", "incidents": "api-v1-incidents", "jobs": "api-v1-jobs",
     "dead_links": "api-v1-dead-links", "uptime": "api-v1-uptime", "search": "api-v1-search",
+    "freshness": "api-v1-freshness",
 }  # fmt: skip
 
 

@@ -7,8 +7,9 @@ from django.templatetags.static import static
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
-from crawladmin import api, api_schema, api_v1, api_v1_base, api_v1_more  # noqa: F401 - api_schema: the token's scheme
+from crawladmin import api, api_schema, api_v1, api_v1_base, api_v1_freshness, api_v1_more  # noqa: F401 - api_schema: the token's scheme
 from crawladmin.guide import guide
+from crawladmin.indexnow import indexnow
 from dashboard.metrics import metrics
 from dashboard.ping import ping
 from dashboard.public import status_page
@@ -46,6 +47,7 @@ urlpatterns = [
     path("api/v1/incidents/<int:pk>/updates/", api_v1_more.IncidentUpdates.as_view(), name="api-v1-incident-updates"),
     path("api/v1/dead-links/", api_v1_more.DeadLinks.as_view(), name="api-v1-dead-links"),
     path("api/v1/uptime/", api_v1_more.Uptime.as_view(), name="api-v1-uptime"),
+    path("api/v1/freshness/", api_v1_freshness.FreshnessList.as_view(), name="api-v1-freshness"),
     path("api/v1/search/", api_v1.SearchView.as_view(), name="api-v1-search"),
     path("api/v1/schema", SpectacularJSONAPIView.as_view(), name="api-v1-schema"),
     path("api/v1/docs", SpectacularSwaggerView.as_view(url_name="api-v1-schema"), name="api-v1-docs"),
@@ -55,6 +57,7 @@ urlpatterns = [
     path("dashboard/", include("dashboard.urls")),
     path("metrics", metrics, name="metrics"),
     # Heartbeat monitors' pings: public, no login (dashboard/ping.py).
+    path("indexnow", indexnow, name="indexnow"),  # public: the key file on the site is the proof
     path("ping/<str:token>", ping, name="ping"),
     path("ping/<str:token>/start", ping, {"signal": "start"}, name="ping-start"),
     path("ping/<str:token>/fail", ping, {"signal": "fail"}, name="ping-fail"),

@@ -380,4 +380,4 @@ class SitemapAdmin(ReaderScopedAdmin):
     group_paths = ("server__group",)
 
 
-from . import admin_jobs  # noqa: E402, F401  (jobs and runs: their own module)
+from . import admin_freshness, admin_jobs  # noqa: E402, F401  (objectives, jobs and runs: their own modules)

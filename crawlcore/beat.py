@@ -74,6 +74,8 @@ BEAT_JOBS: tuple[BeatJob, ...] = (
     # alerts (alerts/migrations 0002): the outbox sender, and recurring maintenance windows written ahead
     BeatJob("alerts: send notifications", "tasks.alerts.send", 10, Queue.HOUSEKEEPING),
     BeatJob("alerts: write recurring maintenance windows", "tasks.alerts.maintenance", 600, Queue.HOUSEKEEPING),
+    # alerts (alerts/migrations 0006): freshness objectives' hours recorded, and their burn alerts
+    BeatJob("alerts: freshness hours and burn alerts", "tasks.alerts.freshness", 600, Queue.HOUSEKEEPING),
     # dashboard (dashboard/migrations 0003)
     BeatJob("dashboard: check totals and server figures", "tasks.dashboard.refresh_rollups", 60, Queue.HOUSEKEEPING),
     BeatJob("dashboard: dead links", "tasks.dashboard.refresh_dead_links", 300, Queue.HOUSEKEEPING),

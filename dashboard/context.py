@@ -18,7 +18,7 @@ GUIDE_TOPICS = {
     "dashboard:dead-links": "link-reports/", "dashboard:dead-links-site": "link-reports/",
     "dashboard:heatmap": "scheduling/", "dashboard:uptime": "monitoring/", "dashboard:search": "search/",
     "dashboard:jobs": "jobs/", "dashboard:job": "jobs/", "analyzer:dashboard": "analyzer/",
-    "dashboard:login": "security/", "dashboard:incident": "incidents/",
+    "dashboard:login": "security/", "dashboard:incident": "incidents/", "dashboard:freshness": "freshness/",
 }  # fmt: skip
 
 

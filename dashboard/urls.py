@@ -3,7 +3,16 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
-from . import views, views_crawl, views_dead_links, views_incidents, views_jobs, views_reports, views_server
+from . import (
+    views,
+    views_crawl,
+    views_dead_links,
+    views_freshness,
+    views_incidents,
+    views_jobs,
+    views_reports,
+    views_server,
+)
 
 app_name = "dashboard"
 
@@ -40,6 +49,7 @@ urlpatterns = [
     path("heatmap/", views_reports.heatmap, name="heatmap"),
     path("uptime/", views_reports.uptime, name="uptime"),
     path("uptime/report.<str:fmt>", views_reports.uptime_download, name="uptime-export"),
+    path("freshness/", views_freshness.freshness, name="freshness"),
     path("search/", views_reports.search, name="search"),
     path("jobs/", views_jobs.jobs, name="jobs"),
     path("jobs.json", views_jobs.jobs_json, name="jobs-json"),

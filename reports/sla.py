@@ -23,6 +23,7 @@ from django.utils import timezone
 from alerts.delivery import deliver
 from alerts.destinations import Destination
 from alerts.logic import Message
+from crawlcore.selectors_freshness import objectives_month_lines
 from monitoring.models import ServerMonitor
 from monitoring.report import MAINTENANCE_NOTE, month_bounds, uptime_report
 
@@ -55,6 +56,7 @@ def sla_reports_send(*, month: str | None = None, now: datetime | None = None) -
     for email, ids in sorted(owners.items()):
         report = uptime_report(month=outcome.month, server_ids=ids, now=now)
         body = f"Uptime report {report.month} for {email}\n\n{report.text()}\n{MAINTENANCE_NOTE}.\n"
+        body += _freshness_lines(ids, outcome.month, now)
         try:
             with transaction.atomic():
                 sent = SlaReportSent.objects.create(
@@ -67,6 +69,13 @@ def sla_reports_send(*, month: str | None = None, now: datetime | None = None) -
         sent.save(update_fields=["channel", "destination"])
         outcome.sent += 1
     return outcome
+
+
+def _freshness_lines(server_ids: list[int], month: str, now: datetime) -> str:
+    """The owner's freshness objectives, one line each (crawlcore.selectors_freshness), after the uptime."""
+    _, start, end = month_bounds(month, now)
+    lines = objectives_month_lines(server_ids=server_ids, start=start, end=end)
+    return "\nFreshness objectives:\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 def _deliver(email: str, month: str, body: str, now: datetime) -> tuple[str, str]:

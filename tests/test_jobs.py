@@ -283,7 +283,8 @@ def test_apply_writes_servers_monitors_and_channels_and_names_their_problems():
     with pytest.raises(ConfigError) as caught:
         config_apply(bad + "extra: 1\n")
     assert caught.value.problems == [
-        "12: extra: unknown section (known: servers, monitors, channels, maintenance, mutes, status_pages, jobs)",
+        "12: extra: unknown section (known: servers, monitors, channels, maintenance, mutes, status_pages, jobs,"
+        " freshness)",
         "6: monitors[0].server: required: the URL of a server that exists or that this file names (tcp://host:port,"
         " dns://name and heartbeat://slug are made when missing)",
     ]

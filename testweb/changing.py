@@ -14,6 +14,7 @@ Pages link to a few others, popular pages more often (a Zipf law), so pages diff
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 import random
@@ -54,6 +55,16 @@ class ChangingSpec:
     seed: int = 7
     links: int = 4  # links drawn per page (to pages of its server; repeats and self-links dropped)
     inlink_zipf: float = 1.0  # page k is drawn with weight 1/(k+1)^zipf: higher spreads the in-links wider
+    # Sitemaps (/sitemap.xml, named in robots.txt): each page's lastmod the start of its live version, except
+    # on the `liars` (server indexes), whose sitemap says every page changed at the moment it is read.
+    sitemaps: bool = False
+    liars: tuple[int, ...] = ()
+    indexnow_key: str = ""  # served as /<key>.txt on every server, for IndexNow pushes
+    # Changes at random (a Poisson process of each page's mean interval, from its own seeded stream) instead of
+    # every `interval` seconds: the model the change-rate estimator assumes (scheduling.freshness).
+    poisson: bool = False
+    # Per server index, its own (min_interval, max_interval), e.g. a server whose pages hardly change.
+    server_intervals: dict[int, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -63,6 +74,7 @@ class ChangingWeb:
     servers: list[ServerSpec] = field(default_factory=list)
     pages: dict[tuple[int, int], PageSpec] = field(default_factory=dict)
     requests: int = 0
+    requests_by_server: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         rng = random.Random(self.spec.seed)
@@ -80,7 +92,8 @@ class ChangingWeb:
             )
             popularity = [1.0 / (k + 1) ** self.spec.inlink_zipf for k in range(self.spec.pages)]
             for j in range(self.spec.pages):
-                lo, hi = math.log(self.spec.min_interval), math.log(self.spec.max_interval)
+                low, high = self.spec.server_intervals.get(i, (self.spec.min_interval, self.spec.max_interval))
+                lo, hi = math.log(low), math.log(high)
                 lo_s, hi_s = math.log(self.spec.min_size), math.log(self.spec.max_size)
                 interval = round(math.exp(rng.uniform(lo, hi)), 1)
                 links = tuple(
@@ -89,15 +102,36 @@ class ChangingWeb:
                 self.pages[(i, j)] = PageSpec(
                     i, j, int(math.exp(rng.uniform(lo_s, hi_s))), interval, rng.uniform(0, interval), links
                 )
+        self._changes: dict[tuple[int, int], list[float]] = {}
+        if self.spec.poisson:
+            for key, page in self.pages.items():
+                self._changes[key] = self._poisson_changes(page)
         self._checksums: dict[str, tuple[int, int, int]] = {}
         self._lock = threading.Lock()
         self._httpd: list[ThreadingHTTPServer] = []
 
     # -- the schedule -------------------------------------------------------------------------------
+    HORIZON = 6 * 3600.0  # seconds of Poisson changes drawn ahead
+
+    def _poisson_changes(self, page: PageSpec) -> list[float]:
+        """The times version 1, 2, ... begin: exponential gaps of mean `interval` from t0 (a bounded list)."""
+        rng = random.Random(f"{self.spec.seed}/{page.server}/{page.number}")
+        times, at = [], self.t0
+        while at < self.t0 + self.HORIZON and len(times) < 100_000:
+            at += rng.expovariate(1.0 / page.interval)
+            times.append(at)
+        return times
+
     def version(self, page: PageSpec, at: float) -> int:
+        changes = self._changes.get((page.server, page.number))
+        if changes is not None:
+            return bisect.bisect_right(changes, at)
         return math.floor((at - self.t0 + page.phase) / page.interval)
 
     def version_start(self, page: PageSpec, v: int) -> float:
+        changes = self._changes.get((page.server, page.number))
+        if changes is not None:
+            return self.t0 - page.interval if v <= 0 else changes[min(v, len(changes)) - 1]
         return self.t0 + v * page.interval - page.phase
 
     def body(self, page: PageSpec, v: int) -> bytes:
@@ -128,6 +162,22 @@ class ChangingWeb:
         if self.version(page, at) == v:
             return None
         return self.version_start(page, v + 1)
+
+    def robots(self, server: ServerSpec) -> bytes:
+        text = "User-agent: *\nAllow: /\n"
+        if self.spec.sitemaps:
+            text += f"Sitemap: http://{server.host}:{self.port(server.index)}/sitemap.xml\n"
+        return text.encode()
+
+    def sitemap(self, server: ServerSpec, now: float) -> bytes:
+        """Every page of the server with its lastmod: when its live version began, or now on a liar."""
+        entries = []
+        for page in (p for p in self.pages.values() if p.server == server.index):
+            start = now if server.index in self.spec.liars else self.version_start(page, self.version(page, now))
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start))
+            entries.append(f"<url><loc>{self.url(page)}</loc><lastmod>{stamp}</lastmod></url>")
+        head = '<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        return (head + "".join(entries) + "</urlset>").encode()
 
     def page_of(self, host: str, path: str) -> PageSpec | None:
         for s in self.servers:
@@ -180,10 +230,17 @@ class _Handler(BaseHTTPRequestHandler):
         web: ChangingWeb = self.server.web  # type: ignore[attr-defined]
         spec: ServerSpec = self.server.spec  # type: ignore[attr-defined]
         web.requests += 1
+        web.requests_by_server[spec.index] = web.requests_by_server.get(spec.index, 0) + 1
         now = time.time()
         slow = spec.load[time.localtime(now).tm_hour]
         if self.path == "/robots.txt":
-            self._send(200, {"Content-Type": "text/plain"}, b"User-agent: *\nAllow: /\n", body)
+            self._send(200, {"Content-Type": "text/plain"}, web.robots(spec), body)
+            return
+        if web.spec.sitemaps and self.path == "/sitemap.xml":
+            self._send(200, {"Content-Type": "application/xml"}, web.sitemap(spec, now), body)
+            return
+        if web.spec.indexnow_key and self.path == f"/{web.spec.indexnow_key}.txt":
+            self._send(200, {"Content-Type": "text/plain"}, web.spec.indexnow_key.encode(), body)
             return
         page = web.page_of(spec.host, self.path)
         if page is None:

@@ -9,6 +9,7 @@ from django.db import transaction
 from crawladmin.configfile.keys import SECTIONS
 from crawladmin.configfile.plan import Plan, _origin
 from crawladmin.configfile.plan_channels import _plan_channels
+from crawladmin.configfile.plan_freshness import _plan_freshness
 from crawladmin.configfile.plan_jobs import _plan_jobs
 from crawladmin.configfile.plan_maintenance import _plan_maintenance
 from crawladmin.configfile.plan_monitors import _plan_monitors
@@ -47,6 +48,7 @@ def config_plan(data: dict, lines: dict[tuple, int], *, prune: bool = False, act
     _plan_mutes(sections["mutes"], lines, plan, servers_in_file)
     _plan_status_pages(sections["status_pages"], lines, plan)
     _plan_jobs(sections["jobs"], lines, plan)
+    _plan_freshness(sections["freshness"], lines, plan, servers_in_file)
     if prune and not plan.problems:
         _plan_prune(data, plan)
     return plan

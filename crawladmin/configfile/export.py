@@ -86,9 +86,29 @@ def config_export(*, include_servers: str = "configured") -> dict:
     for job in Job.objects.order_by("name"):
         d = job_definition(job)
         jobs.append({k: v for k, v in d.items() if v not in (None, "", []) or k in ("name", "seeds", "enabled")})
-    out = {"servers": out_servers, "monitors": monitors, "channels": channels, "maintenance": maintenance,
-           "mutes": mutes, "status_pages": pages, "jobs": jobs}  # fmt: skip
+    out = {"servers": _with_objective_sites(out_servers), "monitors": monitors, "channels": channels,
+           "maintenance": maintenance, "mutes": mutes, "status_pages": pages, "jobs": jobs,
+           "freshness": _freshness()}  # fmt: skip
     return out
+
+
+def _with_objective_sites(servers: list[dict]) -> list[dict]:
+    """The servers, and after them those a freshness objective names that are not among them (the objective
+    needs its site to exist when the file is applied to an empty database)."""
+    from crawlcore.models import FreshnessObjective
+
+    listed = {s["url"] for s in servers}
+    sites = FreshnessObjective.objects.filter(site__isnull=False).select_related("site")
+    extra = sorted({o.site.origin for o in sites} - listed)
+    return servers + [{"url": url} for url in extra]
+
+
+def _freshness() -> list[dict]:
+    """The freshness objectives, each in its one form (crawlcore.services.freshness.freshness_form)."""
+    from crawlcore.models import FreshnessObjective
+    from crawlcore.services.freshness import freshness_form
+
+    return [freshness_form(o) for o in FreshnessObjective.objects.select_related("site", "job").order_by("name")]
 
 
 def config_export_yaml(**kwargs) -> str:

@@ -4,7 +4,7 @@ read, so a key added here is a key of the file, of the API and of the documentat
 
 from __future__ import annotations
 
-SECTIONS = ("servers", "monitors", "channels", "maintenance", "mutes", "status_pages", "jobs")
+SECTIONS = ("servers", "monitors", "channels", "maintenance", "mutes", "status_pages", "jobs", "freshness")
 
 SERVER_KEYS = ("url", "group", "enabled", "crawler_num", "trusted", "owner_name", "owner_email", "min_delay",
                "max_concurrency")  # fmt: skip
@@ -17,6 +17,7 @@ RULE_KEYS = ("kinds", "group", "server")
 MAINTENANCE_KEYS = ("server", "group", "schedule", "time_zone", "duration_minutes", "reason", "enabled")
 MUTE_KEYS = ("server", "group", "until", "reason")
 STATUS_PAGE_KEYS = ("slug", "group", "title", "enabled", "show_addresses")
+FRESHNESS_KEYS = ("name", "site", "job", "pages", "target", "budget")
 
 
 def reference_sections() -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -25,4 +26,4 @@ def reference_sections() -> tuple[tuple[str, tuple[str, ...]], ...]:
     from crawler.jobrules import JOB_KEYS
 
     return (("servers", SERVER_KEYS), ("monitors", MONITOR_KEYS), ("channels", CHANNEL_KEYS),
-            ("channels: rules", RULE_KEYS), ("jobs", JOB_KEYS))  # fmt: skip
+            ("channels: rules", RULE_KEYS), ("jobs", JOB_KEYS), ("freshness", FRESHNESS_KEYS))  # fmt: skip

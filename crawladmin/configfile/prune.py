@@ -11,7 +11,8 @@ from django.utils import timezone
 from alerts.models import Channel, MaintenanceSchedule, Mute
 from crawladmin.configfile.plan import Plan, Planned, _target_name
 from crawlcore import roles
-from crawlcore.models import Job
+from crawlcore.models import FreshnessObjective, Job
+from crawlcore.services.freshness import freshness_delete
 from crawlcore.services.job_definitions import job_delete
 from dashboard.models import StatusPage
 from monitoring.models import ServerMonitor
@@ -20,10 +21,11 @@ from monitoring.models import ServerMonitor
 def _plan_prune(data: dict, plan: Plan) -> None:
     named = {(p.kind, p.name) for p in plan.items}
 
-    def gone(kind: str, name: str, remove: Callable[[], object], group: str | None = None) -> None:
+    def gone(kind: str, name: str, remove: Callable[[], object], group: str | None = None, rule: str = "") -> None:
         if (kind, name) in named:
             return
-        reason = roles.refusal(plan.actor, "delete", kind, group=group)
+        # A freshness objective is held to the rules of a crawl job (crawladmin.configfile.plan_freshness).
+        reason = roles.refusal(plan.actor, "delete", rule or kind, group=group)
         if reason is not None:
             plan.problems.append(f"1: prune: {kind} {name}: not allowed: {reason}")
             plan.refused = plan.refused or reason
@@ -60,6 +62,15 @@ def _plan_prune(data: dict, plan: Plan) -> None:
     if "jobs" in data:
         for name, group in Job.objects.values_list("name", "group"):
             gone("job", name, lambda name=name: job_delete(name=name), group)
+    _prune_freshness(data, gone)
+
+
+def _prune_freshness(data: dict, gone: Callable) -> None:
+    if "freshness" not in data:
+        return
+    for obj in FreshnessObjective.objects.select_related("site", "job"):
+        group = obj.site.group if obj.site_id else obj.job.group
+        gone("freshness", obj.name, lambda name=obj.name: freshness_delete(name=name), group, "job")
 
 
 def _remover(fn: Callable[[], object]) -> Callable[[bool], str]:

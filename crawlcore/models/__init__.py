@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .beat import BeatJobRun
 from .checks import Exchange, StatusCheck
+from .freshness import FreshnessHour, FreshnessObjective, IndexNowSite, LastmodTally
 from .health import ServerHealth, ServerHealthEvent
 from .jobs import Job, JobRun, JobUrl
 from .servers import Server, ServerLease, Sitemap
@@ -17,9 +18,13 @@ from .urls import Link, Page, Url, UrlEvent
 __all__ = [
     "BeatJobRun",
     "Exchange",
+    "FreshnessHour",
+    "FreshnessObjective",
+    "IndexNowSite",
     "Job",
     "JobRun",
     "JobUrl",
+    "LastmodTally",
     "Link",
     "Page",
     "Server",

@@ -61,6 +61,9 @@ class Url(models.Model):
     sitemap_lastmod = models.DateTimeField(null=True, blank=True)
     sitemap_changefreq = models.CharField(max_length=8, blank=True)
     sitemap_priority = models.FloatField(null=True, blank=True)
+    # An IndexNow push said the page changed then (crawlcore.services.indexnow): due for the active scan while
+    # it is newer than the last check, like a sitemap lastmod.
+    pushed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -84,6 +87,10 @@ class Url(models.Model):
                 fields=["sitemap_lastmod"],
                 name="url_sitemap_lastmod_idx",
                 condition=Q(state="visited", sitemap_lastmod__isnull=False),
+            ),
+            # The IndexNow signal, alike: Visited URLs pushed since their last check.
+            models.Index(
+                fields=["pushed_at"], name="url_pushed_idx", condition=Q(state="visited", pushed_at__isnull=False)
             ),
         ]
         # On PostgreSQL the key's index also carries id, state and exclusion_reason (migration 0027), so that the

@@ -17,21 +17,25 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 from django.db import transaction
 from django.utils import timezone
 
-from crawlcore.models import Page, Url
+from crawlcore.models import Page, Server, Url
 from crawler.http import FetchResult
 from crawler.lifecycle import Agent, Event, State, next_state
 from crawler.recheck import MAX_REQUESTS, Finding, Known, Outcome, Recheck, Reply, event_for_recheck
 
 from .agent import AgentBatch, AgentOutcome
+from .freshness import lastmod_tally_add
 from .urls import urls_lease, urls_release
 from .visit import Gate, ServerVisit
 
 log = logging.getLogger(__name__)
+
+UNREAD = object()
 
 SCAN_STATES: dict[Agent, tuple[State, ...]] = {
     Agent.ACTIVE_SCAN: (State.VISITED,),
@@ -70,6 +74,7 @@ class ScanBatch(AgentBatch[Url, ScanOutcome]):
         super().__init__(visit, ScanOutcome(), leased=leased)
         self.states = SCAN_STATES[self.agent]
         self.loaded: set[int] = set()
+        self.sitemaps_read_at: datetime | None | object = UNREAD  # the server's, read once a batch
 
     def claim(self) -> list[Url]:
         """The reserved URLs, already leased to us (scan_server_batch took them over from the sweep)."""
@@ -134,6 +139,32 @@ class ScanBatch(AgentBatch[Url, ScanOutcome]):
             )  # fmt: skip
             if moved and new == State.VISITED and result.method == "GET" and result.status in (200, 304):
                 page_revisit(url_id=url.id, result=result, now=now)
+            if moved and self.agent == Agent.ACTIVE_SCAN:
+                self.tally_lastmod(url, changed=new == State.INIT, last_modified=result.headers.get("last-modified"))
+
+    def tally_lastmod(self, url: Url, *, changed: bool, last_modified: str | None = None) -> None:
+        """Count the check for the server's lastmod honesty (crawlcore.services.freshness.lastmod_tally_add):
+        `url` still holds what it was before the check. A change lastmod did not announce counts against it
+        only when the sitemap was read after our previous check and after the new version began (its
+        Last-Modified, when the answer gave one): a sitemap read before the change could not tell it."""
+        before = url.last_checked_at
+        announced = bool(url.sitemap_lastmod and before and url.sitemap_lastmod > before)
+        if self.sitemaps_read_at is UNREAD:
+            rows = Server.objects.filter(id=url.server_id).values_list("sitemaps_read_at", flat=True)
+            self.sitemaps_read_at = rows.first()
+        read_at = self.sitemaps_read_at
+        began = _http_date(last_modified)
+        foretell = bool(read_at and before and read_at > before and (began is None or read_at >= began))
+        lastmod_tally_add(server_id=url.server_id, announced=announced, changed=changed, could_foretell=foretell)
+
+
+def _http_date(value: str | None) -> datetime | None:
+    """An HTTP date as an aware datetime (one without a zone is UTC, as HTTP dates are); None if not one."""
+    try:
+        when = parsedate_to_datetime(value) if value else None
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return when.replace(tzinfo=UTC) if when is not None and when.tzinfo is None else when
 
 
 def page_revisit(*, url_id: int, result: FetchResult, now: datetime) -> None:

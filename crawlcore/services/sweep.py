@@ -16,10 +16,12 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from crawlcore.models import Url
+from crawlcore.models import FreshnessObjective, Url
+from crawlcore.selectors_freshness import servers_lastmod_untrusted
 from crawlcore.selectors_health import held_server_ids
 from crawler.lifecycle import Agent, State
 
+from .freshness_choice import budget_left, freshness_first, spent, within_budget
 from .queue import enqueue_scan_on_commit
 from .recrawl_choice import active_scan_room, staleness_top
 from .scan import SCAN_STATES, sweep_owner_prefix
@@ -44,29 +46,45 @@ def active_due(*, now: datetime) -> bool:
     visited = Url.objects.filter(state=State.VISITED.value)
     return (
         visited.filter(last_checked_at__lte=checked_before).exists()
-        or visited.filter(sitemap_lastmod__isnull=False, sitemap_lastmod__gt=F("last_checked_at")).exists()
+        or visited.filter(
+            Q(sitemap_lastmod__isnull=False, sitemap_lastmod__gt=F("last_checked_at"))
+            | Q(pushed_at__isnull=False, pushed_at__gt=F("last_checked_at"))  # an IndexNow push: a partial index too
+        ).exists()
+        or FreshnessObjective.objects.exists()  # an objective's pages come due by its target, before the floor
     )
 
 
 def active_candidates(*, now: datetime, limit: int) -> list[int]:
-    """Visited URLs last checked at least CRAWL_REVISIT_AFTER ago (a floor), the `limit` best by seed 004's
-    staleness score (crawlcore.services.recrawl_choice; CRAWL_RECRAWL_POLICY picks a comparison policy). A URL
-    whose server asked for patience carries a next_check_at and waits for it."""
+    """Visited URLs to re-check now, at most `limit`, best first: the pages freshness objectives need checked
+    to hold their targets (crawlcore.services.freshness_choice), then pages whose sitemap lastmod says they
+    changed (on servers whose lastmod has proved honest), then those last checked at least CRAWL_REVISIT_AFTER
+    ago (a floor), the best by seed 004's staleness score (crawlcore.services.recrawl_choice;
+    CRAWL_RECRAWL_POLICY picks a comparison policy). A server an objective covers takes no more requests a day
+    than its budget. A URL whose server asked for patience carries a next_check_at and waits for it."""
     checked_before = now - timedelta(seconds=settings.CRAWL_REVISIT_AFTER)
     visited = (
         _scannable(now)
         .filter(state=State.VISITED.value)
         .filter(Q(next_check_at__isnull=True) | Q(next_check_at__lte=now))
     )
+    left = budget_left(now=now)
+    first = freshness_first(now=now, scannable=visited, limit=limit, left=left)
+    visited = visited.exclude(server_id__in=spent(left)).exclude(id__in=first)
     # A sitemap lastmod newer than the last check is the server saying the page changed: due now,
-    # before any staleness guess. The check moves last_checked_at past it, so it is due once per change.
+    # before any staleness guess, if the server's lastmod has proved honest. The check moves last_checked_at
+    # past it, so it is due once per change.
+    # An IndexNow push (crawlcore.services.indexnow) says the same with the site's key: due alike.
+    said = Q(sitemap_lastmod__gt=F("last_checked_at")) & ~Q(server_id__in=servers_lastmod_untrusted())
     changed = list(
-        visited.filter(sitemap_lastmod__gt=F("last_checked_at"))
-        .order_by("sitemap_lastmod", "id")
-        .values_list("id", flat=True)[:limit]
+        visited.filter(said | Q(pushed_at__gt=F("last_checked_at")))
+        .order_by(F("pushed_at").asc(nulls_last=True), F("sitemap_lastmod").asc(nulls_last=True), "id")
+        .values_list("id", flat=True)[: limit - len(first)]
     )
+    changed = within_budget(changed, left=left)
     rows = visited.filter(last_checked_at__lte=checked_before).exclude(id__in=changed)
-    return changed + staleness_top(rows, now=now, limit=limit - len(changed), policy=settings.CRAWL_RECRAWL_POLICY)
+    room = limit - len(first) - len(changed)
+    rest = staleness_top(rows, now=now, limit=room, policy=settings.CRAWL_RECRAWL_POLICY)
+    return first + changed + within_budget(rest, left=left)
 
 
 def inactive_candidates(*, now: datetime, limit: int) -> list[int]:

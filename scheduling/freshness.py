@@ -1,0 +1,262 @@
+"""Freshness objectives: how stale a page's stored copy is, the percentiles over an objective's
+pages, whether its target holds, and the requests a day it would take to hold it.
+
+Staleness of a page is the time since its stored copy stopped being current (the benchmark's *age*). We
+never see that moment; we know when the copy was last found current (`since_current`: the last check that
+fetched it or confirmed it unchanged) and the page's change rate λ (seed 004's estimator, Cho &
+Garcia-Molina 2003, the one crawlcore.services.recrawl_choice computes in SQL). With changes at rate λ
+(Poisson), a copy found current τ ago is stale by, on average,
+
+    a(τ) = τ − (1 − e^(−λτ)) / λ
+
+(0 right after the check, τ − 1/λ long after it). But the objective is a percentile of the staleness itself,
+not of its mean: a page checked τ ago is fresh with probability e^(−λτ), and stale by more than s (s < τ)
+with probability 1 − e^(−λ(τ − s)) (its first change came more than s before now). The objective's p50/p95
+are the quantiles of the mixture of its pages' distributions (`staleness_quantile`): the share of pages stale
+by more than the p95 is 5 % on average. (The percentile of the pages' means would be far lower: most of a
+page's mean is made of the chance it is fresh.)
+
+The budget a target needs: a page may wait until the chance it is stale by more than the target reaches half
+the 5 % the p95 allows, τ = T − ln(0.975)/λ (`interval_for`; half, so the p95 stays below the target
+between two sweeps); checked that often, no page passes the target more than 5 % of the time, so neither
+does their mixture. A check is a HEAD and, when it finds a change
+(probability 1 − e^(−λI)), a reload; summed per server, the largest sum is the budget needed per server and
+day.
+
+Lastmod honesty is read the same way: of the changes a server's sitemap `lastmod` announced, the share a
+check confirmed (precision), and of the changes checks found, the share `lastmod` had announced (recall);
+the score is their product, so a server must be right both ways (a sitemap that says every page changed
+now has recall 1 and precision near 0).
+
+Pure: no Django, no Celery; times in seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+DAY = 86_400.0
+LONGEST_INTERVAL = 30 * DAY  # a page that (almost) never changes is still checked once a month
+HONESTY_THRESHOLD = 0.5  # below it, a server's lastmod no longer makes its pages due
+# The schedule aims at half the share a p95 target allows (2.5 %): a page checked exactly when its chance of
+# passing the target reached 5 % would leave the objective's p95 at the target itself between two sweeps.
+SCHEDULE_QUANTILE = 97.5
+TOP_PAGES = re.compile(r"^top:([1-9][0-9]{0,6})$")
+
+
+class PagesError(ValueError):
+    """An objective's `pages` that is neither `all`, `top:N` nor a valid path regex (one line)."""
+
+
+@dataclass(frozen=True)
+class Pages:
+    """Which pages an objective covers: kind "all", "top" (the N best by rank) or "regex" (on the URL path)."""
+
+    kind: str
+    top: int = 0
+    pattern: str = ""
+
+    @property
+    def text(self) -> str:
+        return "all" if self.kind == "all" else f"top:{self.top}" if self.kind == "top" else self.pattern
+
+
+def pages_parse(text: object) -> Pages:
+    """`all`, `top:N` (1 ≤ N < 10⁷) or a regular expression on the URL path; PagesError otherwise."""
+    if not isinstance(text, str) or not text.strip():
+        raise PagesError("must be all, top:N or a regular expression on the URL path")
+    text = text.strip()
+    if text == "all":
+        return Pages("all")
+    match = TOP_PAGES.match(text)
+    if match:
+        return Pages("top", top=int(match.group(1)))
+    if text.startswith("top:"):
+        raise PagesError(f"{text!r}: top:N needs a whole number N from 1")
+    if len(text) > 500:
+        raise PagesError("a path regular expression of at most 500 characters")
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise PagesError(f"{text!r} is not a regular expression ({exc})") from None
+    return Pages("regex", pattern=text)
+
+
+def change_rate(*, checks: int, changed: int, watched: float, prior: float) -> float:
+    """λ, changes per second: Cho & Garcia-Molina's estimator over `checks` checks spanning `watched` seconds,
+    `changed` of which found a change, with a prior of `prior` changes per second weighing as one check (the
+    SQL of crawlcore.services.recrawl_choice._change_rate, term for term)."""
+    n, x = float(max(0, checks)), float(min(max(0, changed), max(0, checks)))
+    evidence = -math.log((n - x + 0.5) / (n + 0.5)) * n * n if n else 0.0
+    return (evidence / max(watched, 1.0) + prior) / (n + 1.0)
+
+
+def expected_staleness(rate: float, since_current: float) -> float:
+    """a(τ): the expected time a copy found current `since_current` seconds ago has been stale."""
+    tau = max(0.0, since_current)
+    if rate <= 0 or tau == 0:
+        return 0.0
+    x = rate * tau
+    if x < 1e-6:  # 1 − e^(−x) ≈ x − x²/2: the subtraction below would lose every digit
+        return rate * tau * tau / 2
+    return tau - (1.0 - math.exp(-x)) / rate
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0–100) by linear interpolation between closest ranks; None of no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * min(100.0, max(0.0, q)) / 100.0
+    low = math.floor(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def interval_for(rate: float, target: float, quantile: float = SCHEDULE_QUANTILE) -> float:
+    """The longest check interval I (seconds, at most LONGEST_INTERVAL) at which the chance the page is stale
+    by more than `target` stays within 1 − quantile/100: I = target − ln(quantile/100)/λ."""
+    if target <= 0:
+        return 0.0
+    if rate <= 0:
+        return LONGEST_INTERVAL
+    return min(LONGEST_INTERVAL, target - math.log(quantile / 100.0) / rate)
+
+
+def stale_beyond(rate: float, since_current: float, s: float) -> float:
+    """P(staleness > s) of a page with change rate `rate` found current `since_current` seconds ago."""
+    if rate <= 0 or s >= since_current:
+        return 0.0
+    return 1.0 - math.exp(-rate * (since_current - max(0.0, s)))
+
+
+def staleness_quantile(pages: Sequence[PageState], q: float) -> float | None:
+    """The q-th percentile (0–100) of the staleness of a page drawn from `pages` (the mixture of their
+    distributions); None when no page has been found current. Bisection on s: the share of pages stale by
+    more than s falls from P(stale) at 0 to 0 at the oldest check."""
+    measured = [p for p in pages if p.since_current is not None]
+    if not measured:
+        return None
+    beyond = 1.0 - min(100.0, max(0.0, q)) / 100.0
+
+    def beyond_of(p: PageState, s: float) -> float:
+        if p.known_stale is not None:
+            return 1.0 if s < p.known_stale else 0.0
+        return stale_beyond(p.rate, p.since_current, s)
+
+    def share(s: float) -> float:
+        return sum(beyond_of(p, s) for p in measured) / len(measured)
+
+    if share(0.0) <= beyond:
+        return 0.0
+    low, high = 0.0, max(max(p.since_current, p.known_stale or 0.0) for p in measured)
+    for _ in range(50):
+        mid = (low + high) / 2
+        if share(mid) > beyond:
+            low = mid
+        else:
+            high = mid
+    return high
+
+
+def requests_per_day(rate: float, interval: float) -> float:
+    """Requests a day of checking a page every `interval` seconds: a check, and a reload when it changed."""
+    if interval <= 0:
+        return math.inf
+    return DAY / interval * (1.0 + (1.0 - math.exp(-max(rate, 0.0) * interval)))
+
+
+@dataclass(frozen=True)
+class PageState:
+    """One page of an objective as the arithmetic needs it: its server, its change rate (per second) and the
+    seconds since it was last found current (None: never fetched; it counts as stale since `since_current`
+    is unknown, and is left out of the percentiles)."""
+
+    server: int
+    rate: float
+    since_current: float | None
+    # Known stale by at least this much (a check found it changed and its reload is still to come): then its
+    # staleness is this, not a chance.
+    known_stale: float | None = None
+
+
+def staleness_of(pages: Iterable[PageState]) -> list[float]:
+    """Each measured page's expected staleness (its known staleness when a check found it changed)."""
+    return [p.known_stale if p.known_stale is not None else expected_staleness(p.rate, p.since_current)
+            for p in pages if p.since_current is not None]  # fmt: skip
+
+
+def target_met(p95: float | None, target: float) -> bool:
+    """The target holds when the p95 staleness is at most the target (no page measured: it holds)."""
+    return p95 is None or p95 <= target
+
+
+def budget_needed(pages: Sequence[PageState], target: float, *, quantile: float = SCHEDULE_QUANTILE) -> int:
+    """Requests per server and day that would hold `target` at the given quantile: each page checked at
+    interval_for(its rate), summed per server, the largest sum (rounded up). 0 when there are no pages."""
+    per_server: dict[int, float] = defaultdict(float)
+    for p in pages:
+        per_server[p.server] += requests_per_day(p.rate, interval_for(p.rate, target, quantile))
+    return math.ceil(max(per_server.values(), default=0.0))
+
+
+def lastmod_honesty(*, announced: int, confirmed: int, found: int, foretold: int) -> float | None:
+    """A server's lastmod honesty, 0–1: (confirmed / announced) · (foretold / found). `announced`: lastmod
+    changes seen in its sitemaps; `confirmed`: those a check then found a real change for; `found`: real
+    changes the checks found; `foretold`: those lastmod had announced. None while there is no evidence
+    either way (no announcement and no change found)."""
+    if announced <= 0 and found <= 0:
+        return None
+    precision = confirmed / announced if announced > 0 else 0.0
+    recall = foretold / found if found > 0 else 1.0
+    return max(0.0, min(1.0, precision)) * max(0.0, min(1.0, recall))
+
+
+def lastmod_trusted(score: float | None, threshold: float = HONESTY_THRESHOLD) -> bool:
+    """Whether a server's lastmod may make its pages due: no evidence yet is trust (the sitemap standard's
+    default), a score below the threshold is not."""
+    return score is None or score >= threshold
+
+
+def hours_met_pct(hours: Iterable[bool]) -> float | None:
+    """The share of recorded hours in which the target held, in per cent; None without any hour."""
+    flags = list(hours)
+    if not flags:
+        return None
+    return 100.0 * sum(1 for f in flags if f) / len(flags)
+
+
+# Budget and burn, as for uptime: the objective's hours should hold the target HOURS_OBJECTIVE of the time
+# over 30 days; the rest is its error budget. Burn rate over a window = the share of its hours missed over
+# the share allowed; two windows (fast and slow, SRE practice) raise the alert when either burns faster than
+# its threshold, and it is restored when neither does.
+HOURS_OBJECTIVE = 0.95
+FAST_HOURS, FAST_BURN = 6, 6.0  # 2 of the last 6 hours missed
+SLOW_HOURS, SLOW_BURN = 72, 2.0  # 8 of the last 72 hours missed
+
+
+def burn_rate(recent: Sequence[bool], hours: int, objective: float = HOURS_OBJECTIVE) -> float:
+    """The burn rate over the `hours` newest of `recent` (met flags, newest first); 0 with no hour."""
+    window = list(recent[:hours])
+    if not window:
+        return 0.0
+    missed = sum(1 for met in window if not met) / len(window)
+    return missed / (1.0 - objective)
+
+
+def burning(recent: Sequence[bool]) -> bool:
+    """Whether the objective burns its error budget too fast in the fast or the slow window."""
+    return burn_rate(recent, FAST_HOURS) >= FAST_BURN or burn_rate(recent, SLOW_HOURS) >= SLOW_BURN
+
+
+def budget_left_pct(hours: Sequence[bool], objective: float = HOURS_OBJECTIVE) -> float | None:
+    """The error budget left over the recorded hours (per cent; negative when overspent); None with no hour."""
+    if not hours:
+        return None
+    allowed = (1.0 - objective) * len(hours)
+    missed = sum(1 for met in hours if not met)
+    return 100.0 * (1.0 - missed / allowed)

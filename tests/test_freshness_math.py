@@ -1,0 +1,137 @@
+"""scheduling.freshness: the staleness of a copy, the percentiles, the budget a target needs, lastmod honesty."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from scheduling import freshness as fr
+
+
+def test_expected_staleness_is_zero_after_a_check_and_tends_to_tau_less_the_mean_life():
+    assert fr.expected_staleness(0.01, 0) == 0
+    assert fr.expected_staleness(0.0, 1000) == 0  # a page that never changes is never stale
+    assert fr.expected_staleness(1 / 60, 36_000) == pytest.approx(36_000 - 60, rel=1e-6)
+    # small λτ: about λτ²/2 (the copy is stale for the part of τ after the first change)
+    assert fr.expected_staleness(1e-9, 100) == pytest.approx(1e-9 * 100 * 100 / 2, rel=1e-3)
+
+
+def test_expected_staleness_matches_a_simulation_of_poisson_changes():
+    rng = random.Random(4)
+    rate, tau, n = 1 / 300, 900.0, 40_000
+    total = 0.0
+    for _ in range(n):
+        first = rng.expovariate(rate)
+        total += max(0.0, tau - first)
+    assert fr.expected_staleness(rate, tau) == pytest.approx(total / n, rel=0.03)
+
+
+def test_percentile_interpolates_and_is_none_of_nothing():
+    assert fr.percentile([], 95) is None
+    assert fr.percentile([5.0], 95) == 5.0
+    assert fr.percentile(list(range(101)), 95) == 95
+    assert fr.percentile([0, 10], 50) == 5
+
+
+def test_interval_for_keeps_the_chance_of_passing_the_target_within_half_the_five_per_cent():
+    rate = 1 / 3600
+    interval = fr.interval_for(rate, 1800)
+    assert fr.stale_beyond(rate, interval, 1800) == pytest.approx(0.025)
+    assert fr.stale_beyond(rate, fr.interval_for(rate, 1800, 95.0), 1800) == pytest.approx(0.05)
+    assert fr.interval_for(0.0, 60) == fr.LONGEST_INTERVAL
+    pages = [fr.PageState(server=1, rate=rate, since_current=0) for _ in range(20)]
+    tight, loose = fr.budget_needed(pages, 600), fr.budget_needed(pages, 7200)
+    assert tight > loose > 0
+
+
+def test_budget_needed_is_the_busiest_servers_sum():
+    one = [fr.PageState(server=1, rate=1 / 600, since_current=0) for _ in range(10)]
+    two = [fr.PageState(server=2, rate=1 / 600, since_current=0) for _ in range(5)]
+    assert fr.budget_needed(one + two, 3600) == fr.budget_needed(one, 3600)
+    assert fr.budget_needed(one, 3600) > fr.budget_needed(two, 3600) > 0
+    assert fr.budget_needed([], 3600) == 0
+
+
+def test_the_staleness_quantile_is_that_of_simulated_pages():
+    rng = random.Random(60)
+    pages = [fr.PageState(server=1, rate=1 / rng.uniform(20, 120), since_current=rng.uniform(0, 200))
+             for _ in range(40)]  # fmt: skip
+    draws = []
+    for _ in range(500):
+        for p in pages:
+            first_change = rng.expovariate(p.rate)
+            draws.append(max(0.0, p.since_current - first_change))
+    for q in (50, 95):
+        assert fr.staleness_quantile(pages, q) == pytest.approx(fr.percentile(draws, q), rel=0.05, abs=1.0)
+    assert fr.staleness_quantile([], 95) is None
+    assert fr.staleness_quantile([fr.PageState(1, 1e-9, 10.0)], 95) == 0.0
+
+
+def test_requests_per_day_counts_the_reload_after_a_change():
+    assert fr.requests_per_day(0.0, 3600) == pytest.approx(24)
+    assert fr.requests_per_day(1.0, 3600) == pytest.approx(48)
+
+
+def test_change_rate_is_seed_004s_estimator_with_its_prior():
+    prior = 1 / 86_400
+    assert fr.change_rate(checks=0, changed=0, watched=0, prior=prior) == pytest.approx(prior)
+    n, x, w = 10, 5, 10 * 600.0
+    expected = (-math.log((n - x + 0.5) / (n + 0.5)) * n * n / w + prior) / (n + 1)
+    assert fr.change_rate(checks=n, changed=x, watched=w, prior=prior) == pytest.approx(expected)
+    assert fr.change_rate(checks=10, changed=10, watched=w, prior=prior) > 1 / 600  # more than one a check
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"), [("all", "all"), ("top:1000", "top"), ("^/news/", "regex"), (r"\.html$", "regex")]
+)
+def test_pages_forms(text, kind):
+    assert fr.pages_parse(text).kind == kind
+    assert fr.pages_parse(text).text == text
+
+
+BAD_PAGES = [("top:0", "whole number"), ("top:x", "whole number"), ("(", "not a regular expression"),
+             ("", "must be"), (5, "must be")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_PAGES)
+def test_bad_pages_are_one_line(text, message):
+    with pytest.raises(fr.PagesError) as info:
+        fr.pages_parse(text)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_lastmod_honesty_needs_both_precision_and_recall():
+    assert fr.lastmod_honesty(announced=0, confirmed=0, found=0, foretold=0) is None
+    assert fr.lastmod_honesty(announced=10, confirmed=10, found=10, foretold=10) == 1.0
+    liar = fr.lastmod_honesty(announced=100, confirmed=10, found=10, foretold=10)  # "changed now" every time
+    assert liar == pytest.approx(0.1) and not fr.lastmod_trusted(liar)
+    silent = fr.lastmod_honesty(announced=0, confirmed=0, found=10, foretold=0)
+    assert silent == 0.0
+    assert fr.lastmod_trusted(None) and fr.lastmod_trusted(0.8)
+
+
+def test_hours_met_pct():
+    assert fr.hours_met_pct([]) is None
+    assert fr.hours_met_pct([True, True, False, True]) == 75.0
+
+
+def test_burn_rates_fast_and_slow_and_the_budget_left():
+    met = [True] * 72
+    assert not fr.burning(met) and fr.budget_left_pct(met) == 100.0
+    fast = [False, False] + [True] * 70  # 2 of the last 6 hours: burn 6.7 in the fast window
+    assert fr.burn_rate(fast, fr.FAST_HOURS) == pytest.approx((2 / 6) / 0.05)
+    assert fr.burning(fast)
+    slow = [True] * 6 + [False] * 8 + [True] * 58  # the fast window holds; 8 of 72 burns the slow one
+    assert fr.burn_rate(slow, fr.FAST_HOURS) == 0 and fr.burning(slow)
+    assert fr.budget_left_pct([True] * 19 + [False]) == pytest.approx(0.0)
+    assert fr.budget_left_pct([]) is None
+
+
+def test_a_page_known_changed_counts_its_known_staleness():
+    fresh = [fr.PageState(server=1, rate=1e-9, since_current=5.0) for _ in range(19)]
+    changed = fr.PageState(server=1, rate=1e-9, since_current=5.0, known_stale=120.0)
+    assert fr.staleness_quantile(fresh, 99) == 0.0
+    assert fr.staleness_quantile([*fresh, changed], 99) == pytest.approx(120.0, abs=0.01)
+    assert fr.staleness_of([changed]) == [120.0]
