@@ -278,7 +278,7 @@ def test_lookups_are_bounded_by_the_dns_timeout(monkeypatch):
     import socket
     import time
 
-    from crawler import resolve
+    from crawler import lookup, resolve
 
     real = socket.getaddrinfo
 
@@ -287,7 +287,7 @@ def test_lookups_are_bounded_by_the_dns_timeout(monkeypatch):
             time.sleep(1.5)  # a resolver that does not answer in time (bounded: the pool thread ends)
         return real("127.0.0.1", *args, **kwargs)
 
-    monkeypatch.setattr(resolve.socket, "getaddrinfo", slow)
+    monkeypatch.setattr(lookup.socket, "getaddrinfo", slow)  # the resolver pool asks it
     started = time.monotonic()
     found = resolve.lookup_many([("hang.example", 80), ("quick.example", 80)], timeout=0.3)
     assert time.monotonic() - started < 1.0
