@@ -72,8 +72,11 @@ def add_out_option(parser: argparse.ArgumentParser) -> None:
 def out_path(bench: str, out: str | None) -> Path:
     if out:
         return Path(out)
-    date = datetime.now(UTC).strftime("%Y-%m-%dT%H%M")
-    return RESULTS / f"{bench}-{date}-{commit()}.json"
+    stem = f"{bench}-{datetime.now(UTC).strftime('%Y-%m-%dT%H%M%S')}-{commit()}"
+    path, n = RESULTS / f"{stem}.json", 2
+    while path.exists():  # runs of one second: each keeps its own file
+        path, n = RESULTS / f"{stem}-{n}.json", n + 1
+    return path
 
 
 def _jsonable(value: object) -> object:
