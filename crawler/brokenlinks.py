@@ -101,6 +101,18 @@ def neutralised(cell: str) -> str:
     return f"'{cell}" if cell.startswith(FORMULA_PREFIXES) else cell
 
 
+def report_cell(value: object) -> str:
+    """One value of a report's CSV or table: nothing for None, yes/no, numbers as written, and any text
+    neutralised (names and patterns are operators' words: data, never a spreadsheet formula)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return str(value)
+    return neutralised(str(value))
+
+
 def within_site(same_server: bool, mode: str) -> bool:
     """Whether a fragment is checked: mode 'site' (links within one server), 'all' or 'off'."""
     return mode == "all" or (mode == "site" and same_server)

@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from crawlcore.models import StatusCheck
-from crawler.brokenlinks import neutralised
+from crawler.brokenlinks import report_cell
 from crawler.lifecycle import Agent
 from crawler.status import Category
 
@@ -208,16 +208,6 @@ def _rollup_latency(ids, start, end) -> dict[int, tuple[float, float]]:
     return out
 
 
-def _cell(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int | float):
-        return str(value)
-    return neutralised(value)  # names and groups are operators' words: data, never a spreadsheet formula
-
-
 def report_write(report: Report, fmt: str) -> str:
     """The report as CSV (the header, a row per server) or JSON (the rows with the month and the note)."""
     if fmt == "json":
@@ -229,5 +219,5 @@ def report_write(report: Report, fmt: str) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
     for row in report.rows:
-        writer.writerow([_cell(row[c]) for c in COLUMNS])
+        writer.writerow([report_cell(row[c]) for c in COLUMNS])
     return out.getvalue()

@@ -16,19 +16,9 @@ import json
 from django.core.management.base import BaseCommand
 
 from crawlcore.selectors_freshness import FIELDS, objectives_status
-from crawler.brokenlinks import neutralised
+from crawler.brokenlinks import report_cell
 
 FORMATS = ("table", "csv", "json")
-
-
-def _cell(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int | float):
-        return str(value)
-    return neutralised(str(value))  # names and patterns are operators' words: data, never a spreadsheet formula
 
 
 def report_text(rows: list[dict], fmt: str) -> str:
@@ -40,14 +30,14 @@ def report_text(rows: list[dict], fmt: str) -> str:
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(FIELDS)
         for r in rows:
-            writer.writerow([_cell(r[c]) for c in FIELDS])
+            writer.writerow([report_cell(r[c]) for c in FIELDS])
         return out.getvalue()
     return _table(rows)
 
 
 def _table(rows: list[dict]) -> str:
     """Columns padded to their widest cell, then a line for each objective its budget cannot hold."""
-    table = [list(FIELDS)] + [[_cell(r[c]) or "-" for c in FIELDS] for r in rows]
+    table = [list(FIELDS)] + [[report_cell(r[c]) or "-" for c in FIELDS] for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(FIELDS))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
     lines += [f"{r['objective']}: unattainable at {r['budget']} requests/server/day; needs {r['budget_needed']}"
