@@ -78,7 +78,11 @@ def job_progress(*, job: Job, now: datetime | None = None) -> dict:
     if live:
         rate, sample, span = _run_rate(job, run, now)
     eta: int | None = None
-    if c["queued"] == 0:
+    if c["queued"] == 0 and live and c["unextracted"]:
+        # Everything known is fetched, but pages whose links are not read yet may queue more: no ETA yet.
+        n = c["unextracted"]
+        basis = f"nothing queued; {n} fetched page{'' if n == 1 else 's'} still to be read for links"
+    elif c["queued"] == 0:
         eta, basis = 0, "nothing queued"
     elif not live:
         basis = "not running"

@@ -117,6 +117,23 @@ def test_the_eta_rests_on_this_runs_pages_only_and_says_when_it_has_too_little()
 
 
 @pytest.mark.django_db
+def test_a_running_job_with_nothing_queued_but_pages_unread_gives_no_eta_of_zero():
+    # The cluster's start: the seed is fetched, its links not read yet. "0 s, nothing queued" would be false.
+    job = _job("docs", seeds=["http://a.example/"])
+    job_start(name="docs")
+    _stored("http://a.example/", b"<a href='/p'>p</a>").__class__.objects.update(extracted_at=None)
+    job.refresh_from_db()
+    p = job_progress(job=job)
+    assert p["queued"] == 0 and p["eta_seconds"] is None, p
+    assert p["eta_basis"] == "nothing queued; 1 fetched page still to be read for links"
+    from crawlcore.services.extract import pages_extract
+
+    pages_extract(page_ids=list(Page.objects.values_list("id", flat=True)))
+    p = job_progress(job=job)
+    assert p["queued"] == 1 and p["eta_basis"].startswith("too little to go on"), p
+
+
+@pytest.mark.django_db
 def test_editing_patterns_of_a_running_job_counts_what_it_set_aside_on_the_run():
     job = _job("docs", seeds=["http://a.example/", "http://a.example/cal/1", "http://a.example/cal/2"])
     run = job_start(name="docs")
