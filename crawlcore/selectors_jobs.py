@@ -77,22 +77,7 @@ def job_progress(*, job: Job, now: datetime | None = None) -> dict:
     rate, sample, span = 0.0, 0, 0.0
     if live:
         rate, sample, span = _run_rate(job, run, now)
-    eta: int | None = None
-    if c["queued"] == 0 and live and c["unextracted"]:
-        # Everything known is fetched, but pages whose links are not read yet may queue more: no ETA yet.
-        n = c["unextracted"]
-        basis = f"nothing queued; {n} fetched page{'' if n == 1 else 's'} still to be read for links"
-    elif c["queued"] == 0:
-        eta, basis = 0, "nothing queued"
-    elif not live:
-        basis = "not running"
-    elif job.state == Job.PAUSED:
-        basis = "paused"
-    elif sample < RATE_MIN_PAGES:
-        basis = f"too little to go on: {sample} page{'' if sample == 1 else 's'} done in this run"
-    else:
-        eta = round(c["queued"] / rate) if rate > 0 else None
-        basis = f"{sample} pages of this run in its last {_span_words(span)} (pauses left out)"
+    eta, basis = _eta(c, live=live, paused=job.state == Job.PAUSED, rate=rate, sample=sample, span=span)
     budget = job.max_pages
     return {
         "done": c["done"],
@@ -109,6 +94,24 @@ def job_progress(*, job: Job, now: datetime | None = None) -> dict:
         "run_done": (c["done"] - run.done_at_start) if live else None,
         "set_aside": run.set_aside if run is not None else 0,
     }
+
+
+def _eta(c: dict, *, live: bool, paused: bool, rate: float, sample: int, span: float) -> tuple[int | None, str]:
+    """The ETA in seconds (None: not given) and what it rests on, in words."""
+    if c["queued"] == 0 and live and c["unextracted"]:
+        # Everything known is fetched, but pages whose links are not read yet may queue more: no ETA yet.
+        n = c["unextracted"]
+        return None, f"nothing queued; {n} fetched page{'' if n == 1 else 's'} still to be read for links"
+    if c["queued"] == 0:
+        return 0, "nothing queued"
+    if not live:
+        return None, "not running"
+    if paused:
+        return None, "paused"
+    if sample < RATE_MIN_PAGES:
+        return None, f"too little to go on: {sample} page{'' if sample == 1 else 's'} done in this run"
+    eta = round(c["queued"] / rate) if rate > 0 else None
+    return eta, f"{sample} pages of this run in its last {_span_words(span)} (pauses left out)"
 
 
 RATE_SAMPLE = 200  # the last pages of the run the rate is taken over
