@@ -6,23 +6,26 @@ share of hours it held over 30 days, the budget it would need, its servers' last
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.db.models import Count, F, Min, Q, QuerySet
+from django.db.models import Count, F, Min, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from crawler.lifecycle import Agent, State
 from scheduling import freshness as fr
 
 from . import access
-from .models import FreshnessHour, FreshnessObjective, JobUrl, LastmodTally, Url, UrlEvent
+from .models import FreshnessHour, FreshnessObjective, JobUrl, LastmodTally, Server, Url, UrlEvent
 
 FIELDS = ("objective", "site", "pages", "p50_staleness_s", "p95_staleness_s", "target_s", "met", "hours_met_pct",
           "budget", "budget_needed", "lastmod_honesty")  # fmt: skip
 HOURS_WINDOW = timedelta(days=30)
 CHUNK = 2000
+LAG_WINDOW = timedelta(hours=6)  # a server's reload lag is read from its reloads of these last hours …
+LAG_SAMPLE = 50  # … at most its newest this many
 
 
 def objective_urls(obj: FreshnessObjective) -> QuerySet:
@@ -38,7 +41,7 @@ def objective_pages(obj: FreshnessObjective) -> list[dict]:
     """The objective's pages as rows of id, url, server_id and last_checked_at: all of them, the N best by
     rank (ties and unranked pages: the smaller id), or those whose path the regex finds."""
     pages = fr.pages_parse(obj.pages)
-    rows = objective_urls(obj).values("id", "url", "server_id", "last_checked_at", "state")
+    rows = objective_urls(obj).values("id", "url", "server_id", "last_checked_at", "state", "sitemap_lastmod")
     if pages.kind == "top":
         return list(rows.order_by(F("pagerank__rank").desc(nulls_last=True), "id")[: pages.top])
     if pages.kind == "all":
@@ -51,8 +54,7 @@ def _history(ids: list[int]) -> tuple[dict[int, tuple[int, int]], dict[int, date
     """Per URL: (active-scan checks, those that found a change), and its first load."""
     checks: dict[int, tuple[int, int]] = {}
     first: dict[int, datetime] = {}
-    for i in range(0, len(ids), CHUNK):
-        part = ids[i : i + CHUNK]
+    for part in _chunks(ids):
         scans = UrlEvent.objects.filter(url_id__in=part, agent=Agent.ACTIVE_SCAN.value, from_state=State.VISITED.value)
         scans = scans.filter(to_state__in=[State.VISITED.value, State.INIT.value]).values("url_id")
         for r in scans.annotate(n=Count("id"), x=Count("id", filter=Q(to_state=State.INIT.value))):
@@ -63,26 +65,78 @@ def _history(ids: list[int]) -> tuple[dict[int, tuple[int, int]], dict[int, date
     return checks, first
 
 
+def _chunks(ids: list[int]):
+    for i in range(0, len(ids), CHUNK):
+        yield ids[i : i + CHUNK]
+
+
+def servers_reload_lag(ids: list[int], *, now: datetime) -> dict[int, float]:
+    """Per server of these URLs: its reload lag, the p95 of the seconds from an active-scan check that found a
+    change to the reload that made the copy current again, over its LAG_SAMPLE newest such reloads within
+    LAG_WINDOW (servers with none: absent, a lag of 0)."""
+    found = UrlEvent.objects.filter(
+        agent=Agent.ACTIVE_SCAN.value, from_state=State.VISITED.value, to_state=State.INIT.value,
+        at__gte=now - LAG_WINDOW,
+    )  # fmt: skip
+    reload = UrlEvent.objects.filter(
+        url_id=OuterRef("url_id"), agent=Agent.LOAD.value, to_state=State.VISITED.value, at__gte=OuterRef("at")
+    ).order_by("at")
+    lags: dict[int, list[float]] = defaultdict(list)
+    for part in _chunks(ids):
+        rows = found.filter(url_id__in=part).annotate(reloaded=Subquery(reload.values("at")[:1]))
+        for server, at, reloaded in rows.filter(reloaded__isnull=False).values_list("url__server_id", "at", "reloaded"):
+            lags[server].append(((reloaded - at).total_seconds(), at))
+    out = {}
+    for server, pairs in lags.items():
+        newest = [lag for lag, _ in sorted(pairs, key=lambda p: p[1], reverse=True)[:LAG_SAMPLE]]
+        out[server] = fr.percentile(newest, 95) or 0.0
+    return out
+
+
+def _sitemap_read(rows: list[dict]) -> dict[int, datetime]:
+    """When each server of these rows whose lastmod may be trusted (servers_lastmod_untrusted) last read its
+    sitemaps."""
+    servers = {r["server_id"] for r in rows} - set(servers_lastmod_untrusted())
+    found = Server.objects.filter(id__in=servers, sitemaps_read_at__isnull=False)
+    return dict(found.values_list("id", "sitemaps_read_at"))
+
+
+def found_current_at(row: dict, read: dict[int, datetime]) -> datetime | None:
+    """When a page was last found current: its last check or load, or later, the last reading of an honest
+    server's sitemaps that gave its lastmod no newer than that check (the server saying "not changed since",
+    a check that cost no request to the page)."""
+    checked, lastmod, read_at = row["last_checked_at"], row.get("sitemap_lastmod"), read.get(row["server_id"])
+    if checked and lastmod and read_at and lastmod <= checked < read_at and row.get("state") != State.INIT.value:
+        return read_at
+    return checked
+
+
 def page_states(rows: list[dict], *, now: datetime) -> list[fr.PageState]:
-    """Each page's server, change rate (seed 004's estimator with its prior, as the recrawl choice has it) and
-    seconds since it was last found current."""
-    checks, first = _history([r["id"] for r in rows])
+    """Each page's server, change rate (seed 004's estimator with its prior, as the recrawl choice has it),
+    seconds since it was last found current (found_current_at), and how long after it is due a check's reload
+    comes (the active sweep's period, CRAWL_STALENESS_PERIOD, and its server's reload lag)."""
+    ids = [r["id"] for r in rows]
+    checks, first = _history(ids)
+    lags = servers_reload_lag(ids, now=now)
+    read = _sitemap_read(rows)
     prior = 1.0 / settings.CRAWL_RECRAWL_CYCLE
     out = []
     for r in rows:
         checked = r["last_checked_at"]
+        current = found_current_at(r, read)
         n, x = checks.get(r["id"], (0, 0))
         loaded = first.get(r["id"], checked)
         watched = (checked - loaded).total_seconds() if checked and loaded else 0.0
         rate = fr.change_rate(checks=n, changed=x, watched=watched, prior=prior)
-        since = (now - checked).total_seconds() if checked else None
+        since = (now - current).total_seconds() if current else None
         known = None
         if since is not None and r.get("state") == State.INIT.value:
             # A check found it changed (it has a stored copy and waits to be reloaded): stale since the
-            # change, on average half a check interval (or a mean life, if shorter) before the check found it.
-            interval = watched / n if n else 1.0 / rate
-            known = since + min(interval, 1.0 / rate) / 2
-        out.append(fr.PageState(server=r["server_id"], rate=rate, since_current=since, known_stale=known))
+            # change, on average this much before the check found it (its mean check interval).
+            known = since + fr.staleness_at_detection(rate, watched / n if n else 1.0 / rate)
+        # A page due between two sweeps waits for the next one, then for its server's reload lag.
+        lag = settings.CRAWL_STALENESS_PERIOD + lags.get(r["server_id"], 0.0)
+        out.append(fr.PageState(server=r["server_id"], rate=rate, since_current=since, known_stale=known, lag=lag))
     return out
 
 

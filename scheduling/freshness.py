@@ -17,11 +17,15 @@ by more than the p95 is 5 % on average. (The percentile of the pages' means woul
 page's mean is made of the chance it is fresh.)
 
 The budget a target needs: a page may wait until the chance it is stale by more than the target reaches half
-the 5 % the p95 allows, τ = T − ln(0.975)/λ (`interval_for`; half, so the p95 stays below the target
-between two sweeps); checked that often, no page passes the target more than 5 % of the time, so neither
-does their mixture. A check is a HEAD and, when it finds a change
-(probability 1 − e^(−λI)), a reload; summed per server, the largest sum is the budget needed per server and
-day.
+the 5 % the p95 allows, τ = T − L − ln(0.975)/λ (`interval_for`; half, so the p95 stays below the target
+between two sweeps). L is the server's reload lag: a check that finds a change does not make the copy current,
+the reload after it does, and until then the page stays stale (the scan batch's other pages, the load
+dispatch, the politeness turn; seconds to tens of seconds), and before the check the page waits for the next
+sweep. L is the sweep's period plus what the crawl itself shows: the p95 of the time from a check that found a
+change to its reload, over the server's recent reloads. Checked that often, no
+page passes the target more than 5 % of the time, so neither does their mixture. A check is a HEAD and,
+when it finds a change (probability 1 − e^(−λI)), a reload; summed per server, the largest sum is the budget
+needed per server and day.
 
 Lastmod honesty is read the same way: of the changes a server's sitemap `lastmod` announced, the share a
 check confirmed (precision), and of the changes checks found, the share `lastmod` had announced (recall);
@@ -41,6 +45,7 @@ from dataclasses import dataclass
 
 DAY = 86_400.0
 LONGEST_INTERVAL = 30 * DAY  # a page that (almost) never changes is still checked once a month
+SHORTEST_INTERVAL = 1.0  # a target shorter than the reload lag: checked as often as a sweep can, not more
 HONESTY_THRESHOLD = 0.5  # below it, a server's lastmod no longer makes its pages due
 # The schedule aims at half the share a p95 target allows (2.5 %): a page checked exactly when its chance of
 # passing the target reached 5 % would leave the objective's p95 at the target itself between two sweeps.
@@ -117,14 +122,27 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
-def interval_for(rate: float, target: float, quantile: float = SCHEDULE_QUANTILE) -> float:
-    """The longest check interval I (seconds, at most LONGEST_INTERVAL) at which the chance the page is stale
-    by more than `target` stays within 1 − quantile/100: I = target − ln(quantile/100)/λ."""
+def interval_for(rate: float, target: float, quantile: float = SCHEDULE_QUANTILE, lag: float = 0.0) -> float:
+    """The longest check interval I (seconds, from SHORTEST_INTERVAL to LONGEST_INTERVAL) at which the chance
+    the page is stale by more than `target` when its reload comes, `lag` seconds after the check, stays within
+    1 − quantile/100: I = target − lag − ln(quantile/100)/λ."""
     if target <= 0:
         return 0.0
     if rate <= 0:
         return LONGEST_INTERVAL
-    return min(LONGEST_INTERVAL, target - math.log(quantile / 100.0) / rate)
+    interval = target - max(0.0, lag) - math.log(quantile / 100.0) / rate
+    return min(LONGEST_INTERVAL, max(SHORTEST_INTERVAL, interval))
+
+
+def staleness_at_detection(rate: float, interval: float) -> float:
+    """How stale, on average, a copy is when a check finds it changed, `interval` seconds after it was last
+    found current: interval − E[first change | it came within the interval] (Poisson changes at `rate`),
+    = interval − 1/λ + interval·e^(−λI)/(1 − e^(−λI)); interval/2 when changes are rare within it."""
+    interval = max(0.0, interval)
+    x = max(rate, 0.0) * interval
+    if x < 1e-6:
+        return interval / 2
+    return interval - 1.0 / rate + interval * math.exp(-x) / -math.expm1(-x)
 
 
 def stale_beyond(rate: float, since_current: float, s: float) -> float:
@@ -182,6 +200,7 @@ class PageState:
     # Known stale by at least this much (a check found it changed and its reload is still to come): then its
     # staleness is this, not a chance.
     known_stale: float | None = None
+    lag: float = 0.0  # seconds from when its check is due to the reload that makes it current (the sweep, the reload)
 
 
 def staleness_of(pages: Iterable[PageState]) -> list[float]:
@@ -197,10 +216,11 @@ def target_met(p95: float | None, target: float) -> bool:
 
 def budget_needed(pages: Sequence[PageState], target: float, *, quantile: float = SCHEDULE_QUANTILE) -> int:
     """Requests per server and day that would hold `target` at the given quantile: each page checked at
-    interval_for(its rate), summed per server, the largest sum (rounded up). 0 when there are no pages."""
+    interval_for(its rate, its server's reload lag), summed per server, the largest sum (rounded up). 0 when
+    there are no pages."""
     per_server: dict[int, float] = defaultdict(float)
     for p in pages:
-        per_server[p.server] += requests_per_day(p.rate, interval_for(p.rate, target, quantile))
+        per_server[p.server] += requests_per_day(p.rate, interval_for(p.rate, target, quantile, p.lag))
     return math.ceil(max(per_server.values(), default=0.0))
 
 

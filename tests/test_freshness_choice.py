@@ -24,14 +24,14 @@ def _objective(host: str, *, target: int, budget: int) -> None:
     freshness_save(spec={"name": host, "site": f"http://{host}", "pages": "all", "target": target, "budget": budget})
 
 
-def _requests(host: str, n: int) -> None:
+def _requests(host: str, n: int, *, hours_ago: float = 2.0) -> None:
     server = Server.objects.get(host=host)
     now = timezone.now()
     StatusCheck.objects.bulk_create(
         StatusCheck(
             server=server,
             requested_url=f"http://{host}/",
-            checked_at=now - timedelta(minutes=k + 1),
+            checked_at=now - timedelta(hours=hours_ago, minutes=k + 1),
             latency_ms=5.0,
             category="normal",
             agent="load",
@@ -63,16 +63,30 @@ def test_no_server_takes_more_requests_a_day_than_its_budget(settings):
     settings.CRAWL_REVISIT_AFTER = 0
     ids = _fast_pages("a.example", 10, checked_ago=3600)
     _fast_pages("b.example", 3, checked_ago=3600)
-    _objective("a.example", target=60, budget=12)
-    _requests("a.example", 4)
+    _objective("a.example", target=60, budget=240)  # 10 an hour
+    _requests("a.example", 232)  # earlier today
     now = timezone.now()
-    # 12 − 4 used = 8 left: a check costs up to 2 (the reload it may cause), so at most 4 checks.
+    # 240 − 232 used = 8 left: a check costs up to 2 (the reload it may cause), so at most 4 checks.
     assert budget_left(now=now)[Server.objects.get(host="a.example").id] == 8
     chosen = active_candidates(now=now, limit=100)
     mine = [i for i in chosen if i in set(ids.values())]
     assert 1 <= len(mine) <= 4
     assert len(chosen) - len(mine) == 3  # the server without an objective is not held back
-    _requests("a.example", 7)  # 11 used: one request left, not enough for a check and its reload
+    _requests("a.example", 7)  # 239 used: one request left, not enough for a check and its reload
+    assert not set(active_candidates(now=now, limit=100)) & set(ids.values())
+
+
+def test_a_days_budget_is_spent_evenly_a_24th_an_hour(settings):
+    settings.CRAWL_REVISIT_AFTER = 0
+    ids = _fast_pages("a.example", 10, checked_ago=3600)
+    _objective("a.example", target=60, budget=240)  # 10 an hour
+    _requests("a.example", 4, hours_ago=0)  # this hour
+    server = Server.objects.get(host="a.example").id
+    now = timezone.now()
+    assert budget_left(now=now)[server] == 6  # the hour's 10 less 4, though the day has 236 left
+    assert 1 <= len(set(active_candidates(now=now, limit=100)) & set(ids.values())) <= 3
+    _requests("a.example", 5, hours_ago=0)
+    assert budget_left(now=now)[server] == 1
     assert not set(active_candidates(now=now, limit=100)) & set(ids.values())
 
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def crawl() -> dict:
-    return run(argparse.Namespace(seconds=150.0, pages=16, seed=23, periodic=False))
+    return run(argparse.Namespace(seconds=210.0, pages=16, seed=23, periodic=False))
 
 
 def test_the_reported_p95_is_within_20_per_cent_of_the_webs_log(crawl):
@@ -34,9 +34,6 @@ def test_the_starved_objective_is_shown_unattainable_with_the_budget_it_needs(cr
     assert not starved["attainable"] and starved["budget_needed"] > starved["budget"], starved
 
 
-@pytest.mark.xfail(reason="the crawl holds the 60 s target only about half the samples on a busy 2-core machine: "
-                   "a page found changed waits 8-20 s for its reload (load dispatch), which the schedule does "
-                   "not yet allow for", strict=False)  # fmt: skip
 def test_the_attainable_objective_holds(crawl):
     holdable = crawl["objectives"]["holdable"]
     assert holdable["held_share"] >= 0.8, holdable

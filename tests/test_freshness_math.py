@@ -46,6 +46,29 @@ def test_interval_for_keeps_the_chance_of_passing_the_target_within_half_the_fiv
     assert tight > loose > 0
 
 
+def test_the_reload_lag_moves_the_check_earlier_and_costs_requests():
+    # Checked at interval_for(…, lag), a page's chance of being stale by more than the target when its reload
+    # comes (lag after the check) is the 2.5 % the schedule aims at; without the lag it would be far more.
+    rate, target, lag = 1 / 40, 60.0, 12.0
+    early, late = fr.interval_for(rate, target, lag=lag), fr.interval_for(rate, target)
+    assert late - early == pytest.approx(lag)
+    assert fr.stale_beyond(rate, early + lag, target) == pytest.approx(0.025)
+    assert fr.stale_beyond(rate, late + lag, target) > 0.2
+    # A target the lag alone passes: checked as often as a sweep can, and the budget says what that costs.
+    assert fr.interval_for(rate, 5.0, lag=lag) == fr.SHORTEST_INTERVAL
+    slow = [fr.PageState(server=1, rate=rate, since_current=0, lag=lag) for _ in range(5)]
+    fast = [fr.PageState(server=1, rate=rate, since_current=0) for _ in range(5)]
+    assert fr.budget_needed(slow, target) > fr.budget_needed(fast, target)
+
+
+def test_staleness_at_detection_matches_a_simulation_of_poisson_changes():
+    rng = random.Random(9)
+    for rate, interval in ((1 / 40, 61.0), (1 / 600, 60.0), (1 / 5, 60.0)):
+        found = [interval - t for t in (rng.expovariate(rate) for _ in range(60_000)) if t < interval]
+        assert fr.staleness_at_detection(rate, interval) == pytest.approx(sum(found) / len(found), rel=0.03)
+    assert fr.staleness_at_detection(0.0, 30.0) == 15.0
+
+
 def test_budget_needed_is_the_busiest_servers_sum():
     one = [fr.PageState(server=1, rate=1 / 600, since_current=0) for _ in range(10)]
     two = [fr.PageState(server=2, rate=1 / 600, since_current=0) for _ in range(5)]

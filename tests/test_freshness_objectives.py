@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from crawlcore.models import FreshnessHour, FreshnessObjective, Job, LastmodTally, Page, Url, UrlEvent
+from crawlcore.models import FreshnessHour, FreshnessObjective, Job, LastmodTally, Page, Server, Url, UrlEvent
 from crawlcore.selectors_freshness import objective_pages, objective_status
 from crawlcore.services.freshness import FreshnessError, freshness_delete, freshness_record, freshness_save
 from crawlcore.services.urls import NewUrl, urls_insert
@@ -125,3 +125,51 @@ def test_record_writes_one_row_an_hour_and_the_share_of_hours_met():
     obj = FreshnessObjective.objects.get()
     FreshnessHour.objects.create(objective=obj, hour=now - timedelta(hours=3), met=False)
     assert objective_status(obj, now=now)["hours_met_pct"] == 50.0
+
+
+def test_a_servers_reload_lag_is_read_from_its_checks_and_the_reloads_after_them(settings):
+    from crawlcore.selectors_freshness import page_states, servers_reload_lag
+
+    ids = list(site(pages=3).values())
+    other = list(site("b.example", pages=1).values())
+    now = timezone.now()
+    for k, url_id in enumerate(ids):  # each found changed, reloaded 10 s, 20 s and 30 s later
+        found = now - timedelta(minutes=10 + k)
+        UrlEvent.objects.create(url_id=url_id, from_state="visited", to_state="init", agent="active_scan", at=found)
+        UrlEvent.objects.create(url_id=url_id, from_state="init", to_state="visited", agent="load",
+                                at=found + timedelta(seconds=10 * (k + 1)))  # fmt: skip
+    # A change found and not reloaded yet, and one found long ago: neither counts.
+    UrlEvent.objects.create(url_id=other[0], from_state="visited", to_state="init", agent="active_scan", at=now)
+    old = now - timedelta(days=2)
+    UrlEvent.objects.create(url_id=ids[0], from_state="visited", to_state="init", agent="active_scan", at=old)
+    UrlEvent.objects.create(url_id=ids[0], from_state="init", to_state="visited", agent="load",
+                            at=old + timedelta(hours=1))  # fmt: skip
+    server = Url.objects.get(id=ids[0]).server_id
+    lags = servers_reload_lag(ids + other, now=now)
+    assert lags == {server: pytest.approx(29.0)}  # the p95 of 10, 20 and 30 s
+    rows = list(Url.objects.filter(id__in=ids).values("id", "server_id", "last_checked_at", "state"))
+    # A check's reload comes that long after the check, and the check up to a sweep's period after it is due.
+    wait = settings.CRAWL_STALENESS_PERIOD + 29.0
+    assert [s.lag for s in page_states(rows, now=now)] == [pytest.approx(wait)] * 3
+
+
+def test_an_honest_sitemap_read_after_the_check_vouches_for_the_pages_it_says_unchanged():
+    from crawlcore.selectors_freshness import page_states
+
+    ids = list(site(pages=3, checked_ago=600).values())
+    now = timezone.now()
+    checked = Url.objects.get(id=ids[0]).last_checked_at
+    Url.objects.filter(id=ids[0]).update(sitemap_lastmod=checked - timedelta(hours=1))  # unchanged since the check
+    Url.objects.filter(id=ids[1]).update(sitemap_lastmod=checked + timedelta(minutes=5))  # says it changed
+    server = Url.objects.get(id=ids[0]).server_id  # ids[2]: not in the sitemap
+    Server.objects.filter(id=server).update(sitemaps_read_at=now - timedelta(minutes=1))
+
+    def since() -> list[int]:
+        rows = list(Url.objects.filter(id__in=ids).order_by("id").values(
+            "id", "server_id", "last_checked_at", "state", "sitemap_lastmod"))  # fmt: skip
+        return [round(s.since_current) for s in page_states(rows, now=now)]
+
+    assert since() == [60, 600, 600]
+    # A server whose lastmod proved dishonest vouches for nothing.
+    LastmodTally.objects.create(server_id=server, announced=10, confirmed=1, found=5, foretold=5)
+    assert since() == [600, 600, 600]

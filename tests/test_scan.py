@@ -4,6 +4,7 @@ and the scan messages it sent, as a worker would."""
 
 from __future__ import annotations
 
+import zlib
 from datetime import timedelta
 
 import pytest
@@ -91,10 +92,11 @@ def test_head_compare_tells_unchanged_from_changed(sent, web, res, change, reaso
     change(res)
     _scan(sent, ACTIVE)
     url.refresh_from_db()
-    assert url.state == "init" and url.next_check_at <= timezone.now()  # due for the load agent now
-    assert _moves(url)[-1] == ("visited", "init", "active_scan")
-    assert UrlEvent.objects.filter(url=url).latest("id").reason == reason
-    assert web.requests("/p.html") == [("HEAD", 200), ("HEAD", 200)]  # no GET: HEAD was enough
+    # Found changed (HEAD was enough), then reloaded by the load agent in the same visit, before its slot went back.
+    assert _moves(url)[-2:] == [("visited", "init", "active_scan"), ("init", "visited", "load")]
+    assert UrlEvent.objects.filter(url=url, agent="active_scan").latest("id").reason == reason
+    assert url.state == "visited" and url.last_checked_at > checked_before
+    assert web.requests("/p.html") == [("HEAD", 200), ("HEAD", 200), ("GET", 200)]
 
 
 def test_head_refused_falls_back_to_a_conditional_get(sent, web):
@@ -112,7 +114,9 @@ def test_head_refused_falls_back_to_a_conditional_get(sent, web):
     res.etag, res.body = '"v2"', res.body.replace(b"version 1", b"version 2")
     _scan(sent, ACTIVE)
     url.refresh_from_db()
-    assert url.state == "init" and web.hits[-1].status == 200
+    assert _moves(url)[-2:] == [("visited", "init", "active_scan"), ("init", "visited", "load")]
+    assert [(h.method, h.status) for h in web.hits[-3:]] == [("HEAD", 405), ("GET", 200), ("GET", 200)]
+    assert zlib.decompress(Page.objects.get(url=url).body_z).find(b"version 2") >= 0  # the new copy is stored
 
 
 def test_without_validators_the_body_checksum_decides(sent, web):
@@ -129,8 +133,8 @@ def test_without_validators_the_body_checksum_decides(sent, web):
     res.body = res.body.replace(b"version 1", b"version 2")  # same length
     _scan(sent, ACTIVE)
     url.refresh_from_db()
-    assert url.state == "init"
-    assert UrlEvent.objects.filter(url=url).latest("id").reason == "checksum differs"
+    assert _moves(url)[-2:] == [("visited", "init", "active_scan"), ("init", "visited", "load")]
+    assert UrlEvent.objects.filter(url=url, agent="active_scan").latest("id").reason == "checksum differs"
 
 
 def test_gone_is_dead_at_once(sent, web):

@@ -65,6 +65,9 @@ class ChangingSpec:
     poisson: bool = False
     # Per server index, its own (min_interval, max_interval), e.g. a server whose pages hardly change.
     server_intervals: dict[int, tuple[float, float]] = field(default_factory=dict)
+    # Servers slower by hour of day (`load`); False: every server at its base speed whatever the hour, so a
+    # run's figures do not depend on the time it is taken at.
+    hourly: bool = True
 
 
 @dataclass
@@ -80,7 +83,8 @@ class ChangingWeb:
         rng = random.Random(self.spec.seed)
         for i in range(self.spec.servers):
             peak = rng.randrange(24)
-            load = tuple(1.0 + 2.0 * max(0.0, math.cos(2 * math.pi * (h - peak) / 24)) for h in range(24))
+            swing = 2.0 if self.spec.hourly else 0.0
+            load = tuple(1.0 + swing * max(0.0, math.cos(2 * math.pi * (h - peak) / 24)) for h in range(24))
             self.servers.append(
                 ServerSpec(
                     i,

@@ -2,14 +2,16 @@
 to hold its target, first, inside each server's daily request budget.
 
 * **Due for its objective**: a page whose time since it was last found current has reached the longest check
-  interval at which the chance it is stale by more than the objective's target stays within 2.5 %
-  (scheduling.freshness.interval_for, from its change rate): the most overdue (τ / I) first. These bypass
-  the revisit floor CRAWL_REVISIT_AFTER: the objective says how often they are worth a request.
+  interval at which the chance it is stale by more than the objective's target when its reload comes stays
+  within 2.5 % (scheduling.freshness.interval_for, from its change rate and its server's reload lag): the
+  most overdue (τ / I) first. These bypass the revisit floor CRAWL_REVISIT_AFTER: the objective says how
+  often they are worth a request.
 * **Budget**: a server some objective covers may take, in any 24 hours, at most the smallest budget of those
-  objectives in requests (its status checks of every agent count, and a page waiting to be reloaded counts
-  as one to come). A check is chosen only while two requests are left (the check, and the reload it may
-  cause), and takes 1 + the chance it finds a change from what is left; every candidate of the server, for
-  an objective or not, spends from the same budget, and a server with nothing left gets none.
+  objectives in requests, and in any hour at most a 24th of it (its status checks of every agent count, and a
+  page waiting to be reloaded counts as one to come). A check is chosen only while two requests are left (the
+  check, and the reload it may cause), and takes 1 + the chance it finds a change from what is left; every
+  candidate of the server, for an objective or not, spends from the same budget, and a server with nothing
+  left gets none.
 * **Fair shares**: the due pages are taken a server at a time (each server's most overdue, then each one's
   second, ...), so an objective whose target is out of reach does not take every check of a period.
 * **Politeness** is the sweep's: URLs of servers held by their health are never candidates (`_scannable`).
@@ -31,6 +33,7 @@ from crawler.lifecycle import State
 from scheduling import freshness as fr
 
 DAY = timedelta(days=1)
+HOUR = timedelta(hours=1)
 
 
 def servers_budget(*, now: datetime) -> dict[int, int]:
@@ -46,17 +49,27 @@ def servers_budget(*, now: datetime) -> dict[int, int]:
     return caps
 
 
+def _requests_since(server_ids: list[int], since: datetime, now: datetime) -> dict[int, int]:
+    used = StatusCheck.objects.filter(server_id__in=server_ids, checked_at__gt=since, checked_at__lte=now)
+    return dict(used.values("server_id").annotate(n=Count("id")).values_list("server_id", "n"))
+
+
 def budget_left(*, now: datetime) -> dict[int, float]:
-    """Requests each budgeted server may still take: its budget less its requests of the last 24 hours and
-    its pages waiting to be reloaded."""
+    """Requests each budgeted server may still take, spent evenly over the day: the least of its budget less
+    its requests of the last 24 hours and a 24th of it less its requests of the last hour, less its pages
+    waiting to be reloaded. (Unpaced, a day's budget could go in its first minutes and leave the other hours
+    without a check.)"""
     caps = servers_budget(now=now)
     if not caps:
         return {}
-    used = StatusCheck.objects.filter(server_id__in=list(caps), checked_at__gt=now - DAY, checked_at__lte=now)
-    used_by = dict(used.values("server_id").annotate(n=Count("id")).values_list("server_id", "n"))
-    reloads = Url.objects.filter(server_id__in=list(caps), state=State.INIT.value, page__isnull=False)
+    ids = list(caps)
+    day, hour = _requests_since(ids, now - DAY, now), _requests_since(ids, now - HOUR, now)
+    reloads = Url.objects.filter(server_id__in=ids, state=State.INIT.value, page__isnull=False)
     waiting = dict(reloads.values("server_id").annotate(n=Count("id")).values_list("server_id", "n"))
-    return {s: float(cap - used_by.get(s, 0) - waiting.get(s, 0)) for s, cap in caps.items()}
+    return {
+        s: float(min(cap - day.get(s, 0), cap * (HOUR / DAY) - hour.get(s, 0)) - waiting.get(s, 0))
+        for s, cap in caps.items()
+    }
 
 
 def objectives_due(*, now: datetime, scannable: QuerySet) -> list[tuple[float, int, int, float]]:
@@ -70,7 +83,7 @@ def objectives_due(*, now: datetime, scannable: QuerySet) -> list[tuple[float, i
         for r, page in zip(rows, page_states(rows, now=now), strict=True):
             if page.since_current is None:
                 continue
-            interval = fr.interval_for(page.rate, float(obj.target))
+            interval = fr.interval_for(page.rate, float(obj.target), lag=page.lag)
             urgency = page.since_current / interval if interval > 0 else math.inf
             cost = 1.0 + (1.0 - math.exp(-page.rate * page.since_current))
             if urgency >= 1.0 and urgency > out.get(r["id"], (0.0,))[0]:

@@ -359,6 +359,25 @@ def _failure(result: FetchResult) -> str:
     return result.failure.value if result.failure else ""
 
 
+class ReloadBatch(LoadBatch):
+    """The load agent's batch in an active scan's visit, right after its checks: at most as many due Init URLs
+    as the checks found changed (the reloads, shallowest due first), one round; the server's sitemaps when due,
+    as any load batch."""
+
+    def __init__(self, visit: ServerVisit, limit: int):
+        super().__init__(visit)
+        self.limit = limit
+
+    def claim(self) -> list[Claimed]:
+        urls = urls_claim(server_id=self.visit.server.id, owner=self.owner, limit=self.limit)
+        self.of_jobs = bool(urls) and JobUrl.objects.filter(url_id__in=[u.id for u in urls]).exists()
+        self.set_aside_at = time.monotonic()
+        return urls
+
+    def another_round(self, took: float) -> bool:
+        return False
+
+
 def load_server_batch(*, server_id: int, owner: str, gate: Gate | None = None) -> LoadOutcome | None:
     """Run one batch of the load agent on one server. None when the server is busy or not crawlable."""
     visit = ServerVisit.open(server_id=server_id, owner=owner, agent=Agent.LOAD, gate=gate)

@@ -5,7 +5,8 @@ task; the task takes them over, opens a ServerVisit (the same cluster-wide slot 
 as the load agent), re-checks each URL with HEAD / conditional GET — crawler.recheck decides what
 the answers mean — and moves it along the life-cycle with one guarded write:
 
-  active scan (Visited):      changed → Init (reloaded by the load agent), unchanged → Visited,
+  active scan (Visited):      changed → Init (reloaded by the load agent's batch in the same visit, its
+                              slot still held: ScanBatch.finish), unchanged → Visited,
                               no valid response → NoResponse1
   inactive scan (NoResponse): answers → Visited, or Init when never loaded or changed;
                               still failing → NoResponse2 → Dead
@@ -30,6 +31,7 @@ from crawler.recheck import MAX_REQUESTS, Finding, Known, Outcome, Recheck, Repl
 
 from .agent import AgentBatch, AgentOutcome
 from .freshness import lastmod_tally_add
+from .load import ReloadBatch
 from .urls import urls_lease, urls_release
 from .visit import Gate, ServerVisit
 
@@ -75,6 +77,7 @@ class ScanBatch(AgentBatch[Url, ScanOutcome]):
         self.states = SCAN_STATES[self.agent]
         self.loaded: set[int] = set()
         self.sitemaps_read_at: datetime | None | object = UNREAD  # the server's, read once a batch
+        self.reloaded = 0  # reloads done in this visit (finish)
 
     def claim(self) -> list[Url]:
         """The reserved URLs, already leased to us (scan_server_batch took them over from the sweep)."""
@@ -95,7 +98,18 @@ class ScanBatch(AgentBatch[Url, ScanOutcome]):
             self.outcome.failed += 1
 
     def redispatch_wanted(self) -> bool:
-        return self.outcome.reload > 0  # reload now, not at the next dispatch
+        return self.outcome.reload > self.reloaded  # what finish() could not reload: now, not at the next dispatch
+
+    def finish(self) -> None:
+        """The changes the active scan found are reloaded in this visit, by the load agent's batch
+        (ReloadBatch), before the slot is given back: until its reload the copy stays stale, and handed to a
+        dispatch it would wait for a load worker and for the slot, which the next sweep's checks may take
+        first (seconds to tens of seconds, the freshness objectives' reload lag)."""
+        visit = self.visit
+        if self.agent != Agent.ACTIVE_SCAN or not self.outcome.reload or visit.held() or visit.stopped_by_caller():
+            return
+        loaded = ReloadBatch(visit.handed_to(Agent.LOAD), self.outcome.reload).run()
+        self.reloaded = loaded.fetched + loaded.failed
 
     def check(self, url: Url) -> bool:
         recheck = Recheck(known_of(url, loaded=url.id in self.loaded))

@@ -171,6 +171,14 @@ class ServerVisit:
             return None
         return cls(Server.objects.get(id=server_id), owner, agent, gate, probe=verdict == PROBE, turn_id=turn_id)
 
+    def handed_to(self, agent: Agent) -> ServerVisit:
+        """This visit's slot, owner and task budget for another agent's batch (the reload an active scan's
+        check found due): the same turn, no new claim; closing either gives the slot back."""
+        visit = ServerVisit(self.server, self.owner, agent, self.gate, turn_id=self.turn_id)
+        visit.started, visit._last_send, visit._rules = self.started, self._last_send, self._rules
+        visit.backoff_until = self.backoff_until
+        return visit
+
     def close(self) -> None:
         try:
             if self._samples:
