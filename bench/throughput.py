@@ -588,6 +588,7 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
         "other_db_transactions": pg_xacts(pg0, pg1)[1],
         "machine_busy_share": _busy_share(machine0, machine1),
         "found": found,
+        "search_index": env.get("SEARCH_INDEX", "true").strip().lower() not in ("false", "0", "no", "off"),
         "requests": web_requests(nginx, offset, "crawladmin"),
         "log_errors": {n: len(re.findall(r"Traceback|\bERROR\b", t)) for n, t in logs.items()},
         "after": after_result,
@@ -642,6 +643,9 @@ def _count_ours(db: str) -> dict:
         for key, sql in (
             ("pages", "SELECT count(*) FROM crawladmin_page"),
             ("unextracted", "SELECT count(*) FROM crawladmin_page WHERE extracted_at IS NULL"),
+            # The full-text index, built in batches after extraction (crawlcore.services.search_index).
+            ("unindexed", "SELECT count(*) FROM crawladmin_page WHERE ix_body IS NOT NULL"),
+            ("without_vector", "SELECT count(*) FROM crawladmin_page WHERE search_vector IS NULL"),
             ("duplicates", "SELECT count(*) FROM crawladmin_page WHERE duplicate_of_id IS NOT NULL"),
             ("links", "SELECT count(*) FROM crawladmin_link"),
             ("checks", "SELECT count(*) FROM crawladmin_statuscheck"),
@@ -670,6 +674,9 @@ def check_ours(r: dict, expected: dict) -> list[str]:
         problems.append(f"URLs in other states: {other}")
     want("Link rows", f["links"], expected["links"])
     want("unextracted pages", f["unextracted"], 0)
+    want("pages waiting for their search vector", f["unindexed"], 0)
+    if r.get("search_index", True):
+        want("pages without a search vector", f["without_vector"], 0)
     want("leased URLs", f["leased"], 0)
     want("StatusCheck rows vs nginx requests", f["checks"], q["requests"])
     want("pages requested", q["pages"], expected["pages"])

@@ -160,6 +160,10 @@ HELP: dict[str, str] = {
     "SEARCH_INDEX": (
         "whether the extract agent keeps the full-text index (off: pages extracted meanwhile are not found by search)"
     ),
+    "SEARCH_INDEX_DELAY": (
+        "seconds within which a page the extract agent stored is found by search (PostgreSQL builds the index in "
+        "batches, a beat job every 2 s; SQLite at once)"
+    ),
     "ANALYZER_NATIONAL_TLD": ("the national top-level domain the analyzer counts pages under (seed 001 counted `.kr`)"),
     "ANALYZER_NATIONAL_CIDRS": ("the national IP ranges the analyzer counts servers in, as CIDRs"),
     "ALERTS_GROUP_WINDOW": ("seconds an event waits for others to share its message"),
