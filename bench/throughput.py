@@ -311,18 +311,16 @@ def pg_snapshot(db_url: str) -> dict:
             (backend,) = cur.fetchone()
             fields = stat(backend)  # read once, while the backend lives
             postmaster = int(fields[1]) if fields else None  # our backend's parent
-            statements = None
+            statements = statement_ms = None
             cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'")
             if cur.fetchone():
                 cur.execute(
-                    "SELECT queryid, query, calls, rows FROM pg_stat_statements"
+                    "SELECT queryid, query, calls, rows, total_exec_time FROM pg_stat_statements"
                     " WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
                 )
-                statements = {
-                    (qid, query): (calls, n)
-                    for qid, query, calls, n in cur.fetchall()
-                    if not _BENCH_QUERY.search(query)
-                }
+                got = [row for row in cur.fetchall() if not _BENCH_QUERY.search(row[1])]
+                statements = {(qid, query): (calls, n) for qid, query, calls, n, _ in got}
+                statement_ms = {(qid, query): ms for qid, query, _, _, ms in got}  # time executing, in ms
     return {
         "tables": tables,
         "tables_split": split,
@@ -331,6 +329,7 @@ def pg_snapshot(db_url: str) -> dict:
         "database": ours,
         "postmaster": postmaster,
         "statements": statements,
+        "statement_ms": statement_ms,
     }
 
 
@@ -480,6 +479,8 @@ def _ours_env(args, db: str, broker: str, tmp: Path) -> dict[str, str]:
         CRAWL_DEFAULT_DELAY="0",
         CRAWL_SERVER_CONCURRENCY=str(args.slots),
     )
+    if getattr(args, "profile", False):
+        env["PROFILE_DIR"] = str(tmp / "profile")  # each process profiles itself (crawladmin.profiling)
     for item in args.env:
         name, _, value = item.partition("=")
         env[name] = value
@@ -500,6 +501,9 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
         migrate_s = time.perf_counter() - t
         if _pg_mode(args) == "private":
             _statements_on(db)
+        profiling = tmp / "profile" if getattr(args, "profile", False) else None
+        if profiling:
+            profiling.mkdir()
         with Processes(env, tmp) as procs:
             names = [f"w{i}-{w.name}" for i, w in enumerate(workers)]
             pids = {
@@ -518,10 +522,14 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
             cmd += ["--max-seconds", str(args.max_seconds)]
             if args.dispatch_only:
                 cmd.append("--dispatch-only")
+            if profiling:
+                (profiling / "on").touch()  # the processes' profilers count from here (crawladmin.profiling)
             with BackendSampler(pg0["postmaster"], db.rsplit("/", 1)[1]) as backends:
                 code, wall, crawl_cpu, sampler = run_timed(
                     cmd + web.seeds(), env=env, log=tmp / "crawl.log", timeout=args.max_seconds + 300, watch=pids
                 )
+            if profiling:
+                (profiling / "on").unlink()
             cpu1 = {k: tree_cpu(p) for k, p in roots.items() if p}
             machine1 = machine_cpu()
             rss_end = {n: tree_rss(p) for n, p in pids.items()}
@@ -548,7 +556,7 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
         # database as a backend's does, so the sampler would count them as "others").
         pg_split["ours_estimate"] = cpu.get("postgres", 0.0)
     ours_only = counted - cpu.get("postgres", 0.0) + pg_split["ours_estimate"]
-    return {
+    out = {
         "crawler": "ours",
         "stopped": summary["stopped"],
         "pages": pages,
@@ -592,6 +600,20 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
         "requests": web_requests(nginx, offset, "crawladmin"),
         "log_errors": {n: len(re.findall(r"Traceback|\bERROR\b", t)) for n, t in logs.items()},
         "after": after_result,
+    }
+    if profiling:
+        out["profile"] = _profile(out, profiling, {pid: n for n, pid in {**pids, "beat": beat}.items()}, pg0, pg1)
+    return out
+
+
+def _profile(r: dict, directory: Path, names: dict[int, str], pg0: dict, pg1: dict) -> dict:
+    """--profile: the run's CPU a page by process, statement and Python function (bench.cpu_profile)."""
+    from bench import cpu_profile
+
+    return {
+        "processes": cpu_profile.processes_ms(r),
+        "statements": cpu_profile.statement_times(pg0, pg1, r["pages"], tables=set(pg1["tables"]), kind=statement_kind),
+        "functions": cpu_profile.function_times(directory, names, r["pages"]),
     }
 
 
@@ -844,6 +866,10 @@ def print_run(r: dict, problems: list[str], n: int) -> None:
             + ", ".join(f"{k.removeprefix('crawladmin_')} {v:,}" for k, v in r["rows_by_table"].items())
         )
         print_writes(r)
+        if r.get("profile"):
+            from bench.cpu_profile import print_profile
+
+            print_profile(r["profile"])
         print(
             "   worker RSS MB (start/peak/end): "
             + ", ".join(
@@ -944,6 +970,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--no-frontier", action="store_true", help="skip the 1,000,000-URL frontier figures")
     ap.add_argument("--frontier-urls", type=int, default=1_000_000)
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="ours: where a page's CPU goes by process, statement (pg_stat_statements) and Python function "
+        "(each process samples itself: crawladmin.profiling); printed, and kept in --json",
+    )
     ap.add_argument("--json", type=Path, help="write every figure here")
     args = ap.parse_args(argv)
     args.workers = args.workers or default_workers(args.servers, args.slots)
