@@ -3,7 +3,7 @@ Prints figures; asserts nothing, but checks each crawl found exactly the web and
 
     python -m bench.throughput [--runs 2] [--servers 20] [--pages 2500] [--only ours|scrapy]
                                [--keep-web DIR] [--workers SPEC] [--slots 2] [--env NAME=VALUE …]
-                               [--no-frontier] [--json PATH]
+                               [--no-frontier] [--profile] [--json PATH]
 
 1. The web (testweb.generated): `servers` × `pages` static pages of ~10 KB with 30 links each (80 % on-site),
    a robots.txt per server disallowing /private/, written under a temp directory (or --keep-web DIR, reused
@@ -12,8 +12,10 @@ Prints figures; asserts nothing, but checks each crawl found exactly the web and
 2. Ours, per run: a fresh PostgreSQL database (bench.harness.db), migrated; a private redis-server; the celery
    workers of --workers and one `celery beat`; then `manage.py crawl <the home pages>` seeds, dispatches and
    watches (README "The cluster"). The clock is the crawl command's own: from inserting the seeds until
-   nothing is due, leased, or unextracted. Loopback is allowed (CRAWL_ALLOW_PRIVATE), no politeness delay
-   (CRAWL_DEFAULT_DELAY=0), CRAWL_SERVER_CONCURRENCY = --slots.
+   nothing is due, leased, unextracted, or waiting for its full-text vector (built in batches after
+   extraction, crawlcore.services.search_index: its CPU is in the figures until the index is complete).
+   Loopback is allowed (CRAWL_ALLOW_PRIVATE), no politeness delay (CRAWL_DEFAULT_DELAY=0),
+   CRAWL_SERVER_CONCURRENCY = --slots.
 3. Scrapy, per run (bench.baselines.scrapy_spider): CrawlSpider + LinkExtractor, robots.txt obeyed, --slots per
    server, slots × servers in all, no delay, no autothrottle, one item per page to JSON lines. Its clock is
    Scrapy's own elapsed_time_seconds (engine start to close; the interpreter's start is outside, as ours).
@@ -24,10 +26,16 @@ Prints figures; asserts nothing, but checks each crawl found exactly the web and
    how many transactions other databases committed meanwhile. nginx is reported apart (neither's).
    Rows: pg_stat_user_tables inserts + updates + deletes in the benchmark database.
 5. Checks after each crawl (mismatches printed loudly, exit status 1): ours — Visited URLs = Page rows =
-   public pages, robots-excluded URLs = linked /private/ pages, Link rows = distinct links, nothing failed,
+   public pages, robots-excluded URLs = linked /private/ pages, Link rows = distinct links, every page with its
+   full-text vector and none waiting for one (SEARCH_INDEX off: none waiting), nothing failed,
    StatusCheck rows = requests in the nginx access log, each page requested once, /private/ never;
    Scrapy — one item per public page, each requested once, /private/ never.
-6. Scale figures (bench.frontier, unless --no-frontier): claiming 1,000 due URLs with 1,000,000 in the
+6. --profile (ours): where a page's CPU goes, by process, by statement (pg_stat_statements' execution time,
+   calls and rows a page) and by Python function (each process samples itself while the crawl runs:
+   crawladmin.profiling, bench.cpu_profile); printed after the run's figures and kept under "profile".
+   The sampling costs its processes a little CPU (printed as the profiler's own): pair figures from runs
+   with it against each other, not against runs without it.
+7. Scale figures (bench.frontier, unless --no-frontier): claiming 1,000 due URLs with 1,000,000 in the
    frontier, and inserting 100,000 discovered links.
 """
 
