@@ -24,7 +24,9 @@ from crawlcore.db import fulltext
 from crawlcore.models import Page
 
 SEARCH_INDEX_BATCH = 1000  # pages a statement: one transaction's locks and its WAL stay bounded
-SEARCH_INDEX_BUDGET_S = 20.0  # a run starts no batch past this: the next beat run goes on
+# A run starts no batch past this, about beat's period: the next run goes on with what is left, and a run never
+# holds a housekeeping thread (which the dispatcher shares) for long. Runs that overlap take different pages.
+SEARCH_INDEX_BUDGET_S = 2.0
 
 
 @dataclass
