@@ -3,7 +3,7 @@ Prints figures; asserts nothing, but checks each crawl found exactly the web and
 
     python -m bench.throughput [--runs 2] [--servers 20] [--pages 2500] [--only ours|scrapy]
                                [--keep-web DIR] [--workers SPEC] [--slots 2] [--env NAME=VALUE …]
-                               [--no-frontier] [--json PATH]
+                               [--no-frontier] [--profile] [--json PATH]
 
 1. The web (testweb.generated): `servers` × `pages` static pages of ~10 KB with 30 links each (80 % on-site),
    a robots.txt per server disallowing /private/, written under a temp directory (or --keep-web DIR, reused
@@ -12,8 +12,10 @@ Prints figures; asserts nothing, but checks each crawl found exactly the web and
 2. Ours, per run: a fresh PostgreSQL database (bench.harness.db), migrated; a private redis-server; the celery
    workers of --workers and one `celery beat`; then `manage.py crawl <the home pages>` seeds, dispatches and
    watches (README "The cluster"). The clock is the crawl command's own: from inserting the seeds until
-   nothing is due, leased, or unextracted. Loopback is allowed (CRAWL_ALLOW_PRIVATE), no politeness delay
-   (CRAWL_DEFAULT_DELAY=0), CRAWL_SERVER_CONCURRENCY = --slots.
+   nothing is due, leased, unextracted, or waiting for its full-text vector (built in batches after
+   extraction, crawlcore.services.search_index: its CPU is in the figures until the index is complete).
+   Loopback is allowed (CRAWL_ALLOW_PRIVATE), no politeness delay (CRAWL_DEFAULT_DELAY=0),
+   CRAWL_SERVER_CONCURRENCY = --slots.
 3. Scrapy, per run (bench.baselines.scrapy_spider): CrawlSpider + LinkExtractor, robots.txt obeyed, --slots per
    server, slots × servers in all, no delay, no autothrottle, one item per page to JSON lines. Its clock is
    Scrapy's own elapsed_time_seconds (engine start to close; the interpreter's start is outside, as ours).
@@ -24,10 +26,16 @@ Prints figures; asserts nothing, but checks each crawl found exactly the web and
    how many transactions other databases committed meanwhile. nginx is reported apart (neither's).
    Rows: pg_stat_user_tables inserts + updates + deletes in the benchmark database.
 5. Checks after each crawl (mismatches printed loudly, exit status 1): ours — Visited URLs = Page rows =
-   public pages, robots-excluded URLs = linked /private/ pages, Link rows = distinct links, nothing failed,
+   public pages, robots-excluded URLs = linked /private/ pages, Link rows = distinct links, every page with its
+   full-text vector and none waiting for one (SEARCH_INDEX off: none waiting), nothing failed,
    StatusCheck rows = requests in the nginx access log, each page requested once, /private/ never;
    Scrapy — one item per public page, each requested once, /private/ never.
-6. Scale figures (bench.frontier, unless --no-frontier): claiming 1,000 due URLs with 1,000,000 in the
+6. --profile (ours): where a page's CPU goes, by process, by statement (pg_stat_statements' execution time,
+   calls and rows a page) and by Python function (each process samples itself while the crawl runs:
+   crawladmin.profiling, bench.cpu_profile); printed after the run's figures and kept under "profile".
+   The sampling costs its processes a little CPU (printed as the profiler's own): pair figures from runs
+   with it against each other, not against runs without it.
+7. Scale figures (bench.frontier, unless --no-frontier): claiming 1,000 due URLs with 1,000,000 in the
    frontier, and inserting 100,000 discovered links.
 """
 
@@ -311,18 +319,16 @@ def pg_snapshot(db_url: str) -> dict:
             (backend,) = cur.fetchone()
             fields = stat(backend)  # read once, while the backend lives
             postmaster = int(fields[1]) if fields else None  # our backend's parent
-            statements = None
+            statements = statement_ms = None
             cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'")
             if cur.fetchone():
                 cur.execute(
-                    "SELECT queryid, query, calls, rows FROM pg_stat_statements"
+                    "SELECT queryid, query, calls, rows, total_exec_time FROM pg_stat_statements"
                     " WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
                 )
-                statements = {
-                    (qid, query): (calls, n)
-                    for qid, query, calls, n in cur.fetchall()
-                    if not _BENCH_QUERY.search(query)
-                }
+                got = [row for row in cur.fetchall() if not _BENCH_QUERY.search(row[1])]
+                statements = {(qid, query): (calls, n) for qid, query, calls, n, _ in got}
+                statement_ms = {(qid, query): ms for qid, query, _, _, ms in got}  # time executing, in ms
     return {
         "tables": tables,
         "tables_split": split,
@@ -331,6 +337,7 @@ def pg_snapshot(db_url: str) -> dict:
         "database": ours,
         "postmaster": postmaster,
         "statements": statements,
+        "statement_ms": statement_ms,
     }
 
 
@@ -480,6 +487,8 @@ def _ours_env(args, db: str, broker: str, tmp: Path) -> dict[str, str]:
         CRAWL_DEFAULT_DELAY="0",
         CRAWL_SERVER_CONCURRENCY=str(args.slots),
     )
+    if getattr(args, "profile", False):
+        env["PROFILE_DIR"] = str(tmp / "profile")  # each process profiles itself (crawladmin.profiling)
     for item in args.env:
         name, _, value = item.partition("=")
         env[name] = value
@@ -500,6 +509,9 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
         migrate_s = time.perf_counter() - t
         if _pg_mode(args) == "private":
             _statements_on(db)
+        profiling = tmp / "profile" if getattr(args, "profile", False) else None
+        if profiling:
+            profiling.mkdir()
         with Processes(env, tmp) as procs:
             names = [f"w{i}-{w.name}" for i, w in enumerate(workers)]
             pids = {
@@ -518,10 +530,14 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
             cmd += ["--max-seconds", str(args.max_seconds)]
             if args.dispatch_only:
                 cmd.append("--dispatch-only")
+            if profiling:
+                (profiling / "on").touch()  # the processes' profilers count from here (crawladmin.profiling)
             with BackendSampler(pg0["postmaster"], db.rsplit("/", 1)[1]) as backends:
                 code, wall, crawl_cpu, sampler = run_timed(
                     cmd + web.seeds(), env=env, log=tmp / "crawl.log", timeout=args.max_seconds + 300, watch=pids
                 )
+            if profiling:
+                (profiling / "on").unlink()
             cpu1 = {k: tree_cpu(p) for k, p in roots.items() if p}
             machine1 = machine_cpu()
             rss_end = {n: tree_rss(p) for n, p in pids.items()}
@@ -548,7 +564,7 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
         # database as a backend's does, so the sampler would count them as "others").
         pg_split["ours_estimate"] = cpu.get("postgres", 0.0)
     ours_only = counted - cpu.get("postgres", 0.0) + pg_split["ours_estimate"]
-    return {
+    out = {
         "crawler": "ours",
         "stopped": summary["stopped"],
         "pages": pages,
@@ -588,9 +604,24 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
         "other_db_transactions": pg_xacts(pg0, pg1)[1],
         "machine_busy_share": _busy_share(machine0, machine1),
         "found": found,
+        "search_index": env.get("SEARCH_INDEX", "true").strip().lower() not in ("false", "0", "no", "off"),
         "requests": web_requests(nginx, offset, "crawladmin"),
         "log_errors": {n: len(re.findall(r"Traceback|\bERROR\b", t)) for n, t in logs.items()},
         "after": after_result,
+    }
+    if profiling:
+        out["profile"] = _profile(out, profiling, {pid: n for n, pid in {**pids, "beat": beat}.items()}, pg0, pg1)
+    return out
+
+
+def _profile(r: dict, directory: Path, names: dict[int, str], pg0: dict, pg1: dict) -> dict:
+    """--profile: the run's CPU a page by process, statement and Python function (bench.cpu_profile)."""
+    from bench import cpu_profile
+
+    return {
+        "processes": cpu_profile.processes_ms(r),
+        "statements": cpu_profile.statement_times(pg0, pg1, r["pages"], tables=set(pg1["tables"]), kind=statement_kind),
+        "functions": cpu_profile.function_times(directory, names, r["pages"]),
     }
 
 
@@ -642,6 +673,9 @@ def _count_ours(db: str) -> dict:
         for key, sql in (
             ("pages", "SELECT count(*) FROM crawladmin_page"),
             ("unextracted", "SELECT count(*) FROM crawladmin_page WHERE extracted_at IS NULL"),
+            # The full-text index, built in batches after extraction (crawlcore.services.search_index).
+            ("unindexed", "SELECT count(*) FROM crawladmin_page WHERE ix_body IS NOT NULL"),
+            ("without_vector", "SELECT count(*) FROM crawladmin_page WHERE search_vector IS NULL"),
             ("duplicates", "SELECT count(*) FROM crawladmin_page WHERE duplicate_of_id IS NOT NULL"),
             ("links", "SELECT count(*) FROM crawladmin_link"),
             ("checks", "SELECT count(*) FROM crawladmin_statuscheck"),
@@ -670,6 +704,9 @@ def check_ours(r: dict, expected: dict) -> list[str]:
         problems.append(f"URLs in other states: {other}")
     want("Link rows", f["links"], expected["links"])
     want("unextracted pages", f["unextracted"], 0)
+    want("pages waiting for their search vector", f["unindexed"], 0)
+    if r.get("search_index", True):
+        want("pages without a search vector", f["without_vector"], 0)
     want("leased URLs", f["leased"], 0)
     want("StatusCheck rows vs nginx requests", f["checks"], q["requests"])
     want("pages requested", q["pages"], expected["pages"])
@@ -837,6 +874,10 @@ def print_run(r: dict, problems: list[str], n: int) -> None:
             + ", ".join(f"{k.removeprefix('crawladmin_')} {v:,}" for k, v in r["rows_by_table"].items())
         )
         print_writes(r)
+        if r.get("profile"):
+            from bench.cpu_profile import print_profile
+
+            print_profile(r["profile"])
         print(
             "   worker RSS MB (start/peak/end): "
             + ", ".join(
@@ -937,6 +978,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--no-frontier", action="store_true", help="skip the 1,000,000-URL frontier figures")
     ap.add_argument("--frontier-urls", type=int, default=1_000_000)
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="ours: where a page's CPU goes by process, statement (pg_stat_statements) and Python function "
+        "(each process samples itself: crawladmin.profiling); printed, and kept in --json",
+    )
     ap.add_argument("--json", type=Path, help="write every figure here")
     args = ap.parse_args(argv)
     args.workers = args.workers or default_workers(args.servers, args.slots)

@@ -31,6 +31,7 @@ from crawlcore.services.extract import pages_text_fill
 from crawlcore.services.health import backoff_rule
 from crawlcore.services.job_runs import jobs_sample
 from crawlcore.services.load_dispatch import dispatch_due, leases_release_all, reconcile
+from crawlcore.services.search_index import pages_index
 from crawlcore.services.sweep import scan_sweep
 from crawlcore.services.urls import NewUrl, urls_insert
 from crawler.lifecycle import Agent, State
@@ -41,6 +42,7 @@ from monitoring.services.check_dispatch import monitors_dispatch_due
 
 MONITOR_LOOK_EVERY = 1.0  # seconds between looks for due monitors in an embedded crawl
 RECONCILE_EVERY = 30.0  # beat's is a minute: a lease lost in a short crawl is picked up sooner
+INDEX_EVERY = float(beat_job("tasks.housekeeping.search_index").seconds)
 SWEEP_EVERY = 2.0  # seconds between the scans' sweeps (beat's are a minute apart)
 JOB_SAMPLE_EVERY = 5.0
 # The crawl page's "URLs by state over time": a sample every second at the start, where a short crawl
@@ -148,17 +150,17 @@ def _reconcile() -> None:
 
 def crawl_jobs(*, dispatch: bool = True) -> list[Job]:
     """The runner's jobs, in the order a step runs them; without `dispatch` (the cluster's --dispatch-only),
-    only the sample: beat dispatches, reconciles and sweeps. Embedded, the monitor's checks are sent too, as
+    only the sample: beat dispatches, reconciles, sweeps and indexes. Embedded, the monitor's checks are sent too, as
     beat sends them in the cluster: a server the monitor confirms down holds its crawl, and its recovery
     releases it (crawlcore.services.health), so the two halves work together in one process as well."""
     sample = Job("crawl sample", crawl_sample, _sample_interval)
     if not dispatch:
         return [sample]
-    monitor = []
+    embedded = []
     if settings.CELERY_EMBEDDED:
         # Each monitor is due every MONITOR_INTERVAL (or its own interval); a look a second finds it on time.
-        monitor = [Job(beat_job("tasks.monitor.dispatch").name, monitors_dispatch_due, _every(MONITOR_LOOK_EVERY))]
-    return [*monitor,
+        embedded = [Job(beat_job("tasks.monitor.dispatch").name, monitors_dispatch_due, _every(MONITOR_LOOK_EVERY))]
+    return [*embedded,
         Job(beat_job("tasks.housekeeping.dispatch").name, dispatch_due, _every(0.0)),
         Job(
             beat_job("tasks.housekeeping.reconcile").name, _reconcile, _every(RECONCILE_EVERY),
@@ -172,6 +174,9 @@ def crawl_jobs(*, dispatch: bool = True) -> list[Job]:
         Job(
             beat_job("tasks.scan.sweep_active").name, lambda: scan_sweep(agent=Agent.ACTIVE_SCAN), _every(SWEEP_EVERY)
         ),
+        # The pages' full-text vectors (PostgreSQL; on SQLite the extract agent indexes in line and this finds
+        # nothing), as often as beat sends them: the crawl waits for its pages to be searchable (crawl_progress).
+        Job(beat_job("tasks.housekeeping.search_index").name, pages_index, _every(INDEX_EVERY)),
         # The crawl jobs' progress for their pages' charts (beat's jobs tick takes them in a cluster).
         Job("crawl jobs' samples", jobs_sample, _every(JOB_SAMPLE_EVERY)),
         sample,

@@ -34,14 +34,15 @@ EMBEDDED = DATABASE_URL.startswith("sqlite")
 CELERY_BROKER_URL: str = _cfg["CELERY_BROKER_URL"]
 CELERY_EMBEDDED = CELERY_BROKER_URL.startswith("memory")
 
-# Every CRAWL_*, MONITOR_* and CHECK_* value (and CRAWLER_NUM) becomes a setting of the same name.
+# Every CRAWL_*, MONITOR_* and CHECK_* value (and CRAWLER_NUM, and the others of these prefixes) becomes a
+# setting of the same name.
 globals().update(
     {
         name: value
         for name, value in _cfg.items()
         if name.startswith(
             ("CRAWL", "MONITOR_", "CHECK_", "RANK_", "ANALYZER_", "ALERTS_", "EMAIL_", "SEARCH_", "JOBS_")
-            + ("ARCHIVE_", "EVIDENCE_")
+            + ("ARCHIVE_", "EVIDENCE_", "PROFILE_")
         )
     }
 )

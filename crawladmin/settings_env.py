@@ -244,8 +244,14 @@ def _load() -> dict:
         # Search (search app): how much a page's stored BlockRank weighs beside its text relevance
         # (crawler.fulltext.score; 0 orders by text alone).
         "SEARCH_RANK_WEIGHT": env.number("SEARCH_RANK_WEIGHT", 1.0, minimum=0.0, maximum=100.0),
+        # A directory for each process's CPU profile by Python function (crawladmin.profiling; the
+        # benchmarks' --profile): empty, none is taken.
+        "PROFILE_DIR": env.str("PROFILE_DIR", ""),
         # Whether the extract agent keeps the full-text index (off: pages extracted meanwhile are not found).
         "SEARCH_INDEX": env.boolean("SEARCH_INDEX", True),
+        # Seconds within which a page the extract agent stored is found by search (PostgreSQL: its vector is
+        # built in batches by a beat job, crawlcore.services.search_index; SQLite indexes it at once).
+        "SEARCH_INDEX_DELAY": env.number("SEARCH_INDEX_DELAY", 20.0, minimum=5.0, maximum=3600.0),
         # Web page analyzer (analyzer app): the national TLD and national IP ranges (seed 001).
         "ANALYZER_NATIONAL_TLD": national_tld(env, "ANALYZER_NATIONAL_TLD", "kr"),
         "ANALYZER_NATIONAL_CIDRS": env.cidrs("ANALYZER_NATIONAL_CIDRS"),

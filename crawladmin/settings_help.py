@@ -157,8 +157,16 @@ HELP: dict[str, str] = {
     "SEARCH_RANK_WEIGHT": (
         "how much a page's stored BlockRank weighs beside its text relevance in search (0 orders by text alone)"
     ),
+    "PROFILE_DIR": (
+        "a directory where each process writes its CPU profile by Python function while `<dir>/on` exists "
+        "(`bench.throughput --profile`); empty: no profile"
+    ),
     "SEARCH_INDEX": (
         "whether the extract agent keeps the full-text index (off: pages extracted meanwhile are not found by search)"
+    ),
+    "SEARCH_INDEX_DELAY": (
+        "seconds within which a page the extract agent stored is found by search (PostgreSQL builds the index in "
+        "batches, a beat job every 2 s; SQLite at once)"
     ),
     "ANALYZER_NATIONAL_TLD": ("the national top-level domain the analyzer counts pages under (seed 001 counted `.kr`)"),
     "ANALYZER_NATIONAL_CIDRS": ("the national IP ranges the analyzer counts servers in, as CIDRs"),

@@ -62,6 +62,8 @@ BEAT_JOBS: tuple[BeatJob, ...] = (
     ),
     # crawl core (crawlcore/migrations 0021): crawl jobs' schedules, windows and ends
     BeatJob("crawladmin: crawl jobs' schedules and windows", "tasks.housekeeping.jobs_tick", 30, Queue.HOUSEKEEPING),
+    # crawl core (crawlcore/migrations 0036): the pages' full-text vectors, in batches (SEARCH_INDEX_DELAY)
+    BeatJob("crawladmin: search index", "tasks.housekeeping.search_index", 2, Queue.HOUSEKEEPING),
     # monitoring (monitoring/migrations 0002)
     BeatJob("monitoring: dispatch due server checks", "tasks.monitor.dispatch", 10, Queue.MONITOR),
     BeatJob("monitoring: hourly rollups", "tasks.monitor.rollup", 300, Queue.MONITOR),

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from crawlcore.db import estimates, partitions
+from crawlcore.db import estimates, fulltext, partitions
 from crawlcore.models import Link, Page, Server, ServerLease, StatusCheck, Url
 from crawlcore.selectors_health import held_server_ids
 from crawler import notfollowed
@@ -87,6 +87,8 @@ def crawl_progress(
         "rechecks": rechecks.count(),
         "leased": Url.objects.exclude(lease_owner="").count() if count_leased else 0,
         "unextracted": Page.objects.filter(extracted_at__isnull=True).count(),
+        # Pages whose full-text vector is still to be built (PostgreSQL; crawlcore.services.search_index).
+        "unindexed": fulltext.pending_count(),
         "unrendered": pages_to_render().count(),
         "busy_servers": ServerLease.objects.exclude(owner="").values("server").distinct().count(),
     }

@@ -1,5 +1,5 @@
 """Beat jobs (queue `housekeeping`): the dispatcher, the reconciler, the status-check partitions, the
-archive's retention of error bodies."""
+archive's retention of error bodies, the pages' full-text vectors."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from crawlcore.services.exchanges import exchanges_drop_bodies
 from crawlcore.services.extract import pages_text_fill
 from crawlcore.services.job_tick import jobs_tick
 from crawlcore.services.load_dispatch import dispatch_due, reconcile
+from crawlcore.services.search_index import pages_index
 
 from .retry import skip_without_database
 
@@ -49,3 +50,14 @@ def drop_exchange_bodies() -> int | None:
 def jobs_tick_task() -> dict | None:
     """Crawl jobs: scheduled starts, time windows, runs that have nothing left (crawlcore.services.job_tick)."""
     return skip_without_database("crawl jobs", jobs_tick)
+
+
+def _search_index() -> dict:
+    out = pages_index()
+    return {"pages": out.pages, "batches": out.batches, "why": out.waited}
+
+
+@shared_task(name="tasks.housekeeping.search_index")
+def search_index() -> dict | None:
+    """The vectors of pages stored with their index text, in bounded batches (crawlcore.services.search_index)."""
+    return skip_without_database("search index", _search_index)

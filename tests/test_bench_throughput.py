@@ -129,7 +129,7 @@ def test_worker_layout_option():
 
 def _ours_result(**found) -> dict:
     base = {"visited": 40, "pages": 40, "urls": {"visited": 40, "excluded: robots.txt": 2}, "links": 600}
-    base.update(unextracted=0, leased=0, checks=44)
+    base.update(unextracted=0, unindexed=0, without_vector=0, leased=0, checks=44)
     base.update(found)
     requests = {"requests": 44, "pages": 40, "robots": 2, "sitemaps": 2, "repeated": 0, "private": 0}
     return {"stopped": "done", "found": base, "requests": requests, "log_errors": {"w0-load": 0}}
@@ -144,6 +144,11 @@ def test_a_crawl_that_matches_the_web_passes_and_a_short_one_is_reported():
     no_sitemap = _ours_result()
     no_sitemap["requests"]["sitemaps"] = 0
     assert any(p.startswith("sitemap requests (one per server): 0") for p in check_ours(no_sitemap, expected))
+    # Every page indexed: none waiting for its vector, none without one (unless SEARCH_INDEX is off).
+    unindexed = check_ours(_ours_result(unindexed=3, without_vector=3), expected)
+    assert unindexed == ["pages waiting for their search vector: 3 (expected 0)",
+                         "pages without a search vector: 3 (expected 0)"]  # fmt: skip
+    assert check_ours({**_ours_result(without_vector=40), "search_index": False}, expected) == []
     scrapy = {"stopped": "finished", "pages": 40, "items": 40, "requests": {**_ours_result()["requests"], "private": 1}}
     assert check_scrapy(scrapy, expected) == ["requests of /private/ (robots.txt disallows): 1 (expected 0)"]
 

@@ -58,6 +58,8 @@ again = pages_extract(page_ids=batch.outcome.page_ids)
 def url(pk):
     return Url.objects.get(id=pk).url if pk else None
 
+from crawlcore.services.search_index import pages_index
+pages_index(force=True)  # PostgreSQL builds the vectors in a batch apart; SQLite indexed in line (a no-op)
 print(json.dumps({
     "claimed": sorted(claimed),
     "original": min((claimed["a"], claimed["b"]), key=lambda c: c.id).url,

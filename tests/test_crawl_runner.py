@@ -19,6 +19,7 @@ SWEEPS = [beat_job("tasks.scan.sweep_inactive").name, beat_job("tasks.scan.sweep
 SAMPLE = "crawl sample"
 JOBS = "crawl jobs' samples"
 MONITOR = beat_job("tasks.monitor.dispatch").name  # embedded only: beat sends the checks in the cluster
+INDEX = beat_job("tasks.housekeeping.search_index").name
 
 
 def _runner(**kwargs) -> CrawlRunner:
@@ -28,7 +29,7 @@ def _runner(**kwargs) -> CrawlRunner:
 
 def test_the_first_step_runs_every_job_but_the_reconciler():
     step = _runner().step(100.0)
-    assert step.ran == [MONITOR, DISPATCH, *SWEEPS, JOBS, SAMPLE]
+    assert step.ran == [MONITOR, DISPATCH, *SWEEPS, INDEX, JOBS, SAMPLE]
     assert step.stopped is None  # one quiet look is not enough
 
 
@@ -39,7 +40,8 @@ def test_later_steps_run_each_job_at_its_own_cadence():
     runner.idle_steps = 0
     assert runner.step(101.0).ran == [MONITOR, DISPATCH, SAMPLE]  # a sample a second at the start
     runner.idle_steps = 0
-    assert runner.step(100.0 + SWEEP_EVERY + 0.5).ran == [MONITOR, DISPATCH, *SWEEPS, SAMPLE]
+    # The sweeps every SWEEP_EVERY, the pages' full-text index every 2 s, as beat sends it.
+    assert runner.step(100.0 + SWEEP_EVERY + 0.5).ran == [MONITOR, DISPATCH, *SWEEPS, INDEX, SAMPLE]
     runner.idle_steps = 0
     assert JOBS in runner.step(100.0 + 5.0 + 0.5).ran  # the crawl jobs' samples every 5 s
     runner.idle_steps = 0

@@ -1,5 +1,6 @@
-"""Search on real PostgreSQL: the extract agent writes each page's tsvector in its one group statement
-(crawlcore.db.chain), the GIN index serves the match, and the search finds what the SQLite tests find:
+"""Search on real PostgreSQL: the extract agent stores each page's index text in its one group statement
+(crawlcore.db.chain), a batch apart builds the tsvectors (crawlcore.services.search_index), the GIN index
+serves the match, and the search finds what the SQLite tests find:
 every page with the word (a PDF among them), Korean and Japanese by bigrams, stemmed English, the better
 ranked page first. Through `manage.py shell` against a fresh database."""
 
@@ -53,6 +54,10 @@ pages = [
 ]
 with CaptureQueriesContext(connection) as seen:
     pages_extract(page_ids=[p.id for p in pages])
+from crawlcore.db.fulltext import pending_count
+from crawlcore.services.search_index import pages_index
+waiting = pending_count()
+indexed = pages_index().pages
 now = timezone.now()
 for path, rank in (("/news", 0.5), ("/apply", 0.05), ("/guide.pdf", 0.05)):
     u = Url.objects.get(url=f"http://a.test{path}")
@@ -92,7 +97,8 @@ print(json.dumps({
     "pdf_only": urls("zephyrine", content_type="pdf"),
     "problem": Page.objects.get(url__url="http://a.test/locked.pdf").extract_problem,
     "page_writes": sum("UPDATE crawladmin_page" in q["sql"] for q in seen.captured_queries),
-    "one_statement": any("search_vector" in q["sql"] and "crawladmin_link" in q["sql"]
+    "waiting": waiting, "indexed": indexed, "left": pending_count(),
+    "one_statement": any("ix_body" in q["sql"] and "crawladmin_link" in q["sql"]
                          for q in seen.captured_queries),
     "plan": plan,
     "lost": sorted(whole - once), "gained": sorted(once - whole), "lorem_positions": lorem_positions,
@@ -120,8 +126,10 @@ def test_the_extract_agent_keeps_the_tsvector_and_search_ranks_with_blockrank(tm
     assert out["none"] == []
     assert out["pdf_only"] == ["/guide.pdf"]
     assert out["problem"] == "pdf_encrypted"
-    # The vector is written by the batch's one group statement, with the links: no extra pass.
+    # The index text is written by the batch's one group statement, with the links: no extra pass; the
+    # vectors by one batch after it, which leaves nothing waiting.
     assert out["page_writes"] == 1 and out["one_statement"]
+    assert out["waiting"] == out["indexed"] == 9 and out["left"] == 0
     assert "page_search_idx" in out["plan"]
     # A long page: found by its title and a word deep in its body; the title's page first; past the bound, not.
     assert out["almanac"] == ["/long"] and out["quixotry"] == ["/titled", "/long"] and out["farbeyond"] == []

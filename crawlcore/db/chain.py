@@ -49,8 +49,10 @@ class Sql:
 @dataclass(frozen=True)
 class SearchVector:
     """An Update's value for a page's full-text index (crawlcore.db.fulltext), from the index-form columns
-    `ix_title`, `ix_heads`, `ix_anchors`, `ix_body` of its input. PostgreSQL: the row's tsvector column, set
-    by the same UPDATE. SQLite: the FTS5 rows of the pages the UPDATE changed, written after it."""
+    `ix_title`, `ix_heads`, `ix_anchors`, `ix_body` of its input (the column it is given under is not
+    written itself). PostgreSQL: those columns of the row, set by the same UPDATE, from which a batch apart
+    builds its tsvector (fulltext.index_pending). SQLite: the FTS5 rows of the pages the UPDATE changed,
+    written after it."""
 
 
 # A column of the write's input, a constant, an expression, or the pages' full-text index.
@@ -130,9 +132,12 @@ def _one_statement(inputs: Mapping[str, Input], writes: Sequence[Update | Insert
             return f"%s::{v.kind}"
         if isinstance(v, Sql):
             return v.text
-        if isinstance(v, SearchVector):
-            return fulltext.vector_sql(source)
         return f"{source}.{v}"
+
+    def assign(column: str, v: Value, source: str) -> str:
+        if isinstance(v, SearchVector):
+            return fulltext.pending_sets(source)
+        return f"{column} = {value(v, source)}"
 
     ctes = []
     for name, given in inputs.items():
@@ -145,7 +150,7 @@ def _one_statement(inputs: Mapping[str, Input], writes: Sequence[Update | Insert
         ret = f" RETURNING {', '.join(f'{w.table}.{c}' for c in w.returning)}" if w.returning else ""
         src = w.source
         if isinstance(w, Update):
-            sets = ", ".join(f"{c} = {value(x, src)}" for c, x in w.set.items())
+            sets = ", ".join(assign(c, x, src) for c, x in w.set.items())
             # The ids once more as one array: `id = ANY(array)` is an index condition whose row count the
             # planner knows exactly, so it probes the primary key instead of scanning a table whose
             # statistics, in a fast-growing crawl, still say it is small (hash join over a sequential scan).

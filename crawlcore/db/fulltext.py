@@ -1,12 +1,17 @@
 """The pages' full-text index, on each database with its own engine (migration 0022 creates it).
 
-PostgreSQL: a `tsvector` column of the page row (`search_vector`) with a GIN index, written by the extract
-agent in the same statement as the page's title (a chain's SearchVector, through `vector_sql`): no
-extra pass, no extra round trip. SQLite: an FTS5 table `crawladmin_page_fts` whose rowid is the page id,
-written by the same chain after the page (`index_write`). Both are given the text in index form
-(crawler.fulltext: CJK as character bigrams, the body's words once each) in four fields weighted
-title > headings and description > anchor text of links to the page > body text, and both stem English
-(PostgreSQL's `english` configuration, FTS5's porter tokenizer).
+PostgreSQL: a `tsvector` column of the page row (`search_vector`) with a GIN index, built in batches apart
+from the extract agent (`index_pending`): the agent's statement stores the page's text in index form in
+four columns `ix_title`, `ix_heads`, `ix_anchors`, `ix_body` (a chain's SearchVector, through
+`pending_sets`), and a beat job turns the waiting pages' text into their vector a bounded batch at a time
+(`page_unindexed_idx`, on the pages whose `ix_body` is set, finds them), clearing the text. The parser, the
+stemmer and the GIN entries then cost in one statement per batch, off the crawl's path, and within
+SEARCH_INDEX_DELAY of the page's extraction (crawlcore.services.search_index). SQLite: an FTS5 table
+`crawladmin_page_fts` whose rowid is the page id, written by the same chain right after the page
+(`index_write`): the embedded mode has one writer and no beat, so a batch apart would save nothing there.
+Both are given the text in index form (crawler.fulltext: CJK as character bigrams, the body's words once
+each) in four fields weighted title > headings and description > anchor text of links to the page > body
+text, and both stem English (PostgreSQL's `english` configuration, FTS5's porter tokenizer).
 
 Reads are ORM expressions (`Matches`, `Relevance`), so a selector filters, joins and orders a search with
 the rest of its query; `Relevance` is >= 0, higher for a better match (PostgreSQL's ts_rank normalised by
@@ -33,12 +38,61 @@ FIELDS = ("title", "heads", "anchors", "body")
 
 def vector_sql(source: str) -> str:
     """PostgreSQL: the tsvector of a page from the index-form columns `ix_title`, `ix_heads`, `ix_anchors`,
-    `ix_body` of the chain input `source` (crawlcore.db.chain)."""
+    `ix_body` of `source` (the page row itself, or a set of rows of those columns): the one place its SQL
+    is written."""
     parts = [
         f"setweight(to_tsvector('{CONFIG}'::regconfig, {source}.ix_{name}), '{letter}')"
         for name, letter in zip(FIELDS, "ABCD", strict=True)
     ]
     return " || ".join(parts)
+
+
+# A page whose text waits for its vector (PostgreSQL): its index-form body is set (never NULL for a page
+# indexed, "" at least), and cleared by the batch that builds the vector. page_unindexed_idx is on this.
+PENDING = "ix_body IS NOT NULL"
+
+
+def pending_sets(source: str) -> str:
+    """PostgreSQL: the SET items that store a page's index-form text from the columns of the chain input
+    `source`, for the batch that builds its vector (`index_pending`)."""
+    return ", ".join(f"ix_{name} = {source}.ix_{name}" for name in FIELDS)
+
+
+def index_pending(*, limit: int) -> int:
+    """PostgreSQL: build the vector of at most `limit` pages waiting for it (the oldest first) from their
+    stored index-form text, and clear that text; how many pages. SKIP LOCKED: two runs at once take
+    different pages, and neither waits for an extract batch that holds a page. SQLite indexes in line: 0."""
+    if not is_postgres():
+        return 0
+    cleared = ", ".join(f"ix_{name} = NULL" for name in FIELDS)
+    with connection.cursor() as cur:
+        cur.execute(
+            f"UPDATE {TABLE} p SET search_vector = {vector_sql('p')}, {cleared} WHERE p.id IN "
+            f"(SELECT id FROM {TABLE} WHERE {PENDING} ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)",
+            [limit],
+        )
+        return cur.rowcount
+
+
+def pending_oldest() -> tuple[int, object] | None:
+    """PostgreSQL: `(id, extracted_at)` of the page that has waited longest for its vector, or None when
+    none waits (always None on SQLite)."""
+    if not is_postgres():
+        return None
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT id, extracted_at FROM {TABLE} WHERE {PENDING} ORDER BY id LIMIT 1")
+        row = cur.fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def pending_count(*, at_most: int | None = None) -> int:
+    """PostgreSQL: how many pages wait for their vector (counted up to `at_most`); 0 on SQLite."""
+    if not is_postgres():
+        return 0
+    limit = f" LIMIT {int(at_most)}" if at_most is not None else ""
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT count(*) FROM (SELECT 1 FROM {TABLE} WHERE {PENDING}{limit}) AS waiting")
+        return cur.fetchone()[0]
 
 
 def index_write(rows: Sequence[tuple[int, str, str, str, str]]) -> None:

@@ -52,8 +52,9 @@ def page_rows_of(parsed: Parsed) -> list[tuple]:
 
 
 def index_rows_of(parsed: Parsed, *, indexing: bool) -> list[tuple]:
-    """Each page's full-text index fields (empty when SEARCH_INDEX is off: the statement keeps its shape)."""
-    return [(page.id, *(_index_text(page, ex) if indexing else NOT_INDEXED).as_row()) for page, ex in parsed]
+    """Each page's full-text index fields (NULL when SEARCH_INDEX is off: the statement keeps its shape, and
+    the page waits for no vector)."""
+    return [(page.id, *(_index_text(page, ex).as_row() if indexing else NOT_INDEXED)) for page, ex in parsed]
 
 
 def stored_text(ex: Extracted | None) -> str:
@@ -74,7 +75,7 @@ def record_limits(parsed: list[tuple[StoredPage, Extracted | None]]) -> None:
             Url.objects.filter(id=page.url_id, failure_kind="").update(failure_kind=kind)
 
 
-NOT_INDEXED = IndexText("", "", "", "")  # SEARCH_INDEX off: an empty index (the statements keep their shape)
+NOT_INDEXED = (None, None, None, None)  # SEARCH_INDEX off: no index text (the statements keep their shape)
 
 
 def _index_text(page: StoredPage, ex: Extracted | None) -> IndexText:
@@ -90,7 +91,8 @@ def record(
     depths: dict[int, int], link_rows: list[tuple], page_rows: list[tuple], index_rows: list[tuple], now: datetime
 ) -> set[int]:
     """The batch's writes after its new URLs, as one chain (crawlcore.db.chain: one statement on PostgreSQL):
-    the exclusions lifted, the links, the pages' extraction, their full-text index and their duplicate mark.
+    the exclusions lifted, the links, the pages' extraction, their full-text index (PostgreSQL: its text,
+    whose vector a batch builds later, crawlcore.services.search_index) and their duplicate mark.
     The servers of the URLs lifted.
 
     A URL is lifted when it was set aside only for how it was first found (too deep, nofollow:
