@@ -1,6 +1,6 @@
 """Benchmark: freshness objectives in the running crawler, measured against the changing web's own log.
 
-    python -m bench.freshness_live [--seconds 240] [--pages 16] [--json]
+    python -m bench.freshness_live [--seconds 240] [--pages 16] [--compare] [--json]
 
 One crawl (the real embedded stack: SQLite, the in-process broker and worker threads running the load, extract
 and scan agents, the dispatcher and the active sweep) of a changing web of three servers (testweb/changing.py)
@@ -14,6 +14,9 @@ whose sitemaps give each page's lastmod, the third's falsely ("every page change
   is fetched again;
 * at the end, each objective's status, each server's lastmod honesty, and the requests each server received
   against its budget.
+
+With `--compare`, the same crawl of the same web (same seed) again without the objectives: the true p95 of each
+site and the requests it received, beside those under objectives, so what the objectives buy and cost shows.
 
 Prints figures; asserts nothing (tests/test_freshness_live.py does, on a short run).
 """
@@ -48,7 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--pages", type=int, default=16, help="pages per server")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--periodic", action="store_true", help="pages change on a fixed period, not at random")
+    parser.add_argument("--compare", action="store_true", help="and the same crawl without the objectives")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--_without", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
     return parser
 
@@ -97,8 +102,8 @@ def _sample(web, objs: dict) -> dict[str, tuple[float | None, float | None]]:
     stored = _stored(web)
     out = {}
     for name, (obj, pages) in objs.items():
-        status = objective_status(obj, with_hours=False)
-        out[name] = (status["p95_staleness_s"], percentile(true_staleness(web, pages, stored, now), 95))
+        reported = objective_status(obj, with_hours=False)["p95_staleness_s"] if obj is not None else None
+        out[name] = (reported, percentile(true_staleness(web, pages, stored, now), 95))
     return out
 
 
@@ -142,9 +147,12 @@ def _setup(web, args) -> dict:
     for o in objectives(args.pages):
         server = web.servers[o["server"]]
         site = f"http://{server.host}:{web.port(server.index)}"
+        pages = [p for p in web.pages.values() if p.server == o["server"]]
+        if getattr(args, "_without", False):
+            objs[o["name"]] = (None, pages)  # the site's pages, measured, with no objective over them
+            continue
         freshness_save(spec={"name": o["name"], "site": site, "pages": o["pages"], "target": o["target"],
                              "budget": o["budget"]})  # fmt: skip
-        pages = [p for p in web.pages.values() if p.server == o["server"]]
         objs[o["name"]] = (FreshnessObjective.objects.select_related("site").get(name=o["name"]), pages)
     return objs
 
@@ -219,6 +227,19 @@ def _summary(web, objs: dict, crawled: dict) -> dict:
     return out
 
 
+def _summary_without(web, objs: dict, crawled: dict) -> dict:
+    """The crawl without objectives: each site's true p95 (its samples' mean) and the requests it received."""
+    out: dict = {"sites": {}}
+    for name, (_, pages) in objs.items():
+        truth = [t for _, t, _ in crawled["samples"][name] if t is not None]
+        out["sites"][name] = {
+            "true_p95_s": round(statistics.mean(truth), 1) if truth else None,
+            "samples": len(truth),
+            "received": web.requests_by_server.get(pages[0].server, 0),
+        }
+    return out
+
+
 def child(args) -> dict:
     import django
 
@@ -235,7 +256,7 @@ def child(args) -> dict:
             _warm_up(time.time() + 120)
             objs = _setup(web, args)
             crawled = _crawl(web, objs, args)
-            return _summary(web, objs, crawled)
+            return _summary_without(web, objs, crawled) if args._without else _summary(web, objs, crawled)
     finally:
         web.stop()
 
@@ -264,10 +285,12 @@ def _child_env(tmp: Path) -> dict[str, str]:
     return env
 
 
-def run(args) -> dict:
+def run(args, *, without: bool = False) -> dict:
+    """One crawl in a child process (a database and settings of its own): under the objectives, or `without`."""
     with tempfile.TemporaryDirectory(prefix="freshness-live-") as tmp:
         cmd = [sys.executable, "-m", "bench.freshness_live", "--_child", "--seconds", str(args.seconds)]
         cmd += ["--pages", str(args.pages), "--seed", str(args.seed)] + (["--periodic"] if args.periodic else [])
+        cmd += ["--_without"] if without else []
         proc = subprocess.run(cmd, cwd=ROOT, env=_child_env(Path(tmp)), capture_output=True, text=True,
                               timeout=args.seconds + 300)  # fmt: skip
         if proc.returncode != 0:
@@ -283,6 +306,14 @@ def report(out: dict) -> str:
                      f"{o['attainable']!s:>11} {o['budget']:>7} {o['budget_needed']:>7} "
                      f"{out['honesty'][name]!s:>8} {r['received']:>9}")  # fmt: skip
     lines.append(f"IndexNow push: HTTP {out['push']['status']}, fetched again after {out['push']['fetched_after_s']} s")
+    if "without" in out:
+        lines.append("the same crawl without objectives:")
+        lines.append("site       true p95 s  requests (with objectives: true p95 s, requests)")
+        for name, w in out["without"]["sites"].items():
+            o, r = out["objectives"][name], out["requests"][name]
+            lines.append(
+                f"{name:<10} {w['true_p95_s']!s:>10} {w['received']:>9}   ({o['true_p95_s']}, {r['received']})"
+            )
     return "\n".join(lines)
 
 
@@ -292,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child(args), default=str))
         return 0
     out = run(args)
+    if args.compare:
+        out["without"] = run(args, without=True)
     print(json.dumps(out, indent=2, default=str) if args.json else report(out))
     return 0
 
