@@ -7,6 +7,7 @@ import io
 import random
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from scheduling import sim_hybrid, sim_staleness
@@ -131,6 +132,26 @@ def test_staleness_schedule_beats_both_baselines(seed):
     ours = runs["ours"].mean_minutes
     assert all(ours < runs[b].mean_minutes for b in sim_staleness.BASELINES)
     assert ours <= runs["round-robin"].mean_minutes
+
+
+def test_change_frequency_knows_only_what_its_fetches_saw():
+    from scheduling.freshness import change_rate
+
+    seen = sim_staleness.Seen.none(3)
+    # Nothing seen yet: every page has the prior, whatever its true rate.
+    assert list(seen.rates()) == pytest.approx([sim_staleness.PRIOR_PER_HOUR] * 3)
+    seen.checks[:] = [4, 4, 10]
+    seen.changed[:] = [0, 4, 3]
+    seen.watched[:] = [8.0, 8.0, 30.0]  # hours
+    for k in range(3):  # the crawler's own estimator, in hours instead of seconds
+        expected = change_rate(checks=int(seen.checks[k]), changed=int(seen.changed[k]),
+                               watched=seen.watched[k] * 3600, prior=sim_staleness.PRIOR_PER_HOUR / 3600)  # fmt: skip
+        assert seen.rates()[k] == pytest.approx(expected * 3600)
+    # Fetches find changes at the true rate: a page that changes hourly, fetched every 4 hours, almost always.
+    rng = np.random.default_rng(5)
+    many = sim_staleness.Seen.none(1000)
+    many.fetched(list(range(1000)), np.full(1000, 4.0), np.full(1000, 1.0), rng)
+    assert 0.97 < many.changed.mean() < 0.99
 
 
 # --------------------------------------------------------------------------------------------------
