@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from crawlcore.models import IndexNowSite, Server, Url
+from crawlcore.models import IndexNowSite, Server, Url, UrlEvent
 from crawlcore.services import indexnow as inx
 from crawler.urlnorm import canonicalize
 from tests.test_scan import ACTIVE, _loaded, _scan, sent, web  # noqa: F401 - the scan tests' fixtures
@@ -47,7 +47,10 @@ def test_a_push_with_the_sites_key_sends_a_changed_page_to_be_fetched_again(sent
 
     scan_server_batch(agent=ACTIVE, server_id=sent[0]["server_id"], url_ids=sent[0]["url_ids"], owner="w")
     url.refresh_from_db()
-    assert url.state == "init"  # the check found the change: reloaded next
+    # The check found the change, and the load agent's batch reloaded it in the same visit.
+    moves = list(UrlEvent.objects.filter(url=url).order_by("id").values_list("from_state", "to_state", "agent"))
+    assert moves[-2:] == [("visited", "init", "active_scan"), ("init", "visited", "load")]
+    assert url.state == "visited" and web.requests("/p.html")[-2:] == [("HEAD", 200), ("GET", 200)]
     # The key is remembered: a second push does not fetch the key file again.
     web.hits.clear()
     assert _get(web.url("/p.html"), KEY)[0] == 200
