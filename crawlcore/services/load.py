@@ -106,6 +106,10 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         # Seed 003: a server on a known site's address fetches its home page alone first, to compare (sites.py).
         only = server_home_first(server=self.visit.server)
         urls = urls_claim(server_id=self.visit.server.id, owner=self.owner, limit=settings.CRAWL_BATCH_SIZE, only=only)
+        return self.taken(urls)
+
+    def taken(self, urls: list[Claimed]) -> list[Claimed]:
+        """The round's claimed URLs, with what set_aside() needs to know of them."""
         self.of_jobs = bool(urls) and JobUrl.objects.filter(url_id__in=[u.id for u in urls]).exists()
         self.set_aside_at = time.monotonic()
         return urls
@@ -369,10 +373,7 @@ class ReloadBatch(LoadBatch):
         self.limit = limit
 
     def claim(self) -> list[Claimed]:
-        urls = urls_claim(server_id=self.visit.server.id, owner=self.owner, limit=self.limit)
-        self.of_jobs = bool(urls) and JobUrl.objects.filter(url_id__in=[u.id for u in urls]).exists()
-        self.set_aside_at = time.monotonic()
-        return urls
+        return self.taken(urls_claim(server_id=self.visit.server.id, owner=self.owner, limit=self.limit))
 
     def another_round(self, took: float) -> bool:
         return False
