@@ -48,7 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.harness.latency import network_words
-from bench.harness.proc import load_average, tree_cpu
+from bench.harness.proc import load_average, settle, tree_cpu
 from bench.harness.results import add_out_option, loadavg, write_results
 from bench.harness.services import wait_for_workers
 from testweb.paper001 import MixSpec, MixWeb
@@ -94,7 +94,7 @@ class Setup:
     @property
     def scale(self) -> float:
         """The one time scale: a paper-hour in seconds here, over 3,600."""
-        return self.hour / 3600
+        return time_scale(self.seconds)
 
     @property
     def timeouts(self) -> tuple[float, float, float]:
@@ -472,7 +472,9 @@ def cpu_lines(runs: list[RunSet], seconds: float) -> list[str]:
             per_url.setdefault(res.robot, []).append(each)
             load = res.load
             lines.append(
-                f"run {i} {res.robot:<17} load {load['before'][0]:.2f} -> {load['after'][0]:.2f}; "
+                f"run {i} {res.robot:<17} load {load['before'][0]:.2f} -> {load['after'][0]:.2f}"
+                + (f" (waited {res.extra['settled_s']:g} s for it)" if res.extra.get("settled_s") else "")
+                + "; "
                 f"CPU {res.cpu_total:.1f} s for {collected} URLs = {each * 1000:.1f} ms a URL; "
                 + ", ".join(f"{k} {v:.1f}" for k, v in res.cpu.items())
             )
@@ -565,6 +567,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--retries", type=int, default=2, help="in-line re-checks by the single loader (second table)")
     p.add_argument("--bucket", type=float, default=5.0, help="seconds per row of the second table")
     p.add_argument("--seed", type=int, default=1, help="web seed")
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=1.5,
+        help="before each robot, wait (at most 3 min) for the 1-minute load average to fall under this; 0: never",
+    )
     add_out_option(p)
     return p
 
@@ -577,6 +585,11 @@ def auto_pages(args: argparse.Namespace, answer: float) -> int:
     return min(MAX_PAGES_PER_SITE, max(200, math.ceil(1.2 * slots * args.seconds / answer / args.sites)))
 
 
+def time_scale(seconds: float) -> float:
+    """The one time scale of a run of `seconds` a robot: six paper-hours in it, so a paper-second is this."""
+    return seconds / 6 / 3600
+
+
 def _check(args: argparse.Namespace) -> None:
     if args.procs is None:
         args.procs = args.threads + 2 * args.scan_threads
@@ -584,10 +597,24 @@ def _check(args: argparse.Namespace) -> None:
         raise SystemExit("need --runs >= 1, --seconds > 0, --procs >= 1, --extract-slots >= 1")
     if args.answer_seconds <= 0 or args.latency_ms < 0 or (args.pages is not None and args.pages < 1):
         raise SystemExit("need --answer-seconds > 0, --latency-ms >= 0, --pages >= 1")
+    # The timeouts are the paper's on the run's time scale; the proxy's round trips are not scaled. A new
+    # connection waits three of them and the answer before its headers: past the header timeout, every
+    # seed times out and nothing is measured.
+    scale = time_scale(args.seconds)
+    header_timeout = PAPER_TIMEOUTS[1] * scale
+    wait = 3 * args.latency_ms / 1000 + args.answer_seconds * scale
+    if args.latency_ms and wait >= header_timeout:
+        longer = math.floor(6 * 3600 * (3 * args.latency_ms / 1000) / (PAPER_TIMEOUTS[1] - args.answer_seconds)) + 1
+        raise SystemExit(
+            f"--latency-ms {args.latency_ms:g}: a new connection waits {wait * 1000:.0f} ms for its headers, past the "
+            f"header timeout of {header_timeout * 1000:.0f} ms at --seconds {args.seconds:g}; use --seconds "
+            f"{longer} or more, or less latency"
+        )
 
 
 def _run_one(robot, setup: Setup, spec: MixSpec, args: argparse.Namespace, run: int, name: str) -> RunResult:  # noqa: ANN001
     # A fresh web for each robot: its clock (changes, down windows) starts at the robot's first request.
+    waited = settle(args.settle) if args.settle else 0.0  # the robot before this one has faded from the figure
     with MixWeb(spec, rtt_ms=args.latency_ms) as web:
         print(f"run {run}/{args.runs}: {name} for {args.seconds:g} s …", file=sys.stderr, flush=True)
         before, own = loadavg(), os.times()
@@ -596,6 +623,7 @@ def _run_one(robot, setup: Setup, spec: MixSpec, args: argparse.Namespace, run: 
     result.load = {"before": before, "after": loadavg()}
     # The web (and the delay proxy) run in this process, for each robot alike: its CPU is listed, not charged.
     result.extra["web_cpu_seconds"] = round(mine.user + mine.system - own.user - own.system, 3)
+    result.extra["settled_s"] = waited
     return result
 
 
@@ -629,7 +657,7 @@ def _figures(runs: list[RunSet], setup: Setup, spec: MixSpec, text: str) -> dict
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _check(args)
-    scale = args.seconds / 6 / 3600
+    scale = time_scale(args.seconds)
     args.auto_pages = args.pages is None
     pages = args.pages or auto_pages(args, args.answer_seconds * scale)
     spec = MixSpec(

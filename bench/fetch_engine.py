@@ -1,5 +1,5 @@
-"""Benchmark: the fetch side alone — the thread-per-exchange Fetcher against the shared engine.
-Prints figures; asserts nothing.
+"""Benchmark: the fetch side alone — the thread-per-exchange Fetcher and the shared engine, against what
+libcurl's multi interface itself costs on the same exchanges. Prints figures; asserts nothing.
 
     python -m bench.fetch_engine [--servers 20] [--pages 200] [--threads 40] [--port 18726] [--rounds 1]
 
@@ -8,6 +8,11 @@ fetcher, `threads` threads fetch every page, each thread one server's share in o
 threads each work one server's batch), under the private-address guard with loopback allowed. CPU is this
 process's (user + system, every thread: for the engine, its own thread and the callers'); nginx is another
 process and not counted. What it shows is the HTTP client's cost per page, without the database.
+
+"libcurl" is the floor: one pycurl multi handle driven by ``perform``/``select`` in one thread, one easy
+handle per list of URLs (as many transfers in flight as the others have threads), keep-alive, the body
+written into a BytesIO; no phase deadlines, no address guard, no header parsing, no result objects. What
+the engine costs above it is the Python around each exchange (and the guarantees it buys).
 """
 
 from __future__ import annotations
@@ -65,6 +70,58 @@ def run(kind: str, urls_by_thread: list[list[str]], policy: FetchPolicy) -> tupl
     return time.monotonic() - wall, _cpu() - cpu, done, failures
 
 
+def run_libcurl(urls_by_thread: list[list[str]], policy: FetchPolicy) -> tuple[float, float, int, int]:
+    """The same URLs through libcurl's multi interface with as little Python as pycurl allows."""
+    import io
+
+    import pycurl
+
+    multi = pycurl.CurlMulti()
+    queues: dict[int, tuple[pycurl.Curl, list[str]]] = {}
+    bodies: dict[int, io.BytesIO] = {}
+    done = failures = 0
+
+    def start(easy: pycurl.Curl) -> None:
+        url = queues[id(easy)][1].pop()
+        bodies[id(easy)] = body = io.BytesIO()
+        easy.setopt(pycurl.URL, url)
+        easy.setopt(pycurl.WRITEDATA, body)
+        multi.add_handle(easy)
+
+    cpu, wall = _cpu(), time.monotonic()
+    for urls in urls_by_thread:
+        if not urls:
+            continue
+        easy = pycurl.Curl()
+        easy.setopt(pycurl.NOSIGNAL, 1)
+        easy.setopt(pycurl.CONNECTTIMEOUT_MS, int(policy.connect_timeout * 1000))
+        easy.setopt(pycurl.TIMEOUT_MS, int((policy.header_timeout + policy.body_timeout) * 1000))
+        queues[id(easy)] = (easy, list(reversed(urls)))
+        start(easy)
+    running = len(queues)
+    deadline = time.monotonic() + 600
+    while running and time.monotonic() < deadline:
+        while multi.perform()[0] == pycurl.E_CALL_MULTI_PERFORM:
+            pass
+        while True:
+            left, ok, failed = multi.info_read()
+            for easy, *_ in [(e,) for e in ok] + failed:
+                multi.remove_handle(easy)
+                done += 1
+                if easy.getinfo(pycurl.RESPONSE_CODE) != 200 or not bodies[id(easy)].getvalue():
+                    failures += 1
+                if queues[id(easy)][1]:
+                    start(easy)
+                else:
+                    easy.close()
+                    running -= 1
+            if not left:
+                break
+        if running:
+            multi.select(1.0)
+    return time.monotonic() - wall, _cpu() - cpu, done, failures
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--servers", type=int, default=20)
@@ -96,8 +153,9 @@ def main(argv: list[str] | None = None) -> None:
                 f"{'fetcher':<10}{'pages':>8}{'failed':>8}{'seconds':>10}{'pages/s':>10}{'CPU s':>9}{'CPU ms/page':>13}"
             )
             for _ in range(args.rounds):
-                for kind in ("threads", "engine"):
-                    seconds, cpu, done, failed = run(kind, urls_by_thread, policy)
+                for kind in ("threads", "engine", "libcurl"):
+                    runner = run_libcurl if kind == "libcurl" else lambda u, p, kind=kind: run(kind, u, p)
+                    seconds, cpu, done, failed = runner(urls_by_thread, policy)
                     print(
                         f"{kind:<10}{done:>8,}{failed:>8,}{seconds:>10.2f}{done / seconds:>10.1f}{cpu:>9.2f}"
                         f"{cpu * 1000 / max(1, done):>13.3f}"

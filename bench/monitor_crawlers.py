@@ -307,7 +307,7 @@ def _row(r: dict) -> str:
 def report(out: dict) -> None:
     print(
         f"\nseed 002, paper: 1,000 URLs on one machine in {out['paper_ms_per_1000']:.0f} ms. Here: {out['cpus']} CPUs"
-        f" shared with others (load average {out['load_before']} before, {out['load_after']} after), web {out['web']},"
+        f" (load average {out['load_before']} before, {out['load_after']} after), web {out['web']},"
         f" {out['rounds']} timed rounds per row (median), {out['fetch_threads']} checks in flight per task,"
         f" batches of {out['batch']}, {out['pool_threads']} task threads per crawler."
     )

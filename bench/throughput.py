@@ -264,6 +264,10 @@ def run_timed(cmd: list[str], *, env: dict | None, log: Path, timeout: float, wa
                         break
                     if time.monotonic() > deadline:
                         proc.kill()
+                    if watch and (dead := worker_ended(watch)):
+                        proc.kill()
+                        os.wait4(proc.pid, 0)
+                        raise BenchError(f"{dead} during the crawl: the run is void")
                     time.sleep(0.1)
             except BaseException:
                 proc.kill()
@@ -271,6 +275,27 @@ def run_timed(cmd: list[str], *, env: dict | None, log: Path, timeout: float, wa
                 raise
         proc.returncode = os.waitstatus_to_exitcode(status)
     return proc.returncode, time.perf_counter() - t, usage.ru_utime + usage.ru_stime, sampler
+
+
+def worker_ended(watch: dict[str, int]) -> str:
+    """The first watched process that has ended, said with how (a worker that dies leaves a crawl that waits
+    for it until --max-seconds): 'w0-load (pid 8398) ended: killed by SIGSEGV'; '' while all run. An ended
+    child of ours stays a zombie until it is reaped, so its state is read, and its exit peeked at unreaped."""
+    for name, pid in watch.items():
+        fields = stat(pid)
+        if fields and fields[0] != "Z":
+            continue
+        how = "ended"
+        try:
+            info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            info = None  # not our child, or already reaped
+        if info is not None and info.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
+            how = f"ended: killed by {signal.Signals(info.si_status).name}"
+        elif info is not None:
+            how = f"ended: exit code {info.si_status}"
+        return f"{name} (pid {pid}) {how}"
+    return ""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -754,6 +779,7 @@ def run_scrapy(args, web: Web, nginx: NginxWeb, tmp: Path) -> dict:
         "cpu_s_per_page": cpu / pages if pages else None,
         "cpu_by_process": {"scrapy": round(cpu, 2), "nginx": round(nginx_cpu, 2)},
         "peak_rss_mb": sampler.peak["command"] / MB,
+        "peak_pss_mb": sampler.peak_pss_total / MB,
         "rows_per_s": None,
         "items": sum(urls.values()),
         "statuses": {str(k): v for k, v in statuses.items()},
@@ -804,6 +830,8 @@ def summarize(results: dict[str, list[dict]]) -> dict:
         ratios["pages_per_s"] = o["pages_per_s"] / s["pages_per_s"] if s["pages_per_s"] else None
         for key in ("cpu_s_per_page", "cpu_s_per_page_our_backends"):
             ratios[key] = o[key] / s["cpu_s_per_page"] if o[key] and s["cpu_s_per_page"] else None
+        for key in ("peak_rss_mb", "peak_pss_mb"):  # our workers (a forked parser counts its shared pages in RSS)
+            ratios[key] = o[key] / s[key] if o.get(key) and s.get(key) else None
     return {"medians": med, "ratios": ratios}
 
 
@@ -818,8 +846,8 @@ def print_table(summary: dict, runs: int) -> None:
         ("pages/s", "pages_per_s", ",.1f", "pages_per_s"),
         ("CPU ms/page", "cpu_s_per_page", ".2f", "cpu_s_per_page"),
         ("  pg: our db (est.)", "cpu_s_per_page_our_backends", ".2f", "cpu_s_per_page_our_backends"),
-        ("peak RSS MB", "peak_rss_mb", ",.0f", None),
-        ("peak PSS MB", "peak_pss_mb", ",.0f", None),
+        ("peak RSS MB", "peak_rss_mb", ",.0f", "peak_rss_mb"),
+        ("peak PSS MB", "peak_pss_mb", ",.0f", "peak_pss_mb"),
         ("DB rows written/s", "rows_per_s", ",.0f", None),
         ("DB rows/page", "rows_per_page", ",.1f", None),
         ("DB statements/page", "statements_per_page", ",.2f", None),
@@ -987,7 +1015,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write every figure here")
     args = ap.parse_args(argv)
     args.workers = args.workers or default_workers(args.servers, args.slots)
-    parse_workers(args.workers)  # fail early on a bad layout
+    try:
+        parse_workers(args.workers)  # fail early on a bad layout
+    except argparse.ArgumentTypeError as exc:
+        ap.error(str(exc))
     spec = WebSpec(
         servers=args.servers,
         pages=args.pages,

@@ -15,6 +15,10 @@ from kombu.transport import virtual
 from crawlcore.beat import beat_job_of_task
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crawladmin.settings")
+# A worker does not run Django's system checks when it loads its tasks (Celery's Django fix-up runs them
+# unless this is set): they import the URLconf, every view, the admin and every template tag library, ~10 MB
+# of a worker at its start that no task needs. `manage.py migrate`, `check` and the web app still run them.
+os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 log = logging.getLogger("crawladmin.celery")
 

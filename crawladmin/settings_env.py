@@ -145,7 +145,7 @@ def _load() -> dict:
         # doubled on each repeat up to MAX, ±10 %, the repeats forgotten after FORGIVE quiet seconds; a
         # Retry-After is honoured up to RETRY_AFTER_MAX. A server held down (the monitor's confirmed outage,
         # robots.txt unanswered) gets one probe request per such window. The delay between requests is at
-        # least PACE_FACTOR × the p95 response time of its last PACE_WINDOW answers (up to CRAWL_MAX_DELAY).
+        # least PACE_FACTOR × the p95 time to first byte of its last PACE_WINDOW answers (up to CRAWL_MAX_DELAY).
         "CRAWL_BACKOFF_BASE": env.number("CRAWL_BACKOFF_BASE", 60.0, minimum=0.1, maximum=_YEAR),
         "CRAWL_BACKOFF_MAX": env.number("CRAWL_BACKOFF_MAX", 86400.0, minimum=0.1, maximum=_YEAR),
         "CRAWL_BACKOFF_FORGIVE": env.number("CRAWL_BACKOFF_FORGIVE", 1800.0, minimum=0.0, maximum=_YEAR),

@@ -263,8 +263,8 @@ HELP: dict[str, str] = {
     ),
     "CRAWL_RETRY_AFTER_MAX": ("the longest Retry-After honoured, in seconds"),
     "CRAWL_PACE_FACTOR": (
-        "a server's delay is at least this factor × the p95 response time of its last `CRAWL_PACE_WINDOW` "
-        "answers (up to `CRAWL_MAX_DELAY`); 0 turns the pacing off"
+        "a server's delay is at least this factor × the p95 time to first byte of its last `CRAWL_PACE_WINDOW` "
+        "answers (up to `CRAWL_MAX_DELAY`; a pace under 50 ms is none); 0 turns the pacing off"
     ),
     "CRAWL_PACE_WINDOW": (
         "how many of a server's last answers its pace (p95 response time, timeouts and 5xx) is read over"

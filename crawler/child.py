@@ -17,7 +17,10 @@ The parent waits on its pipes through ``selectors`` (epoll on Linux), never ``se
 more than 1,023 descriptors (a web server's idle connections) would otherwise fail every call.
 
 A child gets a copy of the parent's memory (fork): the function and its arguments
-are not pickled, only what it returns (which must be picklable). The child holds only the thread that
+are not pickled, only what it returns (which must be picklable). The pages stay shared until one side
+writes to them, and the child's garbage collector would write to every object it scans: the parent's
+objects are frozen for the child (``gc.freeze`` at the fork), so a child that parses one page copies the
+pages it uses, not the whole worker. The child holds only the thread that
 forked it; what it calls must not wait on a lock another thread of the parent held at that moment (a
 child that does is killed at the deadline like any other).
 
@@ -27,11 +30,13 @@ No Django or Celery import.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import selectors
 import signal
 import struct
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -61,6 +66,24 @@ def can_fork() -> bool:
     return hasattr(os, "fork")
 
 
+_fork_lock = threading.Lock()
+
+
+def _fork() -> int:
+    """os.fork, the parent's objects frozen in the child: its collector never scans (so never writes to) an
+    object it got from the parent. The parent unfreezes them at once and collects as before. One fork at a
+    time, so no thread unfreezes while another forks."""
+    with _fork_lock:  # the child leaves the block too, releasing its own copy of the lock
+        gc.freeze()
+        pid = -1
+        try:
+            pid = os.fork()
+        finally:
+            if pid != 0:  # the parent, or no child at all
+                gc.unfreeze()
+    return pid
+
+
 def _vm_bytes() -> int | None:
     try:
         with open("/proc/self/statm") as f:
@@ -86,8 +109,8 @@ def _child_setup(deadline_s: float, memory_bytes: int | None) -> None:
             resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def _outcome_bytes(fn: Callable[[], Any]) -> bytes:
-    """In the child: fn run, its outcome pickled."""
+def _outcome_kind_bytes(fn: Callable[[], Any]) -> tuple[str, bytes]:
+    """In the child: fn run, its outcome pickled, and the outcome's kind ("ok", "memory", "error")."""
     try:
         outcome: tuple = ("ok", fn())
     except MemoryError:
@@ -95,9 +118,14 @@ def _outcome_bytes(fn: Callable[[], Any]) -> bytes:
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent as text
         outcome = ("error", f"{type(exc).__name__}: {exc}"[:2000])
     try:
-        return pickle.dumps(outcome)
+        return outcome[0], pickle.dumps(outcome)
     except Exception as exc:  # noqa: BLE001
-        return pickle.dumps(("error", f"result not picklable: {exc}"[:500]))
+        return "error", pickle.dumps(("error", f"result not picklable: {exc}"[:500]))
+
+
+def _outcome_bytes(fn: Callable[[], Any]) -> bytes:
+    """In the child: fn run, its outcome pickled."""
+    return _outcome_kind_bytes(fn)[1]
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -181,7 +209,7 @@ def run_children(
     try:
         for index, fn in enumerate(calls):
             read_fd, write_fd = os.pipe()
-            pid = os.fork()
+            pid = _fork()
             if pid == 0:  # pragma: no cover - the child; it never returns
                 os.close(read_fd)
                 _child_main(fn, write_fd, deadline_s, memory_bytes)
@@ -275,7 +303,7 @@ def _each_in_one_child(
     """The results of the items one child got through: all of them, or those before the one that overran its
     deadline or ended the child, that one's result last."""
     read_fd, write_fd = os.pipe()
-    pid = os.fork()
+    pid = _fork()
     if pid == 0:  # pragma: no cover - the child; it never returns
         os.close(read_fd)
         _each_child_main(fn, items, write_fd, deadline_s, memory_bytes)

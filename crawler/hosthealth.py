@@ -90,6 +90,10 @@ class PaceRule:
     window: int = 50
     cap: float = 30.0
     min_samples: int = 10
+    # A pace by response time shorter than this is none: a server whose p95 is a few milliseconds is fast, and
+    # spacing its requests by that much protects nothing while it costs a cluster-wide turn (a database
+    # write) for every request and shows the server as slow.
+    least: float = 0.05
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,8 @@ def pace(samples: Sequence[float | None], *, rule: PaceRule, base_delay: float, 
         floor = error_floor / 2.0 if error_floor / 2.0 > base_delay else 0.0
     q = p95(times) if len(times) >= rule.min_samples else None
     by_time = rule.factor * q / 1000.0 if q is not None else 0.0
+    if by_time < rule.least:
+        by_time = 0.0
     delay = min(rule.cap, max(by_time, floor))
     return Pace(p95_ms=q, error_share=round(share, 3), delay=round(delay, 3), error_floor=round(floor, 3))
 

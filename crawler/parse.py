@@ -28,7 +28,6 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from bs4.dammit import UnicodeDammit
 from lxml import etree
 from w3lib.encoding import http_content_type_encoding
 
@@ -169,6 +168,10 @@ def _decode(body: bytes, content_type: str | None) -> str:
         return body.decode("utf-8")
     except UnicodeDecodeError:
         pass
+    # Imported here: most pages are UTF-8 or say their charset, and bs4 (soupsieve with it) is ~4 MB of every
+    # parse process (crawler.child_pool) and worker that would import it for nothing.
+    from bs4.dammit import UnicodeDammit
+
     text = UnicodeDammit(body, [], is_html=True).unicode_markup
     return text if text is not None else body.decode("latin-1")
 

@@ -4,6 +4,9 @@ The benchmark itself is not a test; these check that the web it crawls is what i
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
+import time
 import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
@@ -11,7 +14,15 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from bench.throughput import FK_CHECK, check_ours, check_scrapy, parse_workers, pg_rows_split, pg_statements
+from bench.throughput import (
+    FK_CHECK,
+    check_ours,
+    check_scrapy,
+    parse_workers,
+    pg_rows_split,
+    pg_statements,
+    worker_ended,
+)
 from testweb.generated import ROBOTS_TXT, NginxWeb, Web, WebSpec, ensure_written, find_nginx
 from testweb.ports import free_port
 
@@ -219,3 +230,27 @@ def test_rows_are_split_into_inserts_updates_and_deletes_per_table():
     before = {"tables_split": {"crawladmin_url": (1, 2, 0), "crawladmin_link": (5, 0, 0)}}
     after = {"tables_split": {"crawladmin_url": (4, 8, 1), "crawladmin_link": (5, 0, 0), "crawladmin_page": (2, 2, 0)}}
     assert pg_rows_split(before, after) == {"page": (2, 2, 0), "url": (3, 6, 1)}
+
+
+def test_a_worker_that_dies_during_the_crawl_is_named_with_how_it_ended():
+    """A worker killed by a signal stays a zombie of the benchmark until reaped: the crawl would wait for it
+    until --max-seconds (a --profile run's load worker, a segfault of CPython's frame walk, 29 Nov)."""
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    crashed = subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"])
+    quit_ = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    try:
+        deadline = time.monotonic() + 20
+        while not worker_ended({"w1-extract": crashed.pid}) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert worker_ended({"w0-load": alive.pid}) == ""
+        said = worker_ended({"w0-load": alive.pid, "w1-extract": crashed.pid})
+        assert said == f"w1-extract (pid {crashed.pid}) ended: killed by SIGSEGV"
+        while not worker_ended({"w2": quit_.pid}) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert worker_ended({"w2": quit_.pid}) == f"w2 (pid {quit_.pid}) ended: exit code 3"
+        quit_.wait(timeout=20)  # reaped: its state is gone, and so is its exit code
+        assert worker_ended({"w2": quit_.pid}) == f"w2 (pid {quit_.pid}) ended"
+    finally:
+        alive.kill()
+        for p in (alive, crashed, quit_):
+            p.wait(timeout=20)

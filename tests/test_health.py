@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import random
+import socket
+import threading
+import time
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -52,6 +56,9 @@ def test_pace_follows_p95_and_raises_on_failures_then_comes_down():
     assert slow.p95_ms == 1500.0 and slow.delay == 3.0
     fast = pace([10.0] * 20, rule=rule, base_delay=1.0, error_floor=0.0)
     assert fast.delay < 1.0  # politeness alone is enough: not slow
+    # No politeness delay at all: a pace of a few milliseconds is none (rule.least), a pace from 25 ms on is one
+    assert pace([10.0] * 20, rule=rule, base_delay=0.0, error_floor=0.0).delay == 0.0
+    assert pace([30.0] * 20, rule=rule, base_delay=0.0, error_floor=0.0).delay == 0.06
     failing = pace([10.0] * 10 + [None] * 10, rule=rule, base_delay=1.0, error_floor=0.0)
     assert failing.error_share == 0.5 and failing.delay == 2.0
     worse = pace([10.0] * 10 + [None] * 10, rule=rule, base_delay=1.0, error_floor=failing.error_floor)
@@ -196,3 +203,82 @@ def test_credentials_in_a_link_are_no_part_of_its_identity():
     assert canonicalize("http://user:pass@h.example/x") == "http://h.example/x"
     assert canonicalize("/y", base="http://user:pass@h.example/x") == "http://h.example/y"
     assert canonicalize("HTTP://u@H.example:80/") == "http://h.example/"
+
+
+# -- the pace reads the server's answer time, not this machine's load ---------------------------------------
+
+
+@contextmanager
+def _trickling_server(*, body_s: float, chunks: int = 6):
+    """A local HTTP server whose headers go out at once and whose body comes in `chunks` over `body_s`."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def answer(conn: socket.socket) -> None:
+        try:
+            answering(conn)
+        except OSError:  # the client went away mid-answer, or kept the connection and never came back
+            pass
+
+    def answering(conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            while True:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    data = conn.recv(4096)
+                    if not data:
+                        return
+                    head += data
+                part = b"x" * 200
+                answer_head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n"
+                conn.sendall(answer_head % (len(part) * chunks))
+                for _ in range(chunks):
+                    time.sleep(body_s / chunks)
+                    conn.sendall(part)
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+
+
+@pytest.mark.django_db
+def test_a_server_that_answers_at_once_is_not_paced_by_how_long_its_body_takes_to_read(settings):
+    """The pace once took each exchange's whole time (total_ms): the time a request waited in a busy worker
+    and the time its body took to be read counted as the server's slowness, and a loaded crawler paced, and
+    showed as slow, every server it crawled. Here the headers come at once and the body in 150 ms."""
+    from crawlcore.models import ServerHealth
+    from crawlcore.services.visit import ServerVisit
+    from crawler.lifecycle import Agent
+
+    settings.CRAWL_DEFAULT_DELAY = 0
+    with _trickling_server(body_s=0.15) as port:
+        server = Server.objects.create(scheme="http", host="127.0.0.1", port=port, trusted=True)
+        visit = ServerVisit.open(server_id=server.id, owner="a", agent=Agent.LOAD)
+        assert visit is not None
+        totals = []
+        for i in range(10):
+            assert visit.wait_turn()
+            result = visit.fetch(f"http://127.0.0.1:{port}/p{i}")
+            assert result.status == 200, result.detail
+            totals.append(result.timings.total_ms)
+            visit.record(result, None)
+        visit.close()
+    assert min(totals) >= 100  # each exchange took the body's time
+    window = ServerHealth.objects.get(server=server).window
+    assert len(window) == 10 and max(window) < 100, window  # the server's answer time, not the exchange's
+    assert server_health(server=server)["state"] == "healthy"

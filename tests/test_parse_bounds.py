@@ -22,8 +22,9 @@ from crawlcore.services.extract import pages_extract
 from crawlcore.services.load_dispatch import reconcile
 from crawlcore.services.urls import NewUrl, urls_insert
 from crawler import notfollowed
-from crawler.child import run_each
+from crawler.child_pool import run_pooled
 from crawler.parse import MAX_LINKS, MAX_TAG_ATTRIBUTES, OVER_LIMIT, PARSE_MAX_BYTES, extract
+from tests import parse_hooks
 
 PAGE = "http://example.com/dir/page.html"
 # Generous: libxml2 alone takes tens of seconds on the 100,000-attribute tag; bounded, it is a fraction of one.
@@ -165,13 +166,7 @@ def test_the_reconciler_does_not_send_a_page_again_while_a_live_worker_parses_it
         "crawlcore.services.load_dispatch.enqueue_extract_on_commit", lambda page_ids: resent.append(page_ids)
     )
     page = _page("http://example.com/slow", b"<a href='/l'>l</a>")
-    real = extract
-
-    def slow(body: bytes, url: str, **kw):
-        time.sleep(4.5)  # more than twice CRAWL_REDISPATCH_AFTER, in one page
-        return real(body, url, **kw)
-
-    monkeypatch.setattr("crawlcore.services.extract_parse.extract", slow)
+    monkeypatch.setattr("crawlcore.services.extract_parse.READER", parse_hooks.slow)  # 4.5 s a page
     stop = threading.Event()
 
     def reconciling() -> None:
@@ -200,14 +195,8 @@ def test_a_page_whose_parse_overruns_its_hard_bound_is_classified_and_its_batch_
     monkeypatch.setattr("crawlcore.services.extract.servers_dispatch_with_due_work", lambda **kw: 0)
     stuck = _page("http://example.com/stuck", b"<a href='/s'>s</a>")
     after = _page("http://example.com/after", b"<a href='/a'>a</a>")
-    real = extract
-
-    def stuck_on(body: bytes, url: str, **kw):
-        if url.endswith("/stuck"):
-            time.sleep(120)  # a parse no bound of crawler.parse foresaw
-        return real(body, url, **kw)
-
-    monkeypatch.setattr("crawlcore.services.extract_parse.extract", stuck_on)
+    # /stuck sleeps 120 s in its parse: a parse no bound of crawler.parse foresaw
+    monkeypatch.setattr("crawlcore.services.extract_parse.READER", parse_hooks.stuck_on_stuck)
     started = time.monotonic()
     pages_extract(page_ids=[stuck.id, after.id])
     assert time.monotonic() - started < QUICK
@@ -255,12 +244,12 @@ def test_a_batch_that_waited_in_the_queue_says_it_is_alive_before_parsing(settin
     page = _page("http://example.com/waited", b"<a href='/w'>w</a>")
     Page.objects.filter(id=page.id).update(extract_dispatched_at=timezone.now() - timedelta(seconds=50))
     seen: list = []
-    real = run_each
+    real = run_pooled
 
-    def watching(*args, **kw):  # the parse starts here, in a child: what the worker said before it
+    def watching(*args, **kw):  # the parse starts here, in a pooled process: what the worker said before it
         seen.append(Page.objects.get(id=page.id).extract_dispatched_at)
         return real(*args, **kw)
 
-    monkeypatch.setattr("crawlcore.services.extract_parse.run_each", watching)
+    monkeypatch.setattr("crawlcore.services.extract_parse.run_pooled", watching)
     pages_extract(page_ids=[page.id])
     assert seen and timezone.now() - seen[0] < timedelta(seconds=10)

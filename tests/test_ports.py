@@ -4,7 +4,6 @@ other connections were made still binds it (test_deploy's gunicorn once found it
 from __future__ import annotations
 
 import socket
-import threading
 
 from testweb.ports import ephemeral_low, free_port
 
@@ -14,9 +13,10 @@ def test_outgoing_connections_take_their_ports_where_the_kernels_free_ports_come
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
-        threading.Thread(target=lambda: listener.accept()[0].close(), daemon=True).start()
         with socket.create_connection(listener.getsockname(), timeout=5) as client:
             local = client.getsockname()[1]
+            # Accepted here, not by a thread: a thread's accept could run after the listener closed (EBADF).
+            listener.accept()[0].close()
         assert local >= ephemeral_low()
         assert listener.getsockname()[1] >= ephemeral_low()
 

@@ -5,6 +5,7 @@ table allows. A difference between any door and the table, or between two doors,
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.contrib import admin
@@ -136,9 +137,8 @@ def _row(world: World, obj: str, group: str, user: User):
     if obj == "mute":
         return Mute.objects.create(server=s, reason="x", until=_now())
     if obj == "maintenance":
-        from django.utils import timezone
-
-        return MaintenanceWindow.objects.create(server=s, starts_at=timezone.now(), ends_at=timezone.now())
+        start = _now()
+        return MaintenanceWindow.objects.create(server=s, starts_at=start, ends_at=start + timedelta(hours=1))
     if obj == "status_page":
         return StatusPage.objects.create(slug=f"p-{group}", group=group)
     if obj == "incident":
@@ -178,7 +178,9 @@ def _admin_saves(model_admin, request, obj: str, group: str, world: World) -> bo
         "channel": lambda: Channel(name="mine", url="json://127.0.0.1:9/x"),
         "job": lambda: Job(name=f"new-{group}", group=group, seeds=[f"http://{group}.example/"]),
         "mute": lambda: Mute(server=world.server[group], reason="y", until=_now()),
-        "maintenance": lambda: MaintenanceWindow(server=world.server[group], starts_at=_now(), ends_at=_now()),
+        "maintenance": lambda: MaintenanceWindow(
+            server=world.server[group], starts_at=_now(), ends_at=_now() + timedelta(hours=1)
+        ),
         "status_page": lambda: StatusPage(slug=f"n-{group}", group=group),
         "incident": lambda: Incident(server=world.bare[group], title="t", opened_at=_now()),
     }

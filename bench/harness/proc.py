@@ -123,6 +123,16 @@ def load_average() -> str:
     return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} ({os.cpu_count()} cores)"
 
 
+def settle(below: float = 1.5, *, at_most_s: float = 180.0, every_s: float = 2.0) -> float:
+    """Wait until the 1-minute load average is under `below` (at most `at_most_s`): the average lags, so a run
+    that follows another starts once the last one's tail has faded, not while the figure still shows it.
+    Returns the seconds waited."""
+    started = time.monotonic()
+    while os.getloadavg()[0] >= below and time.monotonic() - started < at_most_s:
+        time.sleep(every_s)
+    return round(time.monotonic() - started, 1)
+
+
 def wait_with_peak(pid: int, *, every: float = 0.1) -> tuple[int, int]:
     """Wait for a child: its exit status and its own peak resident bytes, the highest VmHWM read while it ran
     (every `every` s). Not wait4's ru_maxrss: Linux carries the high-water mark of the memory a process had

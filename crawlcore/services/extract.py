@@ -16,7 +16,7 @@ from crawler.parse import is_html
 from crawler.pdf import is_pdf
 
 from .extract_follow import FollowRules, Parsed, jobs_admission, link_targets, targets_known
-from .extract_parse import parse_bounded, parse_pages, read_page
+from .extract_parse import parse_bounded, parse_pages
 from .extract_read import StoredPage, stored_pages
 from .extract_write import index_rows_of, link_rows_of, page_rows_of, record, record_limits, stored_text
 from .load_dispatch import servers_dispatch_with_due_work
@@ -118,7 +118,7 @@ def pages_text_fill(*, limit: int = TEXT_FILL_BATCH, budget_s: float = TEXT_FILL
             StoredPage(pk, 0, body_z, content_type or "", "", url, 0, "", "", 0, False, False, None)
             for pk, body_z, content_type, url in parsed[i : i + TEXT_FILL_CHUNK]
         ]
-        results = parse_bounded(stored, read_page)
+        results = parse_bounded(stored)
         with transaction.atomic():
             for page, result in zip(stored, results, strict=True):
                 # A page that cannot be read within the bounds keeps an empty text: it is not tried again.

@@ -1,57 +1,48 @@
-"""A batch's stored pages parsed, each in a child process within the parse's hard bounds (time, memory): a
-page whatever it holds ends its parse there and the batch goes on. Also where byte-identical PDFs of a batch
-are read once, and where a PDF already extracted is taken from what its first copy said."""
+"""A batch's stored pages parsed, each in one of the parse's pooled processes within the parse's hard bounds
+(time, memory): a page whatever it holds ends its parse there and the batch goes on. Also where byte-identical
+PDFs of a batch are read once, and where a PDF already extracted is taken from what its first copy said."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
-from typing import TypeVar
 
 from django.conf import settings
 from django.utils import timezone
 
 from crawlcore.models import Link, Page
-from crawler.child import ChildResult, run_each
-from crawler.parse import LIMIT_MEMORY, LIMIT_TIME, Extracted, Found, extract
-from crawler.pdf import extract_pdf, is_pdf
-from crawler.sanitize import clean_label
+from crawler.child import ChildResult
+from crawler.child_pool import run_pooled
+from crawler.parse import LIMIT_MEMORY, LIMIT_TIME, Extracted, Found
+from crawler.pdf import is_pdf
+from crawler.read import read_answer
 
 from .extract_read import StoredPage
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
+# What the parse's processes run on each page (crawler.child_pool): (body_z, url, content type) -> Extracted. A
+# name of the module so that a test can give the pool a reader that overruns on purpose.
+READER = read_answer
 
 # A page whose parse its child's hard bounds stopped (crawler.child's error -> the limit, the problem).
 PARSE_STOPPED = {"timeout": (LIMIT_TIME, "parse_time"), "memory": (LIMIT_MEMORY, "parse_memory")}
 
 
-def _labels_clean(ex: Extracted) -> Extracted:
-    """The page's title, description and anchor texts without control characters (crawler.sanitize), before
-    they are stored: a page's ESC or BEL would otherwise reach every terminal, CSV and report that shows them."""
-    ex.title, ex.description = clean_label(ex.title), clean_label(ex.description)
-    for link in (*ex.links, *ex.over_limit):
-        link.text = clean_label(link.text)
-        if link.fragments:
-            link.fragments = [(fragment, clean_label(text)) for fragment, text in link.fragments]
-    return ex
-
-
 def parse_pages(pages: list[StoredPage]) -> list[tuple[StoredPage, Extracted | None]]:
-    """Each page parsed (None when the parser failed on it), in a child process (crawler.child.run_each), each
+    """Each page parsed (None when the parser failed on it), in a pooled process (crawler.child_pool), each
     page within CRAWL_PARSE_TIMEOUT and CRAWL_PARSE_MEMORY_MB: whatever a page holds, its parse ends there and
     the page is classified over the bound (LIMIT_TIME, LIMIT_MEMORY), and the batch goes on.
 
     While a parse runs, this worker's thread is free: every quarter of CRAWL_REDISPATCH_AFTER it moves the
     pages' extract_dispatched_at on, however long one page takes, so the reconciler never takes a batch a
-    live worker holds for lost (and never starts a second parse of it); once this worker is gone, its child
-    is gone too (its own timer), and the batch is sent again. Before the first parse only a batch that waited
-    in the queue more than half of CRAWL_REDISPATCH_AFTER says so: any other still has two beats (a quarter
-    of it each) before the reconciler could take it, and the first beat moves it on. That write is a second
-    update of every page it names (a new row version each), and in a crawl whose extraction lags its loading
-    most batches wait a beat or more."""
+    live worker holds for lost (and never starts a second parse of it); once this worker is gone, its parse
+    process ends with the page it holds (its own timer), and the batch is sent again. Before the first parse
+    only a batch that waited in the queue more than half of CRAWL_REDISPATCH_AFTER says so: any other still
+    has two beats (a quarter of it each) before the reconciler could take it, and the first beat moves it on.
+    That write is a second update of every page it names (a new row version each), and in a crawl whose
+    extraction lags its loading most batches wait a beat or more."""
     ids = [page.id for page in pages]
 
     def alive() -> None:
@@ -61,7 +52,7 @@ def parse_pages(pages: list[StoredPage]) -> list[tuple[StoredPage, Extracted | N
         alive()
     known = _known_copies(pages)
     todo, same_as = _to_parse(pages, known)
-    results = parse_bounded(todo, read_page, on_beat=alive)
+    results = parse_bounded(todo, on_beat=alive)
     done: dict[int, Extracted | None] = dict(known)
     for page, result in zip(todo, results, strict=True):
         done[page.id] = _parse_outcome(page, result)
@@ -71,16 +62,14 @@ def parse_pages(pages: list[StoredPage]) -> list[tuple[StoredPage, Extracted | N
     return [(page, done[page.id]) for page in pages]
 
 
-def parse_bounded(
-    items: Sequence[T], read: Callable[[T], Extracted], *, on_beat: Callable[[], None] | None = None
-) -> list[ChildResult]:
-    """`read(item)` for each item, in a child process, each within CRAWL_PARSE_TIMEOUT and
-    CRAWL_PARSE_MEMORY_MB (crawler.child.run_each); `on_beat` every quarter of CRAWL_REDISPATCH_AFTER while
-    it waits. The one way a stored answer is parsed: an HTML page or a PDF (read_stored), and a page's
-    rendered DOM (its serialised HTML through crawler.parse.extract) when rendering feeds this path."""
-    return run_each(
-        read,
-        items,
+def parse_bounded(pages: Sequence[StoredPage], *, on_beat: Callable[[], None] | None = None) -> list[ChildResult]:
+    """Each page read (READER: an HTML page or a PDF, crawler.read) in one of the parse's pooled processes
+    (crawler.child_pool), each page within CRAWL_PARSE_TIMEOUT and CRAWL_PARSE_MEMORY_MB; `on_beat` every
+    quarter of CRAWL_REDISPATCH_AFTER while it waits. The one way a stored answer is parsed, its rendered DOM
+    (stored as HTML) included. The body goes as stored (zlib) and is inflated there, within the bounds."""
+    return run_pooled(
+        READER,
+        [(_stored_bytes(page.dom_z or page.body_z), page.url, page.content_type) for page in pages],
         deadline_s=settings.CRAWL_PARSE_TIMEOUT,
         memory_bytes=settings.CRAWL_PARSE_MEMORY_MB * 1024 * 1024,
         beat_s=max(0.25, settings.CRAWL_REDISPATCH_AFTER / 4),
@@ -88,9 +77,9 @@ def parse_bounded(
     )
 
 
-def read_page(page: StoredPage) -> Extracted:
-    """In the parse's child: what the stored page says, its labels clean."""
-    return _labels_clean(read_stored(page.body, page.url, page.content_type))
+def _stored_bytes(body_z: bytes | memoryview | None) -> bytes | None:
+    # PostgreSQL's driver gives a bytea as a memoryview, which does not pickle.
+    return bytes(body_z) if body_z is not None else None
 
 
 def _parse_outcome(page: StoredPage, result: ChildResult) -> Extracted | None:
@@ -160,10 +149,3 @@ def _known_copies(pages: list[StoredPage]) -> dict[int, Extracted]:
             problem=problem,
         )  # fmt: skip
     return out
-
-
-def read_stored(body: bytes, url: str, content_type: str) -> Extracted:
-    """What a stored body says: an HTML page parsed (crawler.parse), a PDF read (crawler.pdf)."""
-    if is_pdf(content_type):
-        return extract_pdf(body, url)
-    return extract(body, url, content_type=content_type or None)

@@ -118,6 +118,15 @@ def _same_host(url: str, server: Server) -> bool:
     return server.serves(url)
 
 
+def answer_ms(result: FetchResult) -> float:
+    """How long the server took to answer: request sent -> first byte of the response. Not the whole exchange
+    (total_ms): that also holds the time the request waited in this worker before it went out and the time
+    the body took to be read, both this machine's load, not the server's; a busy crawler would pace, and show
+    as slow, every server it crawls. The whole exchange only where no first byte was timed."""
+    first = result.timings.first_byte_ms
+    return first if first is not None else result.timings.total_ms
+
+
 class ServerVisit:
     """Holds one of the server's slots from open() to close(); every request goes through fetch().
 
@@ -316,7 +325,7 @@ class ServerVisit:
         back-off, from now on for the whole cluster), a probe's verdict."""
         status = result.status
         failed = status is None or status >= 500 or result.incomplete
-        self._samples.append(None if failed else result.timings.total_ms)
+        self._samples.append(None if failed else answer_ms(result))
         if status in (429, 503):
             given = result.headers.get("retry-after")
             self.backoff_until = health_rate_limited(

@@ -1,0 +1,27 @@
+"""Readers the parse's pooled processes run in tests (crawlcore.services.extract_parse.READER names one): a
+page that takes its time, one that never ends, one a test says must not be read. Module-level functions with no
+Django import, as crawler.child_pool requires."""
+
+from __future__ import annotations
+
+import time
+
+from crawler.pdf import is_pdf
+from crawler.read import read_answer
+
+
+def slow(item):
+    time.sleep(4.5)  # more than twice the test's CRAWL_REDISPATCH_AFTER, in one page
+    return read_answer(item)
+
+
+def stuck_on_stuck(item):
+    if item[1].endswith("/stuck"):
+        time.sleep(120)  # a parse no bound of crawler.parse foresaw
+    return read_answer(item)
+
+
+def no_pdf(item):
+    if is_pdf(item[2]):
+        raise AssertionError(f"{item[1]} read again")
+    return read_answer(item)
