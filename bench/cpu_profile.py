@@ -5,21 +5,34 @@ Python function, from what the benchmark already measures and two sources more:
   (BackendSampler), as milliseconds a page;
 - per statement: pg_stat_statements' execution time of each statement of our database over the crawl (the
   private cluster loads it), the top ones by time, with their calls and rows a page (`statement_times`);
-- per Python function: each of our processes (workers and their pool children, beat, the crawl command)
-  profiles itself while the benchmark's flag file is there (crawladmin.profiling, PROFILE_DIR): the top
-  functions by cumulative and by own CPU time a page (`function_times`).
+- per Python function: py-spy samples each worker (its pool and parse processes with it) and beat from
+  outside for the crawl's span (`Sampler`), and each process tree's samples share out the CPU /proc says it
+  spent: the top functions by cumulative and by own CPU time a page (`function_times`). Nothing runs in the
+  sampled processes, so their figures are a normal run's; py-spy's own CPU is printed apart.
 
 Kept in the run's figures under "profile" (--json), so a later change is paired against it.
 """
 
 from __future__ import annotations
 
-import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 
 TOP_STATEMENTS = 15
 TOP_FUNCTIONS = 20
+RATE = 100  # samples a second of each process tree
+START_TIMEOUT = 15.0  # seconds py-spy may take to attach
+STOP_TIMEOUT = 30.0  # seconds py-spy may take to write its output once interrupted
+
+_ROOT = str(Path(__file__).resolve().parent.parent) + "/"
+_LIBRARY = re.compile(r"^.*/(site-packages|lib/python3\.\d+)/")
 
 
 def statement_times(before: dict, after: dict, pages: int, *, tables: set[str], kind, n: int = TOP_STATEMENTS):
@@ -53,54 +66,115 @@ def statement_times(before: dict, after: dict, pages: int, *, tables: set[str], 
     }
 
 
-def _process_name(profile: dict, names: dict[int, str]) -> str | None:
-    """Whose profile this is: a watched process or a child of one (a prefork pool's, the parse's: it counts with
-    its worker, as in cpu_by_process), or the crawl command and its children."""
-    for pid in (profile["pid"], profile.get("origin"), profile["ppid"]):
-        if pid in names:
-            return names[pid]
-    if "crawl" in profile["argv"]:
-        return "crawl command"
-    return None  # a process outside the crawl's span (migrate)
+class Sampler:
+    """py-spy sampling each of `pids` (and their children: a pool's processes, the parse's) from outside, as
+    `<directory>/<name>.txt` in py-spy's raw form (one line a stack: frames root first, `;`-joined, then its
+    count). Nothing runs inside the sampled processes; the samplers' own CPU is counted apart (`sampler_s`).
+    Attaching needs ptrace: root, or `kernel.yama.ptrace_scope` 0."""
+
+    def __init__(self, directory: Path, pids: dict[str, int], rate: int = RATE):
+        self.directory, self.pids, self.rate = directory, pids, rate
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.sampler_s = 0.0
+
+    def __enter__(self) -> Sampler:
+        exe = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+        if exe is None:
+            raise RuntimeError("--profile needs py-spy: pip install -r requirements-dev.txt")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for name, pid in self.pids.items():
+            cmd = [exe, "record", "--pid", str(pid), "--subprocesses", "--nonblocking", "--function"]
+            cmd += ["--rate", str(self.rate), "--format", "raw", "--output", str(self.directory / f"{name}.txt")]
+            with open(self.directory / f"{name}.log", "w") as log:
+                self.procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + START_TIMEOUT
+        for name, proc in self.procs.items():
+            log = self.directory / f"{name}.log"
+            while "Sampling process" not in (said := log.read_text()):  # py-spy's line once it has attached
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    self.__exit__(None, None, None)
+                    error = next((x for x in said.splitlines() if x.startswith("Error")), "did not start sampling")
+                    raise RuntimeError(f"py-spy could not sample {name} (pid {self.pids[name]}): {error}")
+                time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)  # py-spy writes its output when interrupted
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for proc in self.procs.values():
+            while proc.returncode is None:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    proc.returncode = os.waitstatus_to_exitcode(status)
+                    self.sampler_s += usage.ru_utime + usage.ru_stime
+                elif time.monotonic() > deadline:
+                    proc.kill()
+                    deadline = float("inf")  # the kill ends it: the next look reaps it
+                else:
+                    time.sleep(0.05)
+        self.procs.clear()
 
 
-def function_times(directory: Path, names: dict[int, str], pages: int, *, n: int = TOP_FUNCTIONS) -> dict:
-    """Each process's profile (crawladmin.profiling) under `directory`, merged by process name: the CPU seconds
-    it saw, the profiler's own, and the top `n` functions by cumulative and by own time, milliseconds a page."""
-    merged: dict[str, dict] = {}
-    for path in sorted(directory.glob("*.json")):
-        try:
-            profile = json.loads(path.read_text())
-        except (OSError, ValueError):
+def _key(frame: str) -> str:
+    """py-spy's `function (path:line)` as `path:line function`, the path from site-packages, the standard
+    library or the project's root."""
+    function, _, where = frame.rpartition(" (")
+    if not function:
+        return frame
+    return f"{_LIBRARY.sub('', where.rstrip(')')).removeprefix(_ROOT)} {function}"
+
+
+def read_stacks(path: Path) -> Counter[tuple[str, ...]]:
+    """py-spy's raw output: each stack (innermost last, the `process …` frames of --subprocesses left out)
+    with its samples."""
+    stacks: Counter[tuple[str, ...]] = Counter()
+    try:
+        text = path.read_text()
+    except OSError:
+        return stacks
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
             continue
-        name = _process_name(profile, names)
-        if name is None or not profile["samples"]:
-            continue
-        into = merged.setdefault(
-            name,
-            {"cpu_s": 0.0, "before_wait_s": 0.0, "sampler_cpu_s": 0.0, "processes": 0}
-            | {"own": Counter(), "cumulative": Counter()},
-        )
-        into["cpu_s"] += profile["cpu_s"]
-        into["before_wait_s"] += profile.get("before_wait_s", 0.0)
-        into["sampler_cpu_s"] += profile["sampler_cpu_s"]
-        into["processes"] += 1
-        into["own"].update(profile["own"])
-        into["cumulative"].update(profile["cumulative"])
+        frames = tuple(_key(f) for f in stack.split(";") if f and not f.startswith("process "))
+        if frames:
+            stacks[frames] += int(count)
+    return stacks
+
+
+def function_times(
+    directory: Path, cpu_s: dict[str, float], pages: int, *, sampler_s: float = 0.0, n: int = TOP_FUNCTIONS
+) -> dict:
+    """Each process's samples (Sampler, `<name>.txt` under `directory`) weighted by the CPU its process tree
+    spent (`cpu_s`, from /proc): the top `n` functions by cumulative and by own CPU time, milliseconds a page.
+    A sample is a thread seen running Python (or in C it called), so a function's share of the samples is its
+    share of the CPU."""
     per = max(pages, 1) / 1000  # seconds to milliseconds a page
-    return {
-        name: {
-            "cpu_ms_per_page": round(m["cpu_s"] / per, 4),
-            "before_wait_ms_per_page": round(m["before_wait_s"] / per, 4),
-            "sampler_ms_per_page": round(m["sampler_cpu_s"] / per, 4),
-            "processes": m["processes"],
+    out = {}
+    for name, spent in cpu_s.items():
+        stacks = read_stacks(directory / f"{name}.txt")
+        total = sum(stacks.values())
+        if not total:
+            continue
+        own: Counter[str] = Counter()
+        cumulative: Counter[str] = Counter()
+        for frames, count in stacks.items():
+            own[frames[-1]] += count
+            cumulative.update(dict.fromkeys(set(frames), count))
+        scale = spent / total / per
+        out[name] = {
+            "cpu_ms_per_page": round(spent / per, 4),
+            "samples": total,
             **{
-                order: [[key, round(s / per, 4)] for key, s in m[order].most_common(n)]
-                for order in ("cumulative", "own")
+                order: [[key, round(c * scale, 4)] for key, c in counter.most_common(n)]
+                for order, counter in (("cumulative", cumulative), ("own", own))
             },
         }
-        for name, m in merged.items()
-    }
+    if out:
+        out["py-spy"] = {"sampler_ms_per_page": round(sampler_s / per, 4)}
+    return out
 
 
 def processes_ms(r: dict) -> dict:
@@ -125,11 +199,14 @@ def print_profile(profile: dict) -> None:
                 f"      {s['ms_per_page']:7.3f} {s['calls_per_page']:7.3f} {s['rows_per_page']:8.2f}  {s['kind']}: "
                 f"{s['query'][:110]}"
             )
-    for name, f in profile["functions"].items():
+    functions = dict(profile["functions"])
+    spy = functions.pop("py-spy", None)
+    for name, f in functions.items():
         print(
-            f"   {name}: {f['cpu_ms_per_page']:.3f} ms a page sampled in {f['processes']} process(es), "
-            f"{f['before_wait_ms_per_page']:.3f} of it before a wait ('waiting: …': callers known, function not); "
-            f"the profiler's own {f['sampler_ms_per_page']:.3f}; top functions, cumulative | own:"
+            f"   {name}: {f['cpu_ms_per_page']:.3f} ms a page, {f['samples']} samples (py-spy); "
+            "top functions, cumulative | own:"
         )
         for (ck, cv), (ok, ov) in zip(f["cumulative"], f["own"], strict=False):
             print(f"      {cv:7.3f} {ck[:62]:<62} | {ov:7.3f} {ok[:62]}")
+    if spy:
+        print(f"   py-spy's own CPU (not in the figures above): {spy['sampler_ms_per_page']:.3f} ms a page")

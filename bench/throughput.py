@@ -31,10 +31,10 @@ Prints figures; asserts nothing, but checks each crawl found exactly the web and
    StatusCheck rows = requests in the nginx access log, each page requested once, /private/ never;
    Scrapy — one item per public page, each requested once, /private/ never.
 6. --profile (ours): where a page's CPU goes, by process, by statement (pg_stat_statements' execution time,
-   calls and rows a page) and by Python function (each process samples itself while the crawl runs:
-   crawladmin.profiling, bench.cpu_profile); printed after the run's figures and kept under "profile".
-   The sampling costs its processes a little CPU (printed as the profiler's own): pair figures from runs
-   with it against each other, not against runs without it.
+   calls and rows a page) and by Python function (py-spy samples the workers, their pool and parse
+   processes, and beat from outside while the crawl runs: bench.cpu_profile); printed after the run's
+   figures and kept under "profile". Nothing runs inside the sampled processes; py-spy's own CPU is
+   printed apart, and the machine's second core shares it.
 7. Scale figures (bench.frontier, unless --no-frontier): claiming 1,000 due URLs with 1,000,000 in the
    frontier, and inserting 100,000 discovered links.
 """
@@ -512,8 +512,6 @@ def _ours_env(args, db: str, broker: str, tmp: Path) -> dict[str, str]:
         CRAWL_DEFAULT_DELAY="0",
         CRAWL_SERVER_CONCURRENCY=str(args.slots),
     )
-    if getattr(args, "profile", False):
-        env["PROFILE_DIR"] = str(tmp / "profile")  # each process profiles itself (crawladmin.profiling)
     for item in args.env:
         name, _, value = item.partition("=")
         env[name] = value
@@ -535,8 +533,6 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
         if _pg_mode(args) == "private":
             _statements_on(db)
         profiling = tmp / "profile" if getattr(args, "profile", False) else None
-        if profiling:
-            profiling.mkdir()
         with Processes(env, tmp) as procs:
             names = [f"w{i}-{w.name}" for i, w in enumerate(workers)]
             pids = {
@@ -555,14 +551,15 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
             cmd += ["--max-seconds", str(args.max_seconds)]
             if args.dispatch_only:
                 cmd.append("--dispatch-only")
-            if profiling:
-                (profiling / "on").touch()  # the processes' profilers count from here (crawladmin.profiling)
-            with BackendSampler(pg0["postmaster"], db.rsplit("/", 1)[1]) as backends:
-                code, wall, crawl_cpu, sampler = run_timed(
-                    cmd + web.seeds(), env=env, log=tmp / "crawl.log", timeout=args.max_seconds + 300, watch=pids
-                )
-            if profiling:
-                (profiling / "on").unlink()
+            with ExitStack() as sampling:
+                if profiling:  # py-spy samples the workers and beat from outside for the crawl's span
+                    from bench.cpu_profile import Sampler
+
+                    spy = sampling.enter_context(Sampler(profiling, {**pids, "beat": beat}))
+                with BackendSampler(pg0["postmaster"], db.rsplit("/", 1)[1]) as backends:
+                    code, wall, crawl_cpu, sampler = run_timed(
+                        cmd + web.seeds(), env=env, log=tmp / "crawl.log", timeout=args.max_seconds + 300, watch=pids
+                    )
             cpu1 = {k: tree_cpu(p) for k, p in roots.items() if p}
             machine1 = machine_cpu()
             rss_end = {n: tree_rss(p) for n, p in pids.items()}
@@ -635,18 +632,20 @@ def run_ours(args, web: Web, nginx: NginxWeb, tmp: Path, *, after=None) -> dict:
         "after": after_result,
     }
     if profiling:
-        out["profile"] = _profile(out, profiling, {pid: n for n, pid in {**pids, "beat": beat}.items()}, pg0, pg1)
+        out["profile"] = _profile(out, profiling, [*pids, "beat"], spy.sampler_s, pg0, pg1)
     return out
 
 
-def _profile(r: dict, directory: Path, names: dict[int, str], pg0: dict, pg1: dict) -> dict:
+def _profile(r: dict, directory: Path, names: list[str], sampler_s: float, pg0: dict, pg1: dict) -> dict:
     """--profile: the run's CPU a page by process, statement and Python function (bench.cpu_profile)."""
     from bench import cpu_profile
 
     return {
         "processes": cpu_profile.processes_ms(r),
         "statements": cpu_profile.statement_times(pg0, pg1, r["pages"], tables=set(pg1["tables"]), kind=statement_kind),
-        "functions": cpu_profile.function_times(directory, names, r["pages"]),
+        "functions": cpu_profile.function_times(
+            directory, {n: r["cpu_by_process"][n] for n in names}, r["pages"], sampler_s=sampler_s
+        ),
     }
 
 
@@ -1010,7 +1009,7 @@ def main(argv: list[str] | None = None) -> int:
         "--profile",
         action="store_true",
         help="ours: where a page's CPU goes by process, statement (pg_stat_statements) and Python function "
-        "(each process samples itself: crawladmin.profiling); printed, and kept in --json",
+        "(py-spy, from outside: needs ptrace); printed, and kept in --json",
     )
     ap.add_argument("--json", type=Path, help="write every figure here")
     args = ap.parse_args(argv)

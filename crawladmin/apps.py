@@ -10,10 +10,3 @@ class ShellConfig(AppConfig):
     name = "crawladmin"
     label = "shell"
     verbose_name = "crawladmin"
-
-    def ready(self) -> None:
-        from django.conf import settings
-
-        from .profiling import profile_start
-
-        profile_start(settings.PROFILE_DIR)  # off unless set (bench.throughput --profile)

@@ -244,9 +244,6 @@ def _load() -> dict:
         # Search (search app): how much a page's stored BlockRank weighs beside its text relevance
         # (crawler.fulltext.score; 0 orders by text alone).
         "SEARCH_RANK_WEIGHT": env.number("SEARCH_RANK_WEIGHT", 1.0, minimum=0.0, maximum=100.0),
-        # A directory for each process's CPU profile by Python function (crawladmin.profiling; the
-        # benchmarks' --profile): empty, none is taken.
-        "PROFILE_DIR": env.str("PROFILE_DIR", ""),
         # Whether the extract agent keeps the full-text index (off: pages extracted meanwhile are not found).
         "SEARCH_INDEX": env.boolean("SEARCH_INDEX", True),
         # Seconds within which a page the extract agent stored is found by search (PostgreSQL: its vector is

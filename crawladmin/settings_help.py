@@ -157,10 +157,6 @@ HELP: dict[str, str] = {
     "SEARCH_RANK_WEIGHT": (
         "how much a page's stored BlockRank weighs beside its text relevance in search (0 orders by text alone)"
     ),
-    "PROFILE_DIR": (
-        "a directory where each process writes its CPU profile by Python function while `<dir>/on` exists "
-        "(`bench.throughput --profile`); empty: no profile"
-    ),
     "SEARCH_INDEX": (
         "whether the extract agent keeps the full-text index (off: pages extracted meanwhile are not found by search)"
     ),

@@ -1,73 +1,94 @@
-"""The CPU profiles of bench.throughput --profile: each process samples itself (crawladmin.profiling) while the
-benchmark's flag file is there, a forked child writes its own profile under its worker's pid, and the
-benchmark merges them by process and prints milliseconds a page (bench.cpu_profile). In a child process of
-its own, so no sampler outlives the test."""
+"""The CPU profiles of bench.throughput --profile: py-spy samples a process and its children from outside
+(bench.cpu_profile.Sampler), and the samples share out the CPU the process tree spent, by function, in
+milliseconds a page. Threads asleep are not sampled; a child process counts with its parent."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from bench.cpu_profile import function_times, statement_times
+import pytest
+
+from bench.cpu_profile import Sampler, function_times, read_stacks, statement_times
+from bench.harness.proc import tree_cpu
 from bench.throughput import statement_kind
 
 ROOT = Path(__file__).resolve().parent.parent
 
-SCRIPT = """
-import os, sys, threading, time
-from pathlib import Path
-from crawladmin.profiling import profile_start
+CHILD = """
+import time
 
-directory = Path(sys.argv[1])
-sampler = profile_start(str(directory))
+def cubes(seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        sum(i * i * i for i in range(2000))
+
+cubes(3.5)
+"""
+
+# A parent spinning in `squares` on one thread while another sleeps, and a child it starts spinning in `cubes`:
+# on two cores, the parent's `squares` and the child's `cubes` each take about half of the tree's CPU.
+PARENT = """
+import subprocess, sys, threading, time
 
 def squares(seconds):
-    end = time.thread_time() + seconds
-    while time.thread_time() < end:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
         sum(i * i for i in range(2000))
 
 def sleeper():
-    time.sleep(0.6)
+    time.sleep(4)
 
-squares(0.2)  # before the flag: not counted
-(directory / "on").touch()
-time.sleep(0.6)  # the flag is looked for every half second
-threads = [threading.Thread(target=squares, args=(0.4,)), threading.Thread(target=sleeper)]
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1]])
+threads = [threading.Thread(target=squares, args=(3.5,)), threading.Thread(target=sleeper)]
 for t in threads:
     t.start()
-pid = os.fork()
-if pid == 0:
-    squares(0.3)
-    os._exit(0)
-os.waitpid(pid, 0)
 for t in threads:
     t.join()
-(directory / "on").unlink()
-time.sleep(0.7)
-sampler.stop()
-print(os.getpid(), pid)
+child.wait()
 """
 
 
-def test_each_process_profiles_its_cpu_by_function_while_the_flag_is_there(tmp_path):
-    out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    parent, child = (int(x) for x in out.stdout.split())
-    mine = json.loads((tmp_path / f"{parent}.json").read_text())
-    forked = json.loads((tmp_path / f"{child}.json").read_text())
-    squares = next(k for k in mine["cumulative"] if k.endswith(" squares"))
-    # The thread's 0.4 s, and not the 0.2 s spent before the flag (a sample's granularity aside).
-    assert 0.25 < mine["cumulative"][squares] < 0.5
-    assert 0.2 < forked["cumulative"][squares] < 0.4 and forked["origin"] == parent
-    # Merged by process: the child counts with the process it was forked from; milliseconds a page.
-    got = function_times(tmp_path, {parent: "worker"}, pages=100)
-    assert list(got) == ["worker"] and got["worker"]["processes"] == 2
-    top = dict(got["worker"]["cumulative"])
-    assert 4.5 < top[squares] < 9.0  # 0.4 + 0.3 s over 100 pages: 7 ms a page
+def test_py_spy_shares_out_a_process_trees_cpu_by_function_its_children_with_it(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", PARENT, CHILD], cwd=ROOT)
+    try:
+        time.sleep(0.3)
+        cpu0 = tree_cpu(proc.pid)
+        with Sampler(tmp_path, {"worker": proc.pid}) as spy:
+            time.sleep(2.5)
+            cpu = tree_cpu(proc.pid) - cpu0
+    finally:
+        proc.wait(timeout=30)
+    assert spy.sampler_s > 0  # py-spy's own CPU, counted apart
+    stacks = read_stacks(tmp_path / "worker.txt")
+    assert sum(stacks.values()) > 100
+    assert not any(frames[-1].endswith(" sleeper") for frames in stacks)  # a sleeping thread is not sampled
+    got = function_times(tmp_path, {"worker": cpu}, pages=100, sampler_s=spy.sampler_s)
+    cumulative = dict(got["worker"]["cumulative"])
+    squares = next(k for k in cumulative if k.endswith(" squares"))
+    cubes = next(k for k in cumulative if k.endswith(" cubes"))
+    total = cpu * 1000 / 100  # the tree's CPU, milliseconds a page
+    assert got["worker"]["cpu_ms_per_page"] == round(total, 4)
+    # Each spinner about half of the tree, the child's counted with its parent's.
+    assert 0.25 * total < cumulative[squares] < 0.75 * total
+    assert 0.25 * total < cumulative[cubes] < 0.75 * total
+    assert got["py-spy"]["sampler_ms_per_page"] > 0
+
+
+def test_a_process_py_spy_cannot_sample_is_one_clear_error(tmp_path):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    with pytest.raises(RuntimeError) as raised:
+        with Sampler(tmp_path, {"worker": gone.pid}):
+            pass
+    said = str(raised.value)
+    assert said.startswith(f"py-spy could not sample worker (pid {gone.pid}): ") and "\n" not in said
+
+
+def test_a_process_without_samples_is_left_out(tmp_path):
+    assert function_times(tmp_path, {"worker": 1.0}, pages=10) == {}
 
 
 def test_statements_are_ranked_by_their_time_a_page():
