@@ -278,7 +278,7 @@ def test_silent_server_is_header_timeout(serve, fetcher) -> None:
     result = fetcher.fetch(server.url())
     elapsed = time.monotonic() - started
     assert result.failure is FailureKind.HEADER_TIMEOUT and not result.responded
-    assert FAST.header_timeout - 0.05 <= elapsed < FAST.header_timeout + 0.5
+    assert FAST.header_timeout - 0.05 <= elapsed < FAST.header_timeout + 1.5
 
 
 def test_trickled_headers_are_bounded_by_header_timeout(serve, fetcher) -> None:
@@ -296,7 +296,7 @@ def test_trickled_headers_are_bounded_by_header_timeout(serve, fetcher) -> None:
     result = fetcher.fetch(server.url())
     elapsed = time.monotonic() - started
     assert result.failure is FailureKind.HEADER_TIMEOUT
-    assert elapsed < FAST.header_timeout + 0.5
+    assert elapsed < FAST.header_timeout + 1.5
 
 
 def test_trickled_body_is_body_timeout_and_keeps_partial_body(serve, fetcher) -> None:
@@ -312,7 +312,7 @@ def test_trickled_body_is_body_timeout_and_keeps_partial_body(serve, fetcher) ->
     result = fetcher.fetch(server.url())
     elapsed = time.monotonic() - started
     assert result.failure is FailureKind.BODY_TIMEOUT and result.status == 200
-    assert elapsed < FAST.body_timeout + 1.0
+    assert elapsed < FAST.body_timeout + 1.5
     assert elapsed >= FAST.body_timeout - 0.05
     assert 3 <= len(result.body) == result.bytes_received and set(result.body) == {ord("x")}
     assert result.timings.body_ms is not None and result.timings.body_ms >= FAST.body_timeout * 1000 - 50

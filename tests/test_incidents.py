@@ -90,6 +90,7 @@ def test_an_update_from_the_admin_sets_the_incident_status_and_names_its_author(
     client.force_login(User.objects.create_superuser("ana", password="pw-not-secret"))
     first = incident.updates.get()
     now = timezone.localtime()
+    later = now + timedelta(seconds=5)  # its own date too: five seconds before midnight, it is tomorrow's
     data = {
         "server": s.id, "title": incident.title, "opened_at_0": now.strftime("%Y-%m-%d"),
         "opened_at_1": now.strftime("%H:%M:%S"), "status_change": incident.status_change_id or "",
@@ -100,7 +101,7 @@ def test_an_update_from_the_admin_sets_the_incident_status_and_names_its_author(
         "updates-0-at_1": timezone.localtime(first.at).strftime("%H:%M:%S"),
         "updates-1-incident": incident.id, "updates-1-status": "identified",
         "updates-1-text": "Power cut in the machine room.",
-        "updates-1-at_0": now.strftime("%Y-%m-%d"), "updates-1-at_1": (now + timedelta(seconds=5)).strftime("%H:%M:%S"),
+        "updates-1-at_0": later.strftime("%Y-%m-%d"), "updates-1-at_1": later.strftime("%H:%M:%S"),
     }  # fmt: skip
     response = client.post(f"/admin/monitoring/incident/{incident.id}/change/", data)
     assert response.status_code == 302, response.content.decode()[-3000:]

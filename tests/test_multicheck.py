@@ -168,7 +168,7 @@ def test_silent_server_is_header_timeout(serve, checker) -> None:
     started = time.monotonic()
     r = one(checker, serve(silent).url())
     assert (r.status, r.failure) == (None, FailureKind.HEADER_TIMEOUT)
-    assert 0.45 <= time.monotonic() - started < 0.5 + 0.4
+    assert 0.45 <= time.monotonic() - started < 0.5 + 1.5  # bounded; a loaded machine's scheduling aside
     assert r.timings.connect_ms is not None and r.timings.first_byte_ms is None
 
 
@@ -183,7 +183,8 @@ def test_trickled_headers_are_bounded_by_header_timeout(serve, checker) -> None:
 
     started = time.monotonic()
     r = one(checker, serve(trickle).url())
-    assert r.failure is FailureKind.HEADER_TIMEOUT and time.monotonic() - started < 0.5 + 0.4
+    # Under the 2.5 s the trickle lasts: the header deadline is the whole exchange's, not each read's.
+    assert r.failure is FailureKind.HEADER_TIMEOUT and time.monotonic() - started < 0.5 + 1.5
 
 
 def test_slow_body_is_body_timeout(serve, checker) -> None:
@@ -198,7 +199,7 @@ def test_slow_body_is_body_timeout(serve, checker) -> None:
     started = time.monotonic()
     r = one(checker, serve(slow_body).url())
     assert (r.status, r.failure) == (200, FailureKind.BODY_TIMEOUT)
-    assert 0.75 <= time.monotonic() - started < 0.8 + 0.5
+    assert 0.75 <= time.monotonic() - started < 0.8 + 1.5  # the body takes 5 s
     assert 0 < r.bytes_received < 1000 and r.timings.body_ms is not None
 
 

@@ -133,9 +133,12 @@ def test_dispatch_sends_a_server_once_until_redispatch_time(monkeypatch):
     sent = []
     monkeypatch.setattr("crawlcore.services.load_dispatch.enqueue_load_on_commit", lambda **kw: sent.append(kw))
     _insert("http://a.example/1", "http://b.example/1")
-    assert dispatch_due() == 2
-    assert dispatch_due() == 0  # already dispatched, message presumably in flight
-    assert dispatch_due(now=timezone.now() + timedelta(hours=1)) == 2  # lost message: send again
+    # One instant for the first two: an hour's start between them would forget the dispatch on purpose
+    # (queue_reset_at_hour_boundary), and the second would send both again.
+    now = timezone.now()
+    assert dispatch_due(now=now) == 2
+    assert dispatch_due(now=now) == 0  # already dispatched, message presumably in flight
+    assert dispatch_due(now=now + timedelta(hours=1)) == 2  # lost message: send again
     assert {kw["crawler_num"] for kw in sent} == {None}
 
 
