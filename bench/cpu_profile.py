@@ -83,7 +83,7 @@ class Sampler:
             raise RuntimeError("--profile needs py-spy: pip install -r requirements-dev.txt")
         self.directory.mkdir(parents=True, exist_ok=True)
         for name, pid in self.pids.items():
-            cmd = [exe, "record", "--pid", str(pid), "--subprocesses", "--nonblocking", "--function"]
+            cmd = [exe, "record", "--pid", str(pid), "--subprocesses", "--nonblocking", "--gil", "--function"]
             cmd += ["--rate", str(self.rate), "--format", "raw", "--output", str(self.directory / f"{name}.txt")]
             with open(self.directory / f"{name}.log", "w") as log:
                 self.procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
