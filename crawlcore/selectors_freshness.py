@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.db.models import Count, F, Min, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from crawler.lifecycle import Agent, State
@@ -63,6 +63,17 @@ def _history(ids: list[int]) -> tuple[dict[int, tuple[int, int]], dict[int, date
         for r in loads.values("url_id").annotate(first=Min("at")):
             first[r["url_id"]] = r["first"]
     return checks, first
+
+
+def _last_found_current(ids: list[int]) -> dict[int, datetime]:
+    """Per URL: when a load or a check last found it current (its newest event into Visited). For a page a
+    check has since found changed, the start of the interval in which the change came."""
+    out: dict[int, datetime] = {}
+    for part in _chunks(ids):
+        current = UrlEvent.objects.filter(url_id__in=part, to_state=State.VISITED.value).values("url_id")
+        for r in current.annotate(last=Max("at")):
+            out[r["url_id"]] = r["last"]
+    return out
 
 
 def _chunks(ids: list[int]):
@@ -119,6 +130,7 @@ def page_states(rows: list[dict], *, now: datetime) -> list[fr.PageState]:
     checks, first = _history(ids)
     lags = servers_reload_lag(ids, now=now)
     read = _sitemap_read(rows)
+    before = _last_found_current([r["id"] for r in rows if r.get("state") == State.INIT.value])
     prior = 1.0 / settings.CRAWL_RECRAWL_CYCLE
     out = []
     for r in rows:
@@ -129,14 +141,21 @@ def page_states(rows: list[dict], *, now: datetime) -> list[fr.PageState]:
         watched = (checked - loaded).total_seconds() if checked and loaded else 0.0
         rate = fr.change_rate(checks=n, changed=x, watched=watched, prior=prior)
         since = (now - current).total_seconds() if current else None
-        known = None
+        known, within = None, 0.0
         if since is not None and r.get("state") == State.INIT.value:
             # A check found it changed (it has a stored copy and waits to be reloaded): stale since the
-            # change, on average this much before the check found it (its mean check interval).
-            known = since + fr.staleness_at_detection(rate, watched / n if n else 1.0 / rate)
+            # change, which came in the interval between that check and the last time the page was found
+            # current (without that time, its mean check interval), on average this long before the check.
+            found = before.get(r["id"])
+            interval = (checked - found).total_seconds() if found and checked and found < checked else None
+            within = interval or 0.0
+            if interval is None:
+                interval = watched / n if n else 1.0 / rate
+            known = since + fr.staleness_at_detection(rate, interval)
         # A page due between two sweeps waits for the next one, then for its server's reload lag.
         lag = settings.CRAWL_STALENESS_PERIOD + lags.get(r["server_id"], 0.0)
-        out.append(fr.PageState(server=r["server_id"], rate=rate, since_current=since, known_stale=known, lag=lag))
+        out.append(fr.PageState(server=r["server_id"], rate=rate, since_current=since, known_stale=known,
+                                changed_within=within, lag=lag))  # fmt: skip
     return out
 
 

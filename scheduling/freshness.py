@@ -152,6 +152,20 @@ def stale_beyond(rate: float, since_current: float, s: float) -> float:
     return 1.0 - math.exp(-rate * (since_current - max(0.0, s)))
 
 
+def changed_beyond(rate: float, interval: float, s: float) -> float:
+    """P(a copy was stale by more than `s` when a check found it changed), its change having come in the
+    `interval` seconds before that check (Poisson changes at `rate`: the first change's time within the
+    interval is exponential, truncated to it)."""
+    if s < 0:
+        return 1.0
+    if s >= interval:
+        return 0.0
+    x, whole = max(rate, 0.0) * (interval - s), max(rate, 0.0) * interval
+    if whole < 1e-6:
+        return (interval - s) / interval
+    return math.expm1(-x) / math.expm1(-whole)
+
+
 def staleness_quantile(pages: Sequence[PageState], q: float) -> float | None:
     """The q-th percentile (0–100) of the staleness of a page drawn from `pages` (the mixture of their
     distributions); None when no page has been found current. Bisection on s: the share of pages stale by
@@ -163,6 +177,8 @@ def staleness_quantile(pages: Sequence[PageState], q: float) -> float | None:
 
     def beyond_of(p: PageState, s: float) -> float:
         if p.known_stale is not None:
+            if p.changed_within > 0:
+                return changed_beyond(p.rate, p.changed_within, s - p.since_current)
             return 1.0 if s < p.known_stale else 0.0
         return stale_beyond(p.rate, p.since_current, s)
 
@@ -171,7 +187,7 @@ def staleness_quantile(pages: Sequence[PageState], q: float) -> float | None:
 
     if share(0.0) <= beyond:
         return 0.0
-    low, high = 0.0, max(max(p.since_current, p.known_stale or 0.0) for p in measured)
+    low, high = 0.0, max(max(p.since_current + p.changed_within, p.known_stale or 0.0) for p in measured)
     for _ in range(50):
         mid = (low + high) / 2
         if share(mid) > beyond:
@@ -197,9 +213,11 @@ class PageState:
     server: int
     rate: float
     since_current: float | None
-    # Known stale by at least this much (a check found it changed and its reload is still to come): then its
-    # staleness is this, not a chance.
+    # Known stale (a check found it changed and its reload is still to come): by this much on average, by
+    # `since_current` (the seconds since that check) at least; its change came in the `changed_within`
+    # seconds before the check (0: not known, and its staleness is taken to be `known_stale`).
     known_stale: float | None = None
+    changed_within: float = 0.0
     lag: float = 0.0  # seconds from when its check is due to the reload that makes it current (the sweep, the reload)
 
 

@@ -158,3 +158,23 @@ def test_a_page_known_changed_counts_its_known_staleness():
     assert fr.staleness_quantile(fresh, 99) == 0.0
     assert fr.staleness_quantile([*fresh, changed], 99) == pytest.approx(120.0, abs=0.01)
     assert fr.staleness_of([changed]) == [120.0]
+
+
+def test_a_page_known_changed_is_stale_by_a_chance_over_the_interval_its_change_came_in():
+    """Found changed 10 s ago, 60 s after it was last found current, changing every 30 s on average: its
+    staleness is 10 s plus 60 s less the first change's time, exponential and truncated to the 60 s; alone,
+    its p95 is where P(T < 70 − s) = 5 %, not its mean."""
+    rate, since, within = 1 / 30, 10.0, 60.0
+    mean = since + fr.staleness_at_detection(rate, within)
+    page = fr.PageState(server=1, rate=rate, since_current=since, known_stale=mean, changed_within=within)
+
+    def quantile(q: float) -> float:  # 1 − e^(−λx) = (1 − q)(1 − e^(−λI)), x = I − (s − since)
+        return since + within + math.log(1 - (1 - q / 100) * -math.expm1(-rate * within)) / rate
+
+    assert fr.staleness_quantile([page], 95) == pytest.approx(quantile(95), abs=0.01)
+    assert fr.staleness_quantile([page], 1) == pytest.approx(quantile(1), abs=0.01)
+    assert since < quantile(1) < since + 2  # hardly ever less stale than when its check found it changed
+    assert since < mean < fr.staleness_quantile([page], 50) < fr.staleness_quantile([page], 95) < since + within
+    assert fr.changed_beyond(rate, within, -1.0) == 1.0 and fr.changed_beyond(rate, within, within) == 0.0
+    assert fr.changed_beyond(1e-12, within, 15.0) == pytest.approx(0.75)  # rare changes: uniform in the interval
+    assert fr.staleness_of([page]) == [mean]

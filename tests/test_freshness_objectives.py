@@ -173,3 +173,24 @@ def test_an_honest_sitemap_read_after_the_check_vouches_for_the_pages_it_says_un
     # A server whose lastmod proved dishonest vouches for nothing.
     LastmodTally.objects.create(server_id=server, announced=10, confirmed=1, found=5, foretold=5)
     assert since() == [600, 600, 600]
+
+
+def test_a_page_found_changed_was_stale_since_a_change_in_its_last_interval():
+    """A check found the page changed 10 s ago, 60 s after a check found it current: the change came within
+    those 60 s, whatever the page's older checks' spacing (600 s here), so its known staleness is the 10 s
+    since plus the Poisson expectation over that interval, not over the mean one."""
+    from crawlcore.selectors_freshness import page_states
+    from scheduling import freshness as fr
+
+    url_id = next(iter(site(pages=1).values()))
+    _changes(url_id, checks=4, changed=0, every=600)
+    now = timezone.now()
+    UrlEvent.objects.create(url_id=url_id, from_state="visited", to_state="visited", agent="active_scan",
+                            at=now - timedelta(seconds=70))  # fmt: skip
+    UrlEvent.objects.create(url_id=url_id, from_state="visited", to_state="init", agent="active_scan",
+                            at=now - timedelta(seconds=10))  # fmt: skip
+    Url.objects.filter(id=url_id).update(state="init", last_checked_at=now - timedelta(seconds=10))
+    rows = list(Url.objects.filter(id=url_id).values("id", "server_id", "last_checked_at", "state"))
+    [state] = page_states(rows, now=now)
+    assert state.known_stale == pytest.approx(10 + fr.staleness_at_detection(state.rate, 60), abs=0.01)
+    assert 10 < state.known_stale < 70
