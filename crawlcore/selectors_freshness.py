@@ -122,6 +122,13 @@ def found_current_at(row: dict, read: dict[int, datetime]) -> datetime | None:
     return checked
 
 
+def _changed_within(checked: datetime | None, found: datetime | None) -> float:
+    """A page a check found changed (it has a stored copy and waits to be reloaded) is stale since the
+    change, which came between that check and the last time the page was found current: that interval in
+    seconds (0: not known)."""
+    return (checked - found).total_seconds() if found and checked and found < checked else 0.0
+
+
 def page_states(rows: list[dict], *, now: datetime) -> list[fr.PageState]:
     """Each page's server, change rate (seed 004's estimator with its prior, as the recrawl choice has it),
     seconds since it was last found current (found_current_at), and how long after it is due a check's reload
@@ -143,15 +150,10 @@ def page_states(rows: list[dict], *, now: datetime) -> list[fr.PageState]:
         since = (now - current).total_seconds() if current else None
         known, within = None, 0.0
         if since is not None and r.get("state") == State.INIT.value:
-            # A check found it changed (it has a stored copy and waits to be reloaded): stale since the
-            # change, which came in the interval between that check and the last time the page was found
-            # current (without that time, its mean check interval), on average this long before the check.
-            found = before.get(r["id"])
-            interval = (checked - found).total_seconds() if found and checked and found < checked else None
-            within = interval or 0.0
-            if interval is None:
-                interval = watched / n if n else 1.0 / rate
-            known = since + fr.staleness_at_detection(rate, interval)
+            within = _changed_within(checked, before.get(r["id"]))
+            # Without that interval, its mean check interval.
+            mean = within or (watched / n if n else 1.0 / rate)
+            known = since + fr.staleness_at_detection(rate, mean)
         # A page due between two sweeps waits for the next one, then for its server's reload lag.
         lag = settings.CRAWL_STALENESS_PERIOD + lags.get(r["server_id"], 0.0)
         out.append(fr.PageState(server=r["server_id"], rate=rate, since_current=since, known_stale=known,
