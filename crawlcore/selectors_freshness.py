@@ -50,30 +50,24 @@ def objective_pages(obj: FreshnessObjective) -> list[dict]:
     return [r for r in rows.order_by("id").iterator(chunk_size=CHUNK) if pattern.search(urlsplit(r["url"]).path)]
 
 
-def _history(ids: list[int]) -> tuple[dict[int, tuple[int, int]], dict[int, datetime]]:
-    """Per URL: (active-scan checks, those that found a change), and its first load."""
+def _history(ids: list[int]) -> tuple[dict[int, tuple[int, int]], dict[int, datetime], dict[int, datetime]]:
+    """Per URL: (active-scan checks, those that found a change), its first load, and when a load or a check
+    last found it current (its newest event into Visited: for a page a check has since found changed, the
+    start of the interval in which the change came)."""
     checks: dict[int, tuple[int, int]] = {}
     first: dict[int, datetime] = {}
+    last: dict[int, datetime] = {}
     for part in _chunks(ids):
         scans = UrlEvent.objects.filter(url_id__in=part, agent=Agent.ACTIVE_SCAN.value, from_state=State.VISITED.value)
         scans = scans.filter(to_state__in=[State.VISITED.value, State.INIT.value]).values("url_id")
         for r in scans.annotate(n=Count("id"), x=Count("id", filter=Q(to_state=State.INIT.value))):
             checks[r["url_id"]] = (r["n"], r["x"])
-        loads = UrlEvent.objects.filter(url_id__in=part, agent=Agent.LOAD.value, to_state=State.VISITED.value)
-        for r in loads.values("url_id").annotate(first=Min("at")):
-            first[r["url_id"]] = r["first"]
-    return checks, first
-
-
-def _last_found_current(ids: list[int]) -> dict[int, datetime]:
-    """Per URL: when a load or a check last found it current (its newest event into Visited). For a page a
-    check has since found changed, the start of the interval in which the change came."""
-    out: dict[int, datetime] = {}
-    for part in _chunks(ids):
         current = UrlEvent.objects.filter(url_id__in=part, to_state=State.VISITED.value).values("url_id")
-        for r in current.annotate(last=Max("at")):
-            out[r["url_id"]] = r["last"]
-    return out
+        for r in current.annotate(first=Min("at", filter=Q(agent=Agent.LOAD.value)), last=Max("at")):
+            if r["first"] is not None:
+                first[r["url_id"]] = r["first"]
+            last[r["url_id"]] = r["last"]
+    return checks, first, last
 
 
 def _chunks(ids: list[int]):
@@ -134,10 +128,9 @@ def page_states(rows: list[dict], *, now: datetime) -> list[fr.PageState]:
     seconds since it was last found current (found_current_at), and how long after it is due a check's reload
     comes (the active sweep's period, CRAWL_STALENESS_PERIOD, and its server's reload lag)."""
     ids = [r["id"] for r in rows]
-    checks, first = _history(ids)
+    checks, first, before = _history(ids)
     lags = servers_reload_lag(ids, now=now)
     read = _sitemap_read(rows)
-    before = _last_found_current([r["id"] for r in rows if r.get("state") == State.INIT.value])
     prior = 1.0 / settings.CRAWL_RECRAWL_CYCLE
     out = []
     for r in rows:
@@ -151,9 +144,8 @@ def page_states(rows: list[dict], *, now: datetime) -> list[fr.PageState]:
         known, within = None, 0.0
         if since is not None and r.get("state") == State.INIT.value:
             within = _changed_within(checked, before.get(r["id"]))
-            # Without that interval, its mean check interval.
-            mean = within or (watched / n if n else 1.0 / rate)
-            known = since + fr.staleness_at_detection(rate, mean)
+            interval = within or (watched / n if n else 1.0 / rate)  # without it, its mean check interval
+            known = since + fr.staleness_at_detection(rate, interval)
         # A page due between two sweeps waits for the next one, then for its server's reload lag.
         lag = settings.CRAWL_STALENESS_PERIOD + lags.get(r["server_id"], 0.0)
         out.append(fr.PageState(server=r["server_id"], rate=rate, since_current=since, known_stale=known,
