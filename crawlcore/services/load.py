@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -180,10 +181,16 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
 
     def reserve_from(self, url: Claimed) -> None:
         """The intents of this page's GET and of the next pages' the visit sends within INTENT_AHEAD seconds
-        at its pace so far (at most INTENT_GROUP), committed in one statement (ServerVisit.reserve)."""
+        at its pace so far (at most INTENT_GROUP), committed in one statement (ServerVisit.reserve). Pages
+        robots.txt disallows are never sent, so they get none: an intent left until the visit's close would
+        outlive a kill as a check of a request that never went out, begun long before it."""
         n = min(INTENT_GROUP, max(1, self.visit.sends_within(INTENT_AHEAD)))
         at = self.urls.index(url)
-        self.visit.reserve([u.url for u in self.urls[at:] if not u.resource][:n])
+        rules, agent = self.visit.robots(), self.visit.user_agent  # read by work() before any check: no request
+        ahead = (u.url for u in self.urls[at:] if not u.resource)
+        if not isinstance(rules, FetchResult):
+            ahead = (u for u in ahead if rules.allowed(u, agent))
+        self.visit.reserve(list(itertools.islice(ahead, n)))
 
     def work(self) -> None:
         super().work()
