@@ -32,12 +32,12 @@ demo: install
 # Every test but the chaos crawl and the slow ones (`make test-slow`): unit, the embedded end-to-end crawl, and the cluster crawl against
 # PostgreSQL and Redis (127.0.0.1:5432 and a redis-server it starts itself; see README "Tests").
 test: install pywb
-	$(PY) -m pytest -m "not chaos and not slow"
+	$(PY) -m pytest -m "not chaos and not slow" --durations=25
 
 # The tests that take minutes each (marker `slow`): the unattended crawl, the health web, the jobs cluster,
 # every command walked, the heartbeat's grace. CI runs them after `make test`.
 test-slow: install pywb
-	$(PY) -m pytest -m "slow and not chaos"
+	$(PY) -m pytest -m "slow and not chaos" --durations=10
 
 unit: install pywb
 	$(PY) -m pytest -m "not integration"
