@@ -30,9 +30,12 @@ demo: install
 	$(PY) manage.py demo $(if $(CHANNEL),--channel '$(CHANNEL)')
 
 # Every test but the chaos crawl and the slow ones (`make test-slow`): unit, the embedded end-to-end crawl, and the cluster crawl against
-# PostgreSQL and Redis (127.0.0.1:5432 and a redis-server it starts itself; see README "Tests").
+# PostgreSQL and Redis (127.0.0.1:5432 and a redis-server it starts itself; see README "Tests"). In TEST_WORKERS
+# processes (pytest-xdist): most of the suite's time is tests waiting on crawls, servers and workers, not CPU.
+# Each integration test has its own database and redis-server on free ports, so the processes share nothing.
+TEST_WORKERS ?= 2
 test: install pywb
-	$(PY) -m pytest -m "not chaos and not slow" --durations=25
+	$(PY) -m pytest -m "not chaos and not slow" -n $(TEST_WORKERS) --durations=25
 
 # The tests that take minutes each (marker `slow`): the unattended crawl, the health web, the jobs cluster,
 # every command walked, the heartbeat's grace. CI runs them after `make test`.
