@@ -1,4 +1,4 @@
-"""Freshness objectives against the truth (slow: a real crawl of about eight minutes, `make test-slow` runs it): the
+"""Freshness objectives against the truth (slow: a real crawl of about eleven minutes, `make test-slow` runs it): the
 embedded crawler on a changing web it has not seen (testweb/changing.py, pages changing at random), two sites
 under objectives (one its budget can hold, one it cannot) and a third whose sitemap says every page changed
 whenever it is read. bench/freshness_live.py runs the crawl and measures; this asserts what the objectives
@@ -20,8 +20,10 @@ def crawl() -> dict:
     # The reported p95 is an expectation, the web's log one draw: sixteen pages checked together make a
     # sawtooth of about a minute, and a page found changed after a long interval weighs one sixteenth of the
     # figure by itself. Over two of those cycles (a 210 s run), the means differed by 20 % and more in one
-    # run of six on a busy machine, and in two of three on another seed; over five (420 s), by 6 to 11 %.
-    return run(argparse.Namespace(seconds=420.0, pages=16, seed=23, periodic=False))
+    # run of six on a busy machine, and in two of three on another seed; over five (420 s), by 6 to 11 % in
+    # three runs and by 28 % in a fourth (CI's script on a faster machine, 30 Nov: 32.9 s against 25.6). Over
+    # about seven (630 s) a page found changed after one long interval weighs two thirds of what it did.
+    return run(argparse.Namespace(seconds=630.0, pages=16, seed=23, periodic=False))
 
 
 def test_the_reported_p95_is_within_20_per_cent_of_the_webs_log(crawl):
