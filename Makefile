@@ -30,10 +30,9 @@ demo: install
 	$(PY) manage.py demo $(if $(CHANNEL),--channel '$(CHANNEL)')
 
 # Every test but the chaos crawl and the slow ones (`make test-slow`): unit, the embedded end-to-end crawl, and the cluster crawl against
-# PostgreSQL and Redis (127.0.0.1:5432 and a redis-server it starts itself; see README "Tests"). In TEST_WORKERS
-# processes (pytest-xdist): most of the suite's time is tests waiting on crawls, servers and workers, not CPU.
-# Each integration test has its own database and redis-server on free ports, so the processes share nothing.
-TEST_WORKERS ?= 2
+# PostgreSQL and Redis (127.0.0.1:5432 and a redis-server it starts itself; see README "Tests"). In one process
+# unless TEST_WORKERS says how many (pytest-xdist; 0: none apart); see docs/development.md for what two cost.
+TEST_WORKERS ?= 0
 test: install pywb
 	$(PY) -m pytest -m "not chaos and not slow" -n $(TEST_WORKERS) --durations=25
 
