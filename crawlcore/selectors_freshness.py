@@ -192,7 +192,7 @@ def objective_status(obj: FreshnessObjective, *, now: datetime | None = None, wi
     rows = objective_pages(obj)
     states = page_states(rows, now=now)
     staleness = fr.staleness_of(states)
-    p50, p95 = fr.pages_quantile(states, 50), fr.pages_quantile(states, 95)
+    p50, p95 = fr.pages_quantiles(states, (50, 95))
     needed = fr.budget_needed(states, float(obj.target))
     hours = _hours(obj, now=now) if with_hours else []
     honesty = [h for h in servers_honesty({r["server_id"] for r in rows}).values() if h is not None]

@@ -15,10 +15,10 @@ with probability 1 − e^(−λ(τ − s)) (its first change came more than s be
 mixture of the pages' distributions (`staleness_quantile`) are those of a page drawn at random: the share of
 pages stale by more than its p95 is 5 % on average. (The percentile of the pages' means would be far lower:
 most of a page's mean is made of the chance it is fresh.) The objective's p50/p95 are those of its pages
-themselves, what one reading of all of them finds on average (`pages_quantile`): the q-th percentile of n
-values sits at their ((n − 1)·q/100 + 1)-th, whose expectation is about the mixture's quantile at that rank
-over n + 1. With many pages the two are one; with 16 pages of which a third are stale, the mixture's p95 is
-a quarter above what the pages show.
+themselves, what one reading of all of them finds on average (`pages_quantiles`): the q-th percentile of n
+values interpolates between two of their order statistics, each computed from every page's chance. With many
+pages the two are one; with 16 pages of which a fifth to a third are stale, the mixture's p95 is a quarter to
+two fifths above what the pages show.
 
 The budget a target needs: a page may wait until the chance it is stale by more than the target reaches half
 the 5 % the p95 allows, τ = T − L − ln(0.975)/λ (`interval_for`; half, so the p95 stays below the target
@@ -208,23 +208,28 @@ def staleness_quantile(pages: Sequence[PageState], q: float) -> float | None:
 
 
 def pages_quantile(pages: Sequence[PageState], q: float) -> float | None:
-    """The q-th percentile (0–100) of the staleness of `pages` themselves, as a reading of all of them finds it
-    on average (percentile's interpolation between two of their order statistics). Exact up to EXACT_PAGES
+    """The q-th percentile (0–100) of the staleness of `pages` themselves (pages_quantiles, one of them)."""
+    return pages_quantiles(pages, (q,))[0]
+
+
+def pages_quantiles(pages: Sequence[PageState], qs: Sequence[float]) -> list[float | None]:
+    """The qs-th percentiles (0–100) of the staleness of `pages` themselves, as a reading of all of them finds
+    them on average (percentile's interpolation between two of their order statistics). Exact up to EXACT_PAGES
     measured pages: the j-th smallest staleness exceeds s when at least n − j pages do, a count whose
-    distribution follows from each page's chance (independent pages), integrated over s. Beyond that, the
-    mixture's quantile (staleness_quantile), which it approaches as n grows. None when no page has been found
-    current."""
+    distribution follows from each page's chance (independent pages), built once for every q and integrated
+    over s. Beyond that, the mixture's quantile (staleness_quantile), which it approaches as n grows. None when
+    no page has been found current."""
     measured = [p for p in pages if p.since_current is not None]
     n = len(measured)
     if n == 0:
-        return None
+        return [None for _ in qs]
     if n > EXACT_PAGES:
-        return staleness_quantile(measured, q)
-    import numpy as np  # here, not at the top: the workers that never read an objective do not load it
-
+        return [staleness_quantile(measured, q) for q in qs]
     top = max(max(p.since_current + p.changed_within, p.known_stale or 0.0) for p in measured)
     if top <= 0:
-        return 0.0
+        return [0.0 for _ in qs]
+    import numpy as np  # here, not at the top: the workers that never read an objective do not load it
+
     grid = np.linspace(0.0, top, QUANTILE_GRID)
     counts = np.zeros((n + 1, grid.size))  # counts[k, g]: P(exactly k pages are stale by more than grid[g])
     counts[0] = 1.0
@@ -233,14 +238,17 @@ def pages_quantile(pages: Sequence[PageState], q: float) -> float | None:
         shifted = counts[:-1] * beyond
         counts *= 1.0 - beyond
         counts[1:] += shifted
-    pos = (n - 1) * min(100.0, max(0.0, q)) / 100.0
-    j = math.floor(pos)
 
     def order_statistic(j: int) -> float:  # E[the (j+1)-th smallest] = ∫ P(at least n − j pages beyond s) ds
         return float(np.trapezoid(counts[n - j :].sum(axis=0), grid))
 
-    low = order_statistic(j)
-    return low if pos == j else low + (pos - j) * (order_statistic(j + 1) - low)
+    out = []
+    for q in qs:
+        pos = (n - 1) * min(100.0, max(0.0, q)) / 100.0
+        j = math.floor(pos)
+        low = order_statistic(j)
+        out.append(low if pos == j else low + (pos - j) * (order_statistic(j + 1) - low))
+    return out
 
 
 def requests_per_day(rate: float, interval: float) -> float:
