@@ -113,16 +113,21 @@ def p95(values: Sequence[float]) -> float | None:
     return ordered[rank - 1]
 
 
-def pace(samples: Sequence[float | None], *, rule: PaceRule, base_delay: float, error_floor: float) -> Pace:
+def pace(
+    samples: Sequence[float | None], *, rule: PaceRule, base_delay: float, error_floor: float, new: int | None = None
+) -> Pace:
     """The pace of a server from its last answers: `samples` are milliseconds, None for a failure (a
     timeout, a reset, a 5xx). `base_delay`: what politeness alone asks (robots.txt, the operator, the
-    default); `error_floor`: the failures' floor of the previous reading."""
+    default); `error_floor`: the failures' floor of the previous reading; `new`: how many of the samples
+    this reading adds (all when None). The floor doubles only while failures go on: a reading whose new
+    answers all succeeded holds it, though the old failures still weigh on the window's share."""
     window = list(samples)[-rule.window :]
     times = [s for s in window if s is not None]
     failures = len(window) - len(times)
     share = failures / len(window) if window else 0.0
+    fresh = window if new is None else window[len(window) - min(new, len(window)) :]
     floor = error_floor
-    if len(window) >= rule.min_samples and share >= ERROR_RAISE_SHARE:
+    if len(window) >= rule.min_samples and share >= ERROR_RAISE_SHARE and None in fresh:
         floor = min(rule.cap, max(2.0 * error_floor, 2.0 * max(base_delay, 0.5)))
     elif share < ERROR_LOWER_SHARE and error_floor > 0:
         floor = error_floor / 2.0 if error_floor / 2.0 > base_delay else 0.0

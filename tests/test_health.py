@@ -68,6 +68,22 @@ def test_pace_follows_p95_and_raises_on_failures_then_comes_down():
     assert pace([10.0] * 20, rule=rule, base_delay=1.0, error_floor=better.error_floor).delay < 1.0
 
 
+def test_pace_raises_its_failure_floor_on_new_failures_only_not_on_old_ones_still_in_the_window():
+    rule = PaceRule(factor=1.0, window=50, cap=30.0, min_samples=10)
+    burst = pace([10.0] * 19 + [None] * 11, rule=rule, base_delay=0.0, error_floor=0.0)
+    assert burst.error_share >= 0.25 and burst.delay == 1.0
+    # Three more readings of a few answers each, all good: the 11 failures are still over a quarter of the
+    # window, but nothing new failed, so the floor holds where it was instead of doubling each reading.
+    window, floor = [10.0] * 19 + [None] * 11, burst.error_floor
+    for _ in range(3):
+        window += [10.0] * 3
+        again = pace(window, rule=rule, base_delay=0.0, error_floor=floor, new=3)
+        assert again.delay == 1.0
+        floor = again.error_floor
+    # A new failure with the share still high: failures go on piling up, so the floor doubles.
+    assert pace(window + [None], rule=rule, base_delay=0.0, error_floor=floor, new=1).delay == 2.0
+
+
 # -- the service and the selector -----------------------------------------------------------------------
 
 
@@ -162,6 +178,20 @@ def test_rate_limited_without_retry_after_doubles_and_the_monitor_up_lifts_a_503
     health.health_rate_limited(server_id=other.id, status=503, retry_after=None, now=now)
     health.health_release(server_ids=[other.id], source="monitor")
     assert server_health(server=other)["state"] == "healthy"
+
+
+@pytest.mark.django_db
+def test_readings_of_good_answers_after_one_burst_of_failures_do_not_keep_slowing_the_server(server):
+    """A site with a dozen broken pages among thirty, crawled in small batches: one visit brings the failures,
+    the next ones only good answers. The floor is raised once, not doubled at every visit's close while the old
+    failures stay in the window (a crawl of the hostile web, paced to 4 s a request, outran its time bound)."""
+    first = health.health_record_responses(server_id=server.id, samples=[5.0] * 19 + [None] * 11)
+    raised = first.delay
+    assert raised > 0
+    for _ in range(4):
+        later = health.health_record_responses(server_id=server.id, samples=[5.0] * 2)
+        assert later.delay == raised
+    assert health.health_record_responses(server_id=server.id, samples=[None]).delay == 2 * raised
 
 
 @pytest.mark.django_db

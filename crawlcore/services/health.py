@@ -318,7 +318,7 @@ def health_record_responses(
     *, server_id: int, samples: Sequence[float | None], now: datetime | None = None
 ) -> Pace | None:
     """A visit's answers (ms each; None for a timeout, a reset or a 5xx) join the server's window; the pace it
-    then needs (delay ≥ CRAWL_PACE_FACTOR × p95, raised while failures pile up) is stored and returned."""
+    then needs (delay ≥ CRAWL_PACE_FACTOR × p95, raised while new failures pile up) is stored and returned."""
     if not samples:
         return None
     now = now or timezone.now()
@@ -327,7 +327,7 @@ def health_record_responses(
 
     def change(row: ServerHealth, server: Server, now: datetime) -> bool:
         window = (list(row.window or []) + [None if s is None else round(s, 1) for s in samples])[-rule.window :]
-        p = pace(window, rule=rule, base_delay=server.request_delay(), error_floor=row.error_floor)
+        p = pace(window, rule=rule, base_delay=server.request_delay(), error_floor=row.error_floor, new=len(samples))
         slow_before = row.pace_delay > server.request_delay()
         row.window, row.p95_ms, row.error_share, row.error_floor, row.pace_delay = (
             window, p.p95_ms, p.error_share, p.error_floor, p.delay
