@@ -83,6 +83,33 @@ def test_pause_sets_aside_the_urls_a_load_batch_holds_and_keeps_the_run_open_for
     assert JobRun.objects.get(id=run.id).stop_reason == "stopped"
 
 
+@pytest.mark.django_db
+def test_a_paused_jobs_urls_handed_back_by_a_batch_leave_no_request_intent_behind():
+    """The batch committed its next requests' intents ahead of sending them; those of the URLs it hands back
+    on a pause are discarded then, not at the visit's close: a worker killed in between would leave them as
+    checks of requests that never went out."""
+    from crawlcore.models import StatusCheck
+    from crawlcore.services.load import LoadBatch
+    from crawlcore.services.visit import ServerVisit
+    from crawler.lifecycle import Agent
+
+    _job("docs", seeds=["http://a.example/", "http://a.example/b", "http://a.example/c"])
+    job_start(name="docs")
+    server = Url.objects.get(url="http://a.example/").server
+    visit = ServerVisit(server, "worker-1", Agent.LOAD)
+    batch = LoadBatch(visit)
+    batch.urls = batch.taken(urls_claim(server_id=server.id, owner="worker-1", limit=10))
+    batch.pending = dict.fromkeys(u.id for u in batch.urls)
+    visit.reserve([u.url for u in batch.urls])
+    assert StatusCheck.objects.filter(category=StatusCheck.PENDING).count() == 3
+    job_pause(name="docs")
+    batch.set_aside_at -= 60  # the batch's next look
+    assert batch.set_aside(batch.urls[0])
+    assert StatusCheck.objects.filter(category=StatusCheck.PENDING).count() == 0
+    assert not any(visit.reserved(u.url) for u in batch.urls)
+    visit.close()
+
+
 def _done(urls: list[str], at):
     for i, url in enumerate(urls):
         Url.objects.filter(url=url).update(state="visited", last_checked_at=at + timedelta(seconds=i))

@@ -129,6 +129,7 @@ class LoadBatch(AgentBatch[Claimed, LoadOutcome]):
         aside = set(Url.objects.filter(id__in=list(waiting)).exclude(exclusion_reason="")
                     .values_list("id", flat=True))  # fmt: skip
         if aside:
+            self.visit.unreserve([u.url for u in self.urls if u.id in aside])
             urls_release(ids=sorted(aside), owner=self.owner)
             for pk in aside:
                 self.pending.pop(pk, None)

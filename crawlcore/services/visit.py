@@ -209,6 +209,14 @@ class ServerVisit:
         if wanted:
             self._intents.update(checks_begin(server_id=self.server.id, requests=wanted, agent=self.agent))
 
+    def unreserve(self, urls: Sequence[str]) -> None:
+        """Discard the intents of these URLs' requests now (checks_discard): they will not be sent in this
+        visit (handed back unfetched), and a kill before close() would leave them as checks never sent."""
+        gone = set(urls)
+        keys = [key for key in self._intents if key[0] in gone]
+        if keys:
+            checks_discard(check_ids=[self._intents.pop(key) for key in keys])
+
     def reserved(self, url: str, method: str = "GET") -> bool:
         return (url, method) in self._intents
 
