@@ -54,7 +54,7 @@ HONESTY_THRESHOLD = 0.5  # below it, a server's lastmod no longer makes its page
 # The schedule aims at half the share a p95 target allows (2.5 %): a page checked exactly when its chance of
 # passing the target reached 5 % would leave the objective's p95 at the target itself between two sweeps.
 SCHEDULE_QUANTILE = 97.5
-# The objective's percentiles over its own pages (pages_quantile): exact up to this many pages, integrated over
+# The objective's percentiles over its own pages (pages_quantiles): exact up to this many pages, integrated over
 # this many points; beyond, the mixture's quantile, within ~1 % of it there.
 EXACT_PAGES = 400
 QUANTILE_GRID = 256
@@ -205,11 +205,6 @@ def staleness_quantile(pages: Sequence[PageState], q: float) -> float | None:
         else:
             high = mid
     return high
-
-
-def pages_quantile(pages: Sequence[PageState], q: float) -> float | None:
-    """The q-th percentile (0–100) of the staleness of `pages` themselves (pages_quantiles, one of them)."""
-    return pages_quantiles(pages, (q,))[0]
 
 
 def pages_quantiles(pages: Sequence[PageState], qs: Sequence[float]) -> list[float | None]:

@@ -24,7 +24,7 @@ def crawl() -> dict:
     # three runs and by 28 % in a fourth (CI's script on a faster machine, 30 Nov: 32.9 s against 25.6). That
     # one was mostly a bias, not chance: the objective reported the p95 of a page drawn at random, a quarter to
     # two fifths above the p95 of 16 pages when a fifth to a third of them are stale (it now reports the latter,
-    # scheduling.freshness.pages_quantile). Over 630 s one long interval weighs two thirds of what it did.
+    # scheduling.freshness.pages_quantiles). Over 630 s one long interval weighs two thirds of what it did.
     return run(argparse.Namespace(seconds=630.0, pages=16, seed=23, periodic=False))
 
 
